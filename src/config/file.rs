@@ -1,0 +1,182 @@
+//! The shape of `moat.toml`. Every key has a default; unknown keys are rejected by name
+//! (`deny_unknown_fields`), so a typo never silently falls back to a default.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The whole configuration after defaults, file and environment were merged and validated.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// How session containers are built: image, hardening, mounts, limits.
+    pub sandbox: SandboxConfig,
+    /// Defaults for the `exec` tool.
+    pub exec: ExecConfig,
+    /// Retention of background and finished processes.
+    pub process: ProcessConfig,
+}
+
+/// Which sessions share a container.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// One container per session key: the strongest isolation, the default.
+    #[default]
+    Session,
+    /// One container per agent (the part of the session key before the first `:`).
+    Agent,
+    /// One container for every session.
+    Shared,
+}
+
+/// How the session workspace is mounted at `/workspace`.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkspaceAccess {
+    #[default]
+    Rw,
+    Ro,
+    /// No workspace mount; `/workspace` is then an empty directory of the image.
+    None,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// Image every session container starts from; `moat image build` builds the default one.
+    pub image: String,
+    /// Which sessions share a container (`session`, `agent`, `shared`).
+    pub scope: Scope,
+    /// `rw`, `ro` or `none`: what the agent may do to its host workspace.
+    pub workspace_access: WorkspaceAccess,
+    /// Host directory holding one workspace per session; empty means `$MOAT_HOME/workspaces`.
+    pub workspace_root: String,
+    /// Mount the container's root filesystem read-only (writes go to tmpfs and the workspace).
+    pub read_only_root: bool,
+    /// Writable tmpfs mounts inside the container; needed because the root is read-only.
+    pub tmpfs: Vec<String>,
+    /// Docker network mode; `none` keeps the sandbox off every network. `host` and
+    /// `container:*` are refused because they share the host's or another container's stack.
+    pub network: String,
+    /// `uid:gid` commands run as; never root by default.
+    pub user: String,
+    /// Memory limit (`2g`, `512m`); swap is set equal so the limit is real.
+    pub memory: String,
+    /// Upper bound on processes in the container: stops fork bombs.
+    pub pids_limit: i64,
+    /// CPU limit in cores (0 = unlimited).
+    pub cpus: f64,
+    /// Extra Linux capabilities to add back after `cap-drop ALL` (empty by default).
+    pub cap_add: Vec<String>,
+    /// Extra bind mounts `host:container[:ro]`; dangerous host paths are refused at load.
+    pub binds: Vec<String>,
+    /// Environment every command of the session sees (overridden by a request's `env`).
+    pub env: BTreeMap<String, String>,
+    /// Directories put in front of PATH after the login profile ran.
+    pub path_prepend: Vec<String>,
+    /// Shell command run once after a container is created (e.g. installing tools).
+    pub setup_command: String,
+    /// OCI runtime (e.g. `runsc` for gVisor); empty uses the engine's default.
+    pub runtime: String,
+    /// Seccomp profile name/path; empty keeps Docker's default. `unconfined` is refused.
+    pub seccomp_profile: String,
+    /// AppArmor profile; empty keeps Docker's default. `unconfined` is refused.
+    pub apparmor_profile: String,
+    /// Remove a container idle this many hours (0 disables).
+    pub prune_idle_hours: u64,
+    /// Remove a container older than this many days (0 disables).
+    pub prune_max_age_days: u64,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            image: "moat-sandbox:bookworm".into(),
+            scope: Scope::Session,
+            workspace_access: WorkspaceAccess::Rw,
+            workspace_root: String::new(),
+            read_only_root: true,
+            tmpfs: vec!["/tmp".into(), "/var/tmp".into(), "/run".into()],
+            network: "none".into(),
+            user: "1000:1000".into(),
+            memory: "2g".into(),
+            pids_limit: 512,
+            cpus: 0.0,
+            cap_add: Vec::new(),
+            binds: Vec::new(),
+            env: BTreeMap::new(),
+            path_prepend: Vec::new(),
+            setup_command: String::new(),
+            runtime: String::new(),
+            seccomp_profile: String::new(),
+            apparmor_profile: String::new(),
+            prune_idle_hours: 24,
+            prune_max_age_days: 7,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExecConfig {
+    /// Milliseconds a foreground command may run before it moves to the background.
+    pub yield_ms: u64,
+    /// Default foreground timeout in seconds (0 = none).
+    pub timeout_secs: u64,
+    /// Characters of output a result carries; head 10 % + tail, clamped to [1000, 200000].
+    pub max_output_chars: usize,
+    /// Bytes of raw output kept on disk per process for `process log` (older bytes are freed).
+    pub spill_max_bytes: String,
+}
+
+impl Default for ExecConfig {
+    fn default() -> Self {
+        Self {
+            yield_ms: 10_000,
+            timeout_secs: 1800,
+            max_output_chars: 200_000,
+            spill_max_bytes: "64m".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProcessConfig {
+    /// Seconds a finished process stays visible to `process list/poll/log`, [60, 10800].
+    pub ttl_secs: u64,
+    /// Finished processes kept per session; the oldest are dropped first.
+    pub max_finished: usize,
+}
+
+impl Default for ProcessConfig {
+    fn default() -> Self {
+        Self {
+            ttl_secs: 1800,
+            max_finished: 200,
+        }
+    }
+}
+
+impl ExecConfig {
+    /// The spill bound in bytes (validated at load, so this cannot fail afterwards).
+    pub fn spill_max(&self) -> u64 {
+        super::parse_size(&self.spill_max_bytes).unwrap_or(64 << 20)
+    }
+}
+
+impl SandboxConfig {
+    /// Memory limit in bytes (validated at load).
+    pub fn memory_bytes(&self) -> i64 {
+        super::parse_size(&self.memory).map(|b| b as i64).unwrap_or(2 << 30)
+    }
+
+    /// The numeric uid and gid commands run as (validated at load).
+    pub fn uid_gid(&self) -> (u32, u32) {
+        let mut it = self.user.splitn(2, ':');
+        let uid = it.next().and_then(|u| u.parse().ok()).unwrap_or(1000);
+        let gid = it.next().and_then(|g| g.parse().ok()).unwrap_or(uid);
+        (uid, gid)
+    }
+}

@@ -1,0 +1,142 @@
+//! Reads `moat.toml`, applies `MOAT_*` overrides, deserializes and validates.
+
+use std::path::{Path, PathBuf};
+
+use toml::Table;
+
+use super::{env, validate::validate, Config, ConfigError};
+
+/// Where a configuration came from, for `moat config show` and error messages.
+#[derive(Debug, Clone)]
+pub struct ConfigSource {
+    /// The file that was read, if it existed.
+    pub file: Option<PathBuf>,
+    /// The `MOAT_*` variables that changed a key.
+    pub overrides: Vec<String>,
+}
+
+/// Loads `path` (absent = all defaults) with the process environment's overrides.
+pub fn load(path: &Path) -> Result<(Config, ConfigSource), ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let vars: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("MOAT_")).collect();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let config = load_from_str(
+        text.as_deref().unwrap_or(""),
+        &path.display().to_string(),
+        &vars,
+        home.as_deref(),
+    )?;
+    let overrides = vars
+        .iter()
+        .filter(|(k, _)| k.starts_with("MOAT_") && k != "MOAT_HOME")
+        .map(|(k, _)| k.clone())
+        .collect();
+    Ok((
+        config,
+        ConfigSource {
+            file: text.map(|_| path.to_path_buf()),
+            overrides,
+        },
+    ))
+}
+
+/// The pure core of [`load`].
+pub fn load_from_str(
+    text: &str,
+    origin: &str,
+    vars: &[(String, String)],
+    home: Option<&Path>,
+) -> Result<Config, ConfigError> {
+    let mut doc: Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Parse {
+        origin: origin.to_string(),
+        message: e.message().to_string() + &span_hint(text, e.span()),
+    })?;
+    env::apply(&mut doc, vars)?;
+    let config: Config = Config::deserialize_table(doc).map_err(|message| ConfigError::Parse {
+        origin: format!("{origin} (with MOAT_* overrides)"),
+        message,
+    })?;
+    validate(&config, home)?;
+    Ok(config)
+}
+
+impl Config {
+    fn deserialize_table(doc: Table) -> Result<Config, String> {
+        use serde::Deserialize;
+        Config::deserialize(doc).map_err(|e| e.message().to_string())
+    }
+}
+
+fn span_hint(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    match span {
+        Some(r) => {
+            let line = text[..r.start.min(text.len())].matches('\n').count() + 1;
+            format!(" (line {line})")
+        }
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        load_from_str(text, "moat.toml", &vars, None)
+    }
+
+    #[test]
+    fn empty_is_defaults() {
+        assert_eq!(load("", &[]).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let rows = [
+            ("[sandbox]\nimagee = \"x\"\n", "imagee"),
+            ("[sandbx]\n", "sandbx"),
+            ("[exec]\nyield = 5\n", "yield"),
+            ("toplevel = 1\n", "toplevel"),
+        ];
+        for (text, key) in rows {
+            let err = load(text, &[]).unwrap_err().to_string();
+            assert!(err.contains(key), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn unknown_env_override_is_named() {
+        let err = load("", &[("MOAT_SANDBOX_IMAGEZ", "x")]).unwrap_err().to_string();
+        assert!(err.contains("imagez"), "{err}");
+    }
+
+    #[test]
+    fn env_overrides_file() {
+        let c = load(
+            "[sandbox]\nimage = \"a\"\n[exec]\nyield_ms = 5\n",
+            &[("MOAT_SANDBOX_IMAGE", "b")],
+        )
+        .unwrap();
+        assert_eq!(c.sandbox.image, "b");
+        assert_eq!(c.exec.yield_ms, 5);
+    }
+
+    #[test]
+    fn wrong_type_is_reported() {
+        let err = load("[sandbox]\npids_limit = \"many\"\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("pids_limit") || err.contains("integer"), "{err}");
+    }
+}

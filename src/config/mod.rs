@@ -1,0 +1,18 @@
+//! moat's configuration: `$MOAT_HOME/moat.toml`, `MOAT_*` environment overrides, defaults.
+//!
+//! Loading is a pure function of (file text, environment) so every rule is unit-tested without
+//! touching the disk; `load` is the thin I/O shell around it.
+
+mod env;
+mod error;
+mod file;
+mod load;
+mod size;
+mod validate;
+
+pub use error::ConfigError;
+pub use file::{
+    Config, ExecConfig, ProcessConfig, SandboxConfig, Scope, WorkspaceAccess,
+};
+pub use load::{load, load_from_str, ConfigSource};
+pub use size::parse_size;

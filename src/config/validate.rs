@@ -1,0 +1,224 @@
+//! Refuses settings that would break the sandbox, at load time, naming the key to change.
+//!
+//! Bind sources are checked after resolving symlinks, and also as *parents*: mounting `/home`
+//! would expose `~/.ssh` just as surely as mounting `~/.ssh` itself.
+
+use std::path::{Path, PathBuf};
+
+use super::{parse_size, Config, ConfigError};
+
+/// Host paths never mounted into a sandbox (or any directory containing one of them).
+const FORBIDDEN_ROOTS: &[&str] = &[
+    "/", "/etc", "/proc", "/sys", "/dev", "/root", "/boot", "/run", "/var/run",
+];
+/// Per-user secrets, relative to the home directory.
+const FORBIDDEN_HOME: &[&str] = &[".ssh", ".aws", ".docker", ".gnupg", ".config"];
+
+pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError> {
+    let s = &config.sandbox;
+    let invalid = |key: &str, message: String| ConfigError::Invalid {
+        key: key.to_string(),
+        message,
+    };
+    if s.image.trim().is_empty() {
+        return Err(invalid("sandbox.image", "the image name is empty".into()));
+    }
+    let net = s.network.trim().to_ascii_lowercase();
+    if net == "host" || net.starts_with("container:") {
+        return Err(invalid(
+            "sandbox.network",
+            format!("network `{}` shares a network stack with the host or another container; use `none` or a bridge network", s.network),
+        ));
+    }
+    for (key, value) in [
+        ("sandbox.seccomp_profile", &s.seccomp_profile),
+        ("sandbox.apparmor_profile", &s.apparmor_profile),
+    ] {
+        if value.trim().eq_ignore_ascii_case("unconfined") {
+            return Err(invalid(key, "`unconfined` switches the profile off".into()));
+        }
+    }
+    parse_size(&s.memory).map_err(|m| invalid("sandbox.memory", m))?;
+    parse_size(&config.exec.spill_max_bytes).map_err(|m| invalid("exec.spill_max_bytes", m))?;
+    if s.pids_limit <= 0 {
+        return Err(invalid("sandbox.pids_limit", "must be at least 1".into()));
+    }
+    if s.cpus < 0.0 || !s.cpus.is_finite() {
+        return Err(invalid("sandbox.cpus", "must be 0 (unlimited) or positive".into()));
+    }
+    let mut ids = s.user.splitn(2, ':');
+    let uid_ok = ids.next().is_some_and(|u| u.parse::<u32>().is_ok());
+    let gid_ok = ids.next().is_none_or(|g| g.parse::<u32>().is_ok());
+    if !uid_ok || !gid_ok {
+        return Err(invalid(
+            "sandbox.user",
+            format!("`{}` is not a numeric uid[:gid]", s.user),
+        ));
+    }
+    for entry in &s.path_prepend {
+        if !entry.starts_with('/') || entry.contains(':') {
+            return Err(invalid(
+                "sandbox.path_prepend",
+                format!("`{entry}` must be an absolute container path without `:`"),
+            ));
+        }
+    }
+    for t in &s.tmpfs {
+        if !t.starts_with('/') {
+            return Err(invalid("sandbox.tmpfs", format!("`{t}` is not an absolute path")));
+        }
+    }
+    for cap in &s.cap_add {
+        let c = cap.trim().to_ascii_uppercase();
+        if c == "ALL" || c == "SYS_ADMIN" || c == "CAP_SYS_ADMIN" {
+            return Err(invalid("sandbox.cap_add", format!("`{cap}` gives the sandbox control of the host kernel")));
+        }
+    }
+    for bind in &s.binds {
+        check_bind(bind, home).map_err(|m| invalid("sandbox.binds", m))?;
+    }
+    if !(60..=10_800).contains(&config.process.ttl_secs) {
+        return Err(invalid(
+            "process.ttl_secs",
+            format!("{} is outside [60, 10800] seconds", config.process.ttl_secs),
+        ));
+    }
+    Ok(())
+}
+
+fn check_bind(bind: &str, home: Option<&Path>) -> Result<(), String> {
+    let mut parts = bind.split(':');
+    let (Some(source), Some(target)) = (parts.next(), parts.next()) else {
+        return Err(format!("`{bind}` is not `host:container[:ro]`"));
+    };
+    if let Some(mode) = parts.next() {
+        if mode != "ro" && mode != "rw" {
+            return Err(format!("`{bind}`: mode `{mode}` is not ro or rw"));
+        }
+    }
+    if !source.starts_with('/') || !target.starts_with('/') {
+        return Err(format!("`{bind}`: both paths must be absolute"));
+    }
+    if source.contains("docker.sock") || target.contains("docker.sock") {
+        return Err(format!("`{bind}` would hand the sandbox the Docker engine"));
+    }
+    // Check the path as written and as the kernel resolves it (a symlink can point anywhere).
+    let mut candidates = vec![lexical_normalize(Path::new(source))];
+    if let Ok(real) = std::fs::canonicalize(source) {
+        candidates.push(real);
+    }
+    let mut forbidden: Vec<PathBuf> = FORBIDDEN_ROOTS.iter().map(PathBuf::from).collect();
+    if let Some(home) = home {
+        forbidden.extend(FORBIDDEN_HOME.iter().map(|d| home.join(d)));
+    }
+    for cand in &candidates {
+        if cand.ends_with("docker.sock") {
+            return Err(format!("`{bind}` would hand the sandbox the Docker engine"));
+        }
+        for bad in &forbidden {
+            // The bind exposes `bad` if it is `bad`, lies inside it, or contains it.
+            let exposes = cand == bad || (bad != Path::new("/") && (cand.starts_with(bad) || bad.starts_with(cand)));
+            let exposes = exposes || (bad == Path::new("/") && cand == Path::new("/"));
+            if exposes {
+                return Err(format!(
+                    "`{bind}` exposes {} to the sandbox",
+                    bad.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Resolves `.` and `..` without touching the disk.
+fn lexical_normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binds() {
+        let home = Path::new("/home/alice");
+        let rows: &[(&str, bool)] = &[
+            ("/srv/data:/data", true),
+            ("/srv/data:/data:ro", true),
+            ("/:/host", false),
+            ("/etc:/etc", false),
+            ("/etc/ssl:/ssl:ro", false),
+            ("/proc:/p", false),
+            ("/sys/fs:/s", false),
+            ("/dev:/dev", false),
+            ("/root:/r", false),
+            ("/boot:/b", false),
+            ("/run:/r", false),
+            ("/var/run:/vr", false),
+            ("/var/run/docker.sock:/var/run/docker.sock", false),
+            ("/srv/docker.sock:/x", false),
+            ("/home/alice/.ssh:/k", false),
+            ("/home/alice/.aws/credentials:/c", false),
+            ("/home/alice/.docker:/d", false),
+            ("/home/alice/.gnupg:/g", false),
+            ("/home/alice/.config:/c", false),
+            // A parent of a secret directory exposes it.
+            ("/home/alice:/h", false),
+            ("/home:/h", false),
+            ("/srv/../etc:/e", false),
+            ("/home/alice/project:/p", true),
+            ("relative:/x", false),
+            ("/srv:/x:rx", false),
+            ("/srv", false),
+        ];
+        for (bind, ok) in rows {
+            assert_eq!(check_bind(bind, Some(home)).is_ok(), *ok, "bind {bind}");
+        }
+    }
+
+    #[test]
+    fn bind_through_symlink_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("innocent");
+        std::os::unix::fs::symlink("/etc", &link).unwrap();
+        let bind = format!("{}:/x", link.display());
+        let err = check_bind(&bind, None).unwrap_err();
+        assert!(err.contains("/etc"), "{err}");
+    }
+
+    #[test]
+    fn dangerous_settings_name_their_key() {
+        let cases: Vec<(fn(&mut Config), &str)> = vec![
+            (|c| c.sandbox.network = "host".into(), "sandbox.network"),
+            (|c| c.sandbox.network = "container:abc".into(), "sandbox.network"),
+            (|c| c.sandbox.seccomp_profile = "unconfined".into(), "sandbox.seccomp_profile"),
+            (|c| c.sandbox.apparmor_profile = "Unconfined".into(), "sandbox.apparmor_profile"),
+            (|c| c.sandbox.binds = vec!["/etc:/etc".into()], "sandbox.binds"),
+            (|c| c.sandbox.user = "root".into(), "sandbox.user"),
+            (|c| c.sandbox.memory = "lots".into(), "sandbox.memory"),
+            (|c| c.sandbox.pids_limit = 0, "sandbox.pids_limit"),
+            (|c| c.sandbox.cap_add = vec!["SYS_ADMIN".into()], "sandbox.cap_add"),
+            (|c| c.sandbox.path_prepend = vec!["rel/bin".into()], "sandbox.path_prepend"),
+            (|c| c.process.ttl_secs = 5, "process.ttl_secs"),
+        ];
+        for (mutate, key) in cases {
+            let mut c = Config::default();
+            mutate(&mut c);
+            match validate(&c, None) {
+                Err(ConfigError::Invalid { key: k, .. }) => assert_eq!(k, key),
+                other => panic!("{key}: expected Invalid, got {other:?}"),
+            }
+        }
+        assert!(validate(&Config::default(), None).is_ok());
+    }
+}

@@ -1,0 +1,49 @@
+//! Image builds with the classic builder and an in-memory tar context.
+
+use std::collections::HashMap;
+
+use bollard::query_parameters::BuildImageOptions;
+use futures::StreamExt;
+
+use super::DockerRuntime;
+use crate::runtime::{Progress, RuntimeError};
+
+impl DockerRuntime {
+    pub(super) async fn build(
+        &self,
+        context: Vec<u8>,
+        tag: &str,
+        build_args: Vec<(String, String)>,
+        progress: Progress,
+    ) -> Result<(), RuntimeError> {
+        let options = BuildImageOptions {
+            dockerfile: "Dockerfile".into(),
+            t: Some(tag.to_string()),
+            rm: true,
+            forcerm: true,
+            buildargs: Some(build_args.into_iter().collect::<HashMap<_, _>>()),
+            ..Default::default()
+        };
+        // `build_image(…, None)` panics inside bollard; the context is always passed.
+        let mut stream = self.docker.build_image(
+            options,
+            None,
+            Some(bollard::body_full(context.into())),
+        );
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| RuntimeError::engine(format!("build image {tag}"), e))?;
+            if let Some(line) = info.stream.as_deref() {
+                for l in line.lines().filter(|l| !l.trim().is_empty()) {
+                    progress(l);
+                }
+            }
+            if let Some(detail) = info.error_detail.and_then(|d| d.message) {
+                return Err(RuntimeError::Other {
+                    action: format!("build image {tag}"),
+                    message: detail,
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,89 @@
+use async_trait::async_trait;
+use bollard::Docker;
+
+use crate::runtime::{
+    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, Progress, Runtime, RuntimeError,
+};
+
+/// The real engine. Cheap to clone: bollard's client is an `Arc` inside.
+#[derive(Clone)]
+pub struct DockerRuntime {
+    pub(super) docker: Docker,
+}
+
+impl DockerRuntime {
+    /// Connects through `DOCKER_HOST` (or the default unix socket) and negotiates the API
+    /// version. bollard 0.21.1 never sends the version prefix (bollard#736), so requests are
+    /// served at the engine's own version; negotiating now keeps that right after the upgrade.
+    pub async fn connect() -> Result<Self, RuntimeError> {
+        let docker = Docker::connect_with_defaults()
+            .map_err(RuntimeError::Connect)?
+            .with_timeout(std::time::Duration::from_secs(120));
+        let docker = docker.negotiate_version().await.map_err(RuntimeError::Connect)?;
+        Ok(Self { docker })
+    }
+}
+
+#[async_trait]
+impl Runtime for DockerRuntime {
+    async fn ping(&self) -> Result<EngineInfo, RuntimeError> {
+        let v = self.docker.version().await.map_err(RuntimeError::Connect)?;
+        Ok(EngineInfo {
+            version: v.version.unwrap_or_default(),
+            api_version: v.api_version.unwrap_or_default(),
+        })
+    }
+
+    async fn image_exists(&self, image: &str) -> Result<bool, RuntimeError> {
+        match self.docker.inspect_image(image).await {
+            Ok(_) => Ok(true),
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {
+                Ok(false)
+            }
+            Err(e) => Err(RuntimeError::engine(format!("inspect image {image}"), e)),
+        }
+    }
+
+    async fn inspect_container(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
+        self.inspect(name).await
+    }
+
+    async fn list_containers(&self, label: &str) -> Result<Vec<ContainerInfo>, RuntimeError> {
+        self.list(label).await
+    }
+
+    async fn create_container(&self, spec: &ContainerSpec) -> Result<String, RuntimeError> {
+        self.create(spec).await
+    }
+
+    async fn start_container(&self, id: &str) -> Result<(), RuntimeError> {
+        self.start(id).await
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<(), RuntimeError> {
+        self.remove(id).await
+    }
+
+    async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
+        self.start_exec(container, spec).await
+    }
+
+    async fn exec_capture(
+        &self,
+        container: &str,
+        argv: Vec<String>,
+        user: Option<String>,
+    ) -> Result<(i64, Vec<u8>), RuntimeError> {
+        self.capture(container, argv, user).await
+    }
+
+    async fn build_image(
+        &self,
+        context: Vec<u8>,
+        tag: &str,
+        build_args: Vec<(String, String)>,
+        progress: Progress,
+    ) -> Result<(), RuntimeError> {
+        self.build(context, tag, build_args, progress).await
+    }
+}

@@ -1,0 +1,144 @@
+//! Container lifecycle calls.
+
+use std::collections::HashMap;
+
+use bollard::models::{ContainerCreateBody, HostConfig, Mount as DockerMount, MountType};
+use bollard::query_parameters::{
+    CreateContainerOptions, ListContainersOptions, RemoveContainerOptions, StartContainerOptions,
+};
+
+use super::DockerRuntime;
+use crate::runtime::{ContainerInfo, ContainerSpec, RuntimeError};
+
+impl DockerRuntime {
+    pub(super) async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
+        match self.docker.inspect_container(name, None).await {
+            Ok(c) => {
+                let state = c.state.as_ref();
+                Ok(Some(ContainerInfo {
+                    id: c.id.unwrap_or_default(),
+                    name: c.name.unwrap_or_default().trim_start_matches('/').to_string(),
+                    running: state.and_then(|s| s.running).unwrap_or(false),
+                    state: state
+                        .and_then(|s| s.status.map(|st| st.to_string()))
+                        .unwrap_or_default(),
+                    labels: c
+                        .config
+                        .and_then(|cfg| cfg.labels)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .collect(),
+                }))
+            }
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {
+                Ok(None)
+            }
+            Err(e) => Err(RuntimeError::engine(format!("inspect container {name}"), e)),
+        }
+    }
+
+    pub(super) async fn list(&self, label: &str) -> Result<Vec<ContainerInfo>, RuntimeError> {
+        let options = ListContainersOptions {
+            all: true,
+            filters: Some(HashMap::from([("label".to_string(), vec![label.to_string()])])),
+            ..Default::default()
+        };
+        let list = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| RuntimeError::engine("list containers", e))?;
+        Ok(list
+            .into_iter()
+            .map(|c| {
+                let state = c.state.map(|s| s.to_string()).unwrap_or_default();
+                ContainerInfo {
+                    id: c.id.unwrap_or_default(),
+                    name: c
+                        .names
+                        .and_then(|n| n.into_iter().next())
+                        .unwrap_or_default()
+                        .trim_start_matches('/')
+                        .to_string(),
+                    running: state == "running",
+                    state,
+                    labels: c.labels.unwrap_or_default().into_iter().collect(),
+                }
+            })
+            .collect())
+    }
+
+    pub(super) async fn create(&self, spec: &ContainerSpec) -> Result<String, RuntimeError> {
+        let mounts = spec
+            .mounts
+            .iter()
+            .map(|m| DockerMount {
+                typ: Some(MountType::BIND),
+                source: Some(m.source.clone()),
+                target: Some(m.target.clone()),
+                read_only: Some(m.read_only),
+                ..Default::default()
+            })
+            .collect();
+        let host_config = HostConfig {
+            init: Some(true),
+            cap_drop: Some(vec!["ALL".into()]),
+            cap_add: (!spec.cap_add.is_empty()).then(|| spec.cap_add.clone()),
+            security_opt: Some(spec.security_opt.clone()),
+            readonly_rootfs: Some(spec.read_only_root),
+            tmpfs: Some(spec.tmpfs.clone().into_iter().collect()),
+            mounts: Some(mounts),
+            pids_limit: Some(spec.pids_limit),
+            memory: Some(spec.memory_bytes),
+            // Equal to `memory`, so the limit cannot be dodged by swapping.
+            memory_swap: Some(spec.memory_bytes),
+            nano_cpus: (spec.nano_cpus > 0).then_some(spec.nano_cpus),
+            network_mode: Some(spec.network.clone()),
+            runtime: spec.runtime.clone(),
+            ..Default::default()
+        };
+        let body = ContainerCreateBody {
+            image: Some(spec.image.clone()),
+            cmd: Some(spec.cmd.clone()),
+            user: Some(spec.user.clone()),
+            env: Some(spec.env.clone()),
+            working_dir: Some(spec.working_dir.clone()),
+            labels: Some(spec.labels.clone().into_iter().collect()),
+            network_disabled: Some(spec.network == "none"),
+            host_config: Some(host_config),
+            ..Default::default()
+        };
+        let options = CreateContainerOptions {
+            name: Some(spec.name.clone()),
+            ..Default::default()
+        };
+        let created = self
+            .docker
+            .create_container(Some(options), body)
+            .await
+            .map_err(|e| RuntimeError::engine(format!("create container {}", spec.name), e))?;
+        Ok(created.id)
+    }
+
+    pub(super) async fn start(&self, id: &str) -> Result<(), RuntimeError> {
+        self.docker
+            .start_container(id, None::<StartContainerOptions>)
+            .await
+            .map_err(|e| RuntimeError::engine(format!("start container {id}"), e))
+    }
+
+    pub(super) async fn remove(&self, id: &str) -> Result<(), RuntimeError> {
+        let options = RemoveContainerOptions {
+            force: true,
+            v: true,
+            ..Default::default()
+        };
+        match self.docker.remove_container(id, Some(options)).await {
+            Ok(()) => Ok(()),
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {
+                Ok(())
+            }
+            Err(e) => Err(RuntimeError::engine(format!("remove container {id}"), e)),
+        }
+    }
+}

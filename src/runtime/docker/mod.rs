@@ -1,0 +1,8 @@
+//! [`Runtime`](super::Runtime) over the Docker Engine API (bollard).
+
+mod build;
+mod client;
+mod containers;
+mod exec;
+
+pub use client::DockerRuntime;

@@ -1,0 +1,191 @@
+//! An in-memory [`Runtime`] for unit tests of the logic above the seam. It records every call
+//! and can be told to fail; commands "run" by a test-provided handler.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use tokio::sync::oneshot;
+
+use super::{
+    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, Runtime, RuntimeError,
+};
+
+/// A recorded call, for assertions.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    Create(String),
+    Start(String),
+    Remove(String),
+    Exec { container: String, argv: Vec<String> },
+    Capture { container: String, argv: Vec<String> },
+}
+
+type Handler = dyn Fn(&ExecSpec) + Send + Sync;
+
+#[derive(Default)]
+struct State {
+    containers: BTreeMap<String, ContainerInfo>,
+    specs: BTreeMap<String, ContainerSpec>,
+    calls: Vec<Call>,
+    next_id: u64,
+}
+
+/// See the module docs.
+#[derive(Clone, Default)]
+pub struct FakeRuntime {
+    state: Arc<Mutex<State>>,
+    on_exec: Option<Arc<Handler>>,
+}
+
+impl FakeRuntime {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs `handler` synchronously for every `exec`, before it reports "finished".
+    pub fn with_exec_handler(mut self, handler: impl Fn(&ExecSpec) + Send + Sync + 'static) -> Self {
+        self.on_exec = Some(Arc::new(handler));
+        self
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.state.lock().unwrap().calls.clone()
+    }
+
+    pub fn spec(&self, name: &str) -> Option<ContainerSpec> {
+        self.state.lock().unwrap().specs.get(name).cloned()
+    }
+
+    /// Stops a container behind moat's back, as `docker stop` would.
+    pub fn stop(&self, name: &str) {
+        if let Some(c) = self.state.lock().unwrap().containers.get_mut(name) {
+            c.running = false;
+            c.state = "exited".into();
+        }
+    }
+}
+
+#[async_trait]
+impl Runtime for FakeRuntime {
+    async fn ping(&self) -> Result<EngineInfo, RuntimeError> {
+        Ok(EngineInfo {
+            version: "fake".into(),
+            api_version: "1.41".into(),
+        })
+    }
+
+    async fn image_exists(&self, _image: &str) -> Result<bool, RuntimeError> {
+        Ok(true)
+    }
+
+    async fn inspect_container(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
+        let s = self.state.lock().unwrap();
+        Ok(s.containers
+            .values()
+            .find(|c| c.name == name || c.id == name)
+            .cloned())
+    }
+
+    async fn list_containers(&self, label: &str) -> Result<Vec<ContainerInfo>, RuntimeError> {
+        let (key, value) = label.split_once('=').map_or((label, None), |(k, v)| (k, Some(v)));
+        let s = self.state.lock().unwrap();
+        Ok(s.containers
+            .values()
+            .filter(|c| match (c.labels.get(key), value) {
+                (Some(v), Some(want)) => v == want,
+                (Some(_), None) => true,
+                _ => false,
+            })
+            .cloned()
+            .collect())
+    }
+
+    async fn create_container(&self, spec: &ContainerSpec) -> Result<String, RuntimeError> {
+        let mut s = self.state.lock().unwrap();
+        if s.containers.contains_key(&spec.name) {
+            return Err(RuntimeError::Other {
+                action: format!("create container {}", spec.name),
+                message: "name in use".into(),
+            });
+        }
+        s.next_id += 1;
+        let id = format!("fake{:08}", s.next_id);
+        s.calls.push(Call::Create(spec.name.clone()));
+        s.specs.insert(spec.name.clone(), spec.clone());
+        s.containers.insert(
+            spec.name.clone(),
+            ContainerInfo {
+                id: id.clone(),
+                name: spec.name.clone(),
+                running: false,
+                state: "created".into(),
+                labels: spec.labels.clone(),
+            },
+        );
+        Ok(id)
+    }
+
+    async fn start_container(&self, id: &str) -> Result<(), RuntimeError> {
+        let mut s = self.state.lock().unwrap();
+        s.calls.push(Call::Start(id.to_string()));
+        let c = s
+            .containers
+            .values_mut()
+            .find(|c| c.id == id || c.name == id)
+            .ok_or_else(|| RuntimeError::Other {
+                action: format!("start container {id}"),
+                message: "no such container".into(),
+            })?;
+        c.running = true;
+        c.state = "running".into();
+        Ok(())
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<(), RuntimeError> {
+        let mut s = self.state.lock().unwrap();
+        s.calls.push(Call::Remove(id.to_string()));
+        s.containers.retain(|_, c| c.id != id && c.name != id);
+        Ok(())
+    }
+
+    async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
+        self.state.lock().unwrap().calls.push(Call::Exec {
+            container: container.to_string(),
+            argv: spec.argv.clone(),
+        });
+        if let Some(h) = &self.on_exec {
+            h(&spec);
+        }
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(());
+        Ok(ExecStarted {
+            id: "fake-exec".into(),
+            finished: rx,
+            tty: None,
+        })
+    }
+
+    async fn exec_capture(
+        &self,
+        container: &str,
+        argv: Vec<String>,
+        _user: Option<String>,
+    ) -> Result<(i64, Vec<u8>), RuntimeError> {
+        self.state.lock().unwrap().calls.push(Call::Capture {
+            container: container.to_string(),
+            argv,
+        });
+        Ok((0, Vec::new()))
+    }
+
+    async fn build_image(
+        &self,
+        _context: Vec<u8>,
+        _tag: &str,
+        _build_args: Vec<(String, String)>,
+        _progress: super::Progress,
+    ) -> Result<(), RuntimeError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,87 @@
+use std::collections::BTreeMap;
+use std::pin::Pin;
+
+use futures::Stream;
+use tokio::io::AsyncWrite;
+use tokio::sync::oneshot;
+
+/// The engine's identity, for `moat doctor` and the version floor.
+#[derive(Debug, Clone)]
+pub struct EngineInfo {
+    pub version: String,
+    pub api_version: String,
+}
+
+/// A bind mount from the host into a container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    pub source: String,
+    pub target: String,
+    pub read_only: bool,
+}
+
+/// Everything needed to create a session container; built from config by `session::spec`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerSpec {
+    pub name: String,
+    pub image: String,
+    pub labels: BTreeMap<String, String>,
+    pub user: String,
+    pub env: Vec<String>,
+    pub mounts: Vec<Mount>,
+    /// tmpfs mount point → options.
+    pub tmpfs: BTreeMap<String, String>,
+    pub read_only_root: bool,
+    pub network: String,
+    pub cap_add: Vec<String>,
+    pub security_opt: Vec<String>,
+    pub pids_limit: i64,
+    pub memory_bytes: i64,
+    pub nano_cpus: i64,
+    pub runtime: Option<String>,
+    pub working_dir: String,
+    pub cmd: Vec<String>,
+}
+
+/// A container as the engine reports it.
+#[derive(Debug, Clone)]
+pub struct ContainerInfo {
+    pub id: String,
+    pub name: String,
+    pub running: bool,
+    pub state: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// One command to start in a container.
+#[derive(Debug, Clone, Default)]
+pub struct ExecSpec {
+    pub argv: Vec<String>,
+    /// `KEY=VALUE` entries.
+    pub env: Vec<String>,
+    pub workdir: Option<String>,
+    pub user: Option<String>,
+    /// Run in a pseudo-terminal; the raw stream is then returned in [`ExecStarted::tty`].
+    pub tty: bool,
+}
+
+/// The terminal side of a PTY exec.
+pub struct ExecTty {
+    /// Raw terminal output. Read without bollard's frame guessing (see the docker module).
+    pub output: Pin<Box<dyn Stream<Item = std::io::Result<bytes::Bytes>> + Send>>,
+    pub input: Pin<Box<dyn AsyncWrite + Send>>,
+}
+
+/// A started command.
+pub struct ExecStarted {
+    /// The engine's exec id (for resize and inspect).
+    pub id: String,
+    /// Resolves when the command's main process ended and its stream closed.
+    pub finished: oneshot::Receiver<()>,
+    /// Present for `tty: true`.
+    pub tty: Option<ExecTty>,
+}
+
+/// Receives each line of build output. Spelled with an explicit `for<'a>` because
+/// `async_trait` would otherwise tie the elided `&str` lifetime to the call.
+pub type Progress = Box<dyn for<'a> Fn(&'a str) + Send + Sync>;
