@@ -3,8 +3,20 @@
 //! Layers, top to bottom (data flows down, only results and events flow back up):
 //! `cli` → `tools` (exec, process) → `policy` → `process` (registry, output) →
 //! `session` (containers) → `runtime` (the engine seam). `config`, `home` and `store` are
-//! shared foundations.
+//! shared foundations; `output`, `keys` and `names` are pure helpers.
 
+pub mod app;
+pub mod bench;
 pub mod config;
+pub mod exec;
 pub mod home;
+pub mod image;
+pub mod keys;
+pub mod names;
+pub mod output;
+pub mod policy;
+pub mod process;
 pub mod runtime;
+pub mod session;
+pub mod store;
+pub mod tools;

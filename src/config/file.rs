@@ -15,6 +15,16 @@ pub struct Config {
     pub exec: ExecConfig,
     /// Retention of background and finished processes.
     pub process: ProcessConfig,
+    /// Which commands may run (see docs/policy.md).
+    pub policy: PolicyConfig,
+}
+
+/// Policy per host. Only the sandbox runs commands today.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyConfig {
+    /// Policy for commands in session containers (default: security full, ask off).
+    pub sandbox: crate::policy::Policy,
 }
 
 /// Which sessions share a container.

@@ -12,7 +12,7 @@ mod validate;
 
 pub use error::ConfigError;
 pub use file::{
-    Config, ExecConfig, ProcessConfig, SandboxConfig, Scope, WorkspaceAccess,
+    Config, ExecConfig, PolicyConfig, ProcessConfig, SandboxConfig, Scope, WorkspaceAccess,
 };
 pub use load::{load, load_from_str, ConfigSource};
 pub use size::parse_size;

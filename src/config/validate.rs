@@ -77,6 +77,7 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
     for bind in &s.binds {
         check_bind(bind, home).map_err(|m| invalid("sandbox.binds", m))?;
     }
+    config.policy.sandbox.validate().map_err(|e| invalid("policy.sandbox", e.to_string()))?;
     if !(60..=10_800).contains(&config.process.ttl_secs) {
         return Err(invalid(
             "process.ttl_secs",

@@ -166,6 +166,14 @@ impl Runtime for FakeRuntime {
         })
     }
 
+    async fn exec_exit_code(&self, _exec_id: &str) -> Result<Option<i64>, RuntimeError> {
+        Ok(Some(0))
+    }
+
+    async fn resize_exec(&self, _exec_id: &str, _rows: u16, _cols: u16) -> Result<(), RuntimeError> {
+        Ok(())
+    }
+
     async fn exec_capture(
         &self,
         container: &str,

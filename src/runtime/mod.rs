@@ -34,6 +34,10 @@ pub trait Runtime: Send + Sync + 'static {
     async fn remove_container(&self, id: &str) -> Result<(), RuntimeError>;
     /// Starts a command; returns once it runs. `ExecStarted::finished` resolves when it ends.
     async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError>;
+    /// The exit code of an exec that ended (`None` while it runs).
+    async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>, RuntimeError>;
+    /// Resizes a PTY exec's terminal.
+    async fn resize_exec(&self, exec_id: &str, rows: u16, cols: u16) -> Result<(), RuntimeError>;
     /// Runs a short helper command to completion and returns (exit code, stdout+stderr).
     async fn exec_capture(
         &self,

@@ -68,6 +68,23 @@ impl Runtime for DockerRuntime {
         self.start_exec(container, spec).await
     }
 
+    async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>, RuntimeError> {
+        let inspect = self
+            .docker
+            .inspect_exec(exec_id)
+            .await
+            .map_err(|e| RuntimeError::engine(format!("inspect exec {exec_id}"), e))?;
+        Ok(if inspect.running == Some(true) { None } else { inspect.exit_code })
+    }
+
+    async fn resize_exec(&self, exec_id: &str, rows: u16, cols: u16) -> Result<(), RuntimeError> {
+        let options = bollard::query_parameters::ResizeExecOptions { h: rows as i32, w: cols as i32 };
+        self.docker
+            .resize_exec(exec_id, options)
+            .await
+            .map_err(|e| RuntimeError::engine(format!("resize exec {exec_id}"), e))
+    }
+
     async fn exec_capture(
         &self,
         container: &str,

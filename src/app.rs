@@ -1,0 +1,86 @@
+//! Assembles a moat instance: config, state, engine, sessions, processes, tools.
+
+use std::sync::Arc;
+
+use crate::config::{self, Config, ConfigError, ConfigSource};
+use crate::home::Home;
+use crate::process::{EventBus, Limits, Registry};
+use crate::runtime::docker::DockerRuntime;
+use crate::runtime::{Runtime, RuntimeError};
+use crate::session::Sessions;
+use crate::store::{Store, StoreError};
+use crate::tools::ExecTool;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error("create {path}")]
+    Home {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Everything one moat process needs, wired once.
+pub struct App {
+    pub home: Home,
+    pub config: Arc<Config>,
+    pub source: ConfigSource,
+    pub store: Arc<Store>,
+    pub runtime: Arc<dyn Runtime>,
+    pub sessions: Arc<Sessions>,
+    pub registry: Arc<Registry>,
+    pub exec: ExecTool,
+}
+
+impl App {
+    /// Loads config from `home`, opens the state database and connects to the engine.
+    pub async fn open(home: Home) -> Result<Self, AppError> {
+        let (config, source) = config::load(&home.config_file())?;
+        home.ensure_root().map_err(|source| AppError::Home {
+            path: home.root().display().to_string(),
+            source,
+        })?;
+        let runtime: Arc<dyn Runtime> = Arc::new(DockerRuntime::connect().await?);
+        Self::with_runtime(home, config, source, runtime)
+    }
+
+    pub fn with_runtime(
+        home: Home,
+        config: Config,
+        source: ConfigSource,
+        runtime: Arc<dyn Runtime>,
+    ) -> Result<Self, AppError> {
+        let config = Arc::new(config);
+        let store = Arc::new(Store::open(&home.state_db())?);
+        let sessions = Arc::new(Sessions::new(runtime.clone(), store.clone(), config.clone(), home.clone()));
+        let limits = Limits {
+            max_output_chars: crate::output::clamp_max_chars(Some(config.exec.max_output_chars)),
+            spill_max: config.exec.spill_max(),
+            ttl_ms: config.process.ttl_secs as i64 * 1000,
+            max_finished: config.process.max_finished,
+        };
+        let registry = Registry::new(runtime.clone(), store.clone(), limits, EventBus::default());
+        let exec = ExecTool {
+            sessions: sessions.clone(),
+            registry: registry.clone(),
+            config: config.clone(),
+        };
+        Ok(Self {
+            home,
+            config,
+            source,
+            store,
+            runtime,
+            sessions,
+            registry,
+            exec,
+        })
+    }
+}

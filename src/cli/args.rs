@@ -1,0 +1,191 @@
+use clap::{Args, Parser, Subcommand};
+
+/// moat: run agent commands in per-session Docker sandboxes.
+#[derive(Parser, Debug)]
+#[command(name = "moat", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a shell command in a session's sandbox.
+    Exec(ExecArgs),
+    /// Follow up on background processes (list, poll, log, write, send-keys, kill, …).
+    Process(ProcessArgs),
+    /// List or remove session containers.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+    /// Build the sandbox image.
+    #[command(subcommand)]
+    Image(ImageCommand),
+    /// Explain what the policy decides for a command.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+    /// Check the engine, the image and the config, and say what to fix.
+    Doctor,
+    /// Show the effective configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Measure exec latency, cold start and output throughput against plain docker.
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ExecArgs {
+    /// Session key (one container per session).
+    #[arg(long, env = "MOAT_SESSION", default_value = "main")]
+    pub session: String,
+    /// Working directory (container path under /workspace, relative, or host workspace path).
+    #[arg(long)]
+    pub workdir: Option<String>,
+    /// Environment override KEY=VALUE (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Timeout in seconds (0 = none).
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    /// Return at once with a process id; follow up with `moat process`.
+    #[arg(long)]
+    pub background: bool,
+    /// Move to the background after this many milliseconds.
+    #[arg(long = "yield-ms")]
+    pub yield_ms: Option<f64>,
+    /// Run in a pseudo-terminal.
+    #[arg(long)]
+    pub pty: bool,
+    /// Tighten the security level (deny, allowlist, full).
+    #[arg(long)]
+    pub security: Option<String>,
+    /// Raise the ask level (off, on-miss, always).
+    #[arg(long)]
+    pub ask: Option<String>,
+    /// Print the exact tool result object as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The shell command.
+    #[arg(required = true, last = true, num_args = 1..)]
+    pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ProcessArgs {
+    /// list, poll, log, write, send-keys, submit, paste, kill, clear, remove.
+    pub action: String,
+    #[arg(long, env = "MOAT_SESSION", default_value = "main")]
+    pub session: String,
+    /// Process id (e.g. warm-river).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Data for `write`.
+    #[arg(long)]
+    pub data: Option<String>,
+    /// Close stdin after `write`.
+    #[arg(long)]
+    pub eof: bool,
+    /// Key names for `send-keys` (repeatable).
+    #[arg(long = "key")]
+    pub keys: Vec<String>,
+    /// Hex bytes for `send-keys` (repeatable).
+    #[arg(long)]
+    pub hex: Vec<String>,
+    /// Literal text for `send-keys`.
+    #[arg(long)]
+    pub literal: Option<String>,
+    /// Text for `paste`.
+    #[arg(long)]
+    pub text: Option<String>,
+    /// Send paste without bracketed-paste markers.
+    #[arg(long)]
+    pub no_bracketed: bool,
+    /// Line offset for `log`.
+    #[arg(long)]
+    pub offset: Option<usize>,
+    /// Line count for `log`.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Milliseconds `poll` may wait for the process to exit.
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SessionsCommand {
+    /// List session containers.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a session's container (its workspace stays).
+    Rm { key: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ImageCommand {
+    /// Build the default sandbox image (and, offline, its local base first).
+    Build {
+        /// Tag to build (default: sandbox.image).
+        #[arg(long)]
+        tag: Option<String>,
+        /// Base image (default: moat-base:bookworm, bootstrapped locally when missing).
+        #[arg(long)]
+        base: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PolicyCommand {
+    /// Print the verdict, each segment's resolution and rule, and the plan that would run.
+    Explain(ExplainArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// sandbox or host.
+    #[arg(long, default_value = "sandbox")]
+    pub host: String,
+    #[arg(long)]
+    pub security: Option<String>,
+    #[arg(long)]
+    pub ask: Option<String>,
+    /// Allowlist entry (path glob or bare name); repeatable. Replaces the configured list.
+    #[arg(long = "allow")]
+    pub allow: Vec<String>,
+    /// Safe bin name; repeatable. Replaces the configured list.
+    #[arg(long = "safe-bin")]
+    pub safe_bins: Vec<String>,
+    /// Working directory the command would run in.
+    #[arg(long, default_value = "/workspace")]
+    pub cwd: String,
+    #[arg(long)]
+    pub json: bool,
+    #[arg(required = true, last = true, num_args = 1..)]
+    pub command: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// Print the effective configuration (file + MOAT_* overrides + defaults).
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Warm exec samples per method.
+    #[arg(long, default_value_t = 200)]
+    pub runs: usize,
+    /// Cold start samples per method.
+    #[arg(long, default_value_t = 10)]
+    pub cold_runs: usize,
+    /// Bytes of output for the flood test.
+    #[arg(long, default_value_t = 1 << 30)]
+    pub flood_bytes: u64,
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,69 @@
+//! Command-line interface. One file per subcommand; `anyhow` only lives here.
+
+mod args;
+mod bench;
+mod doctor;
+mod exec;
+mod image;
+mod policy;
+mod process;
+mod sessions;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MOAT_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("moat: failed to start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("moat: failed to {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let home = moat::home::Home::from_env();
+    match cli.command {
+        Command::Exec(a) => exec::run(home, a).await,
+        Command::Process(a) => process::run(home, a).await,
+        Command::Sessions(a) => sessions::run(home, a).await,
+        Command::Image(a) => image::run(home, a).await,
+        Command::Policy(a) => policy::run(home, a).await,
+        Command::Doctor => doctor::run(home).await,
+        Command::Config(args::ConfigCommand::Show { json }) => {
+            let (config, source) = moat::config::load(&home.config_file())?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&config)?);
+            } else {
+                match &source.file {
+                    Some(f) => println!("# from {}", f.display()),
+                    None => println!("# no {} (defaults)", home.config_file().display()),
+                }
+                if !source.overrides.is_empty() {
+                    println!("# environment overrides: {}", source.overrides.join(", "));
+                }
+                print!("{}", toml::to_string_pretty(&config)?);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench(a) => bench::run(home, a).await,
+    }
+}

@@ -1,0 +1,59 @@
+use std::process::ExitCode;
+
+use moat::home::Home;
+use moat::policy::{evaluate, explain_json, explain_text, raise_ask, tighten_security, Ask, MapResolver, Request, Security};
+
+use super::args::{ExplainArgs, PolicyCommand};
+
+pub async fn run(home: Home, cmd: PolicyCommand) -> anyhow::Result<ExitCode> {
+    let PolicyCommand::Explain(a) = cmd;
+    explain(home, a)
+}
+
+fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
+    if a.host.trim() != "sandbox" && a.host.trim() != "host" {
+        anyhow::bail!("explain for host `{}`: use sandbox or host", a.host);
+    }
+    let (config, _) = moat::config::load(&home.config_file())?;
+    let mut policy = config.policy.sandbox.clone();
+    if a.host.trim() == "host" {
+        // The host defaults (SPEC §6): allowlist with approval on a miss.
+        policy.security = Security::Allowlist;
+        policy.ask = Ask::OnMiss;
+    }
+    policy.security = tighten_security(policy.security, a.security.as_deref().and_then(Security::parse_lenient));
+    policy.ask = raise_ask(policy.ask, a.ask.as_deref().and_then(Ask::parse_lenient));
+    if a.security.as_deref().and_then(Security::parse_lenient) == Some(Security::Allowlist) || !a.allow.is_empty() {
+        // Explaining an allowlist without configuring one is the common case: let flags set it.
+        if let Some(s) = a.security.as_deref().and_then(Security::parse_lenient) {
+            policy.security = s;
+        }
+    }
+    if !a.allow.is_empty() {
+        policy.allowlist = a.allow.clone();
+    }
+    if !a.safe_bins.is_empty() {
+        policy.safe_bins = a.safe_bins.clone();
+    }
+    policy.validate()?;
+    let command = a.command.join(" ");
+    // Resolve names through this machine's trusted directories, as the host executor would;
+    // for the sandbox this is an approximation of the image (see docs/policy.md).
+    let mut resolver = MapResolver::new();
+    for name in moat::policy::command_names(&command) {
+        for dir in &policy.trusted_dirs {
+            let p = std::path::Path::new(dir).join(&name);
+            if p.is_file() {
+                resolver = resolver.with(name.clone(), p.display().to_string());
+                break;
+            }
+        }
+    }
+    let eval = evaluate(&Request { command: &command, cwd: &a.cwd }, &policy, &resolver);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&explain_json(&eval))?);
+    } else {
+        print!("{}", explain_text(&eval));
+    }
+    Ok(ExitCode::SUCCESS)
+}

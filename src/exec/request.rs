@@ -1,0 +1,152 @@
+//! The `exec` tool's parameters (SPEC §2), exactly as agents send them.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// Parameters of one `exec` call. Enum-like strings stay raw here: an unknown value counts as
+/// "not given" (SPEC §2), which the accessors below implement.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecRequest {
+    pub command: String,
+    #[serde(default)]
+    pub workdir: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub yield_ms: Option<f64>,
+    #[serde(default)]
+    pub background: Option<bool>,
+    /// Seconds; `0` disables the timeout.
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    #[serde(default)]
+    pub pty: Option<bool>,
+    #[serde(default)]
+    pub elevated: Option<bool>,
+    #[serde(default)]
+    pub host: Option<String>,
+    #[serde(default)]
+    pub security: Option<String>,
+    #[serde(default)]
+    pub ask: Option<String>,
+}
+
+/// Where a command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostChoice {
+    Sandbox,
+    Host,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RequestError {
+    #[error("Provide a command to start.")]
+    EmptyCommand,
+    #[error("start the command: it contains a NUL byte")]
+    NulInCommand,
+    #[error("run on host `node`: moat does not support remote nodes (use host=sandbox or host=host)")]
+    NodeUnsupported,
+}
+
+
+impl ExecRequest {
+    pub fn validate(&self) -> Result<(), RequestError> {
+        if self.command.trim().is_empty() {
+            return Err(RequestError::EmptyCommand);
+        }
+        if self.command.contains('\0') {
+            return Err(RequestError::NulInCommand);
+        }
+        self.host()?;
+        Ok(())
+    }
+
+    /// `auto`/`sandbox` → sandbox, `host`/`gateway` → host, `node` → error, unknown → default.
+    pub fn host(&self) -> Result<HostChoice, RequestError> {
+        let h = self.host.as_deref().map(|h| h.trim().to_ascii_lowercase());
+        match h.as_deref() {
+            Some("host") | Some("gateway") => Ok(HostChoice::Host),
+            Some("node") => Err(RequestError::NodeUnsupported),
+            _ if self.elevated == Some(true) => Ok(HostChoice::Host),
+            _ => Ok(HostChoice::Sandbox),
+        }
+    }
+
+    /// The yield window in ms, clamped to [10, 120000].
+    pub fn yield_window_ms(&self, configured: u64) -> u64 {
+        let raw = self
+            .yield_ms
+            .filter(|v| v.is_finite())
+            .map(|v| v.max(0.0) as u64)
+            .unwrap_or(configured);
+        raw.clamp(10, 120_000)
+    }
+
+    /// Effective timeout in seconds (`None` = no timeout). A backgrounded call or one that
+    /// chose its own yield window has no timeout unless it asked for one.
+    pub fn timeout_secs(&self, configured: u64) -> Option<u64> {
+        match self.timeout.filter(|t| t.is_finite()) {
+            Some(t) if t <= 0.0 => None,
+            Some(t) => Some(t.ceil() as u64),
+            None if self.background == Some(true) || self.yield_ms.is_some() => None,
+            None => (configured > 0).then_some(configured),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(json: &str) -> ExecRequest {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn parses_the_contract_names() {
+        let r = req(r#"{"command":"ls","workdir":"src","env":{"A":"1"},"yieldMs":50,"background":false,"timeout":5,"pty":true,"elevated":false,"host":"Sandbox","security":"allowlist","ask":"on-miss"}"#);
+        assert_eq!(r.command, "ls");
+        assert_eq!(r.yield_ms, Some(50.0));
+        assert_eq!(r.pty, Some(true));
+        assert!(serde_json::from_str::<ExecRequest>(r#"{"command":"ls","bogus":1}"#).is_err());
+    }
+
+    #[test]
+    fn validation() {
+        assert_eq!(req(r#"{"command":"  "}"#).validate(), Err(RequestError::EmptyCommand));
+        assert_eq!(req(r#"{"command":"a\u0000b"}"#).validate(), Err(RequestError::NulInCommand));
+        assert_eq!(req(r#"{"command":"ls","host":"node"}"#).validate(), Err(RequestError::NodeUnsupported));
+        assert!(req(r#"{"command":"ls","host":"mars"}"#).validate().is_ok());
+    }
+
+    #[test]
+    fn hosts() {
+        let rows = [
+            (r#"{"command":"x"}"#, HostChoice::Sandbox),
+            (r#"{"command":"x","host":"auto"}"#, HostChoice::Sandbox),
+            (r#"{"command":"x","host":" SANDBOX "}"#, HostChoice::Sandbox),
+            (r#"{"command":"x","host":"gateway"}"#, HostChoice::Host),
+            (r#"{"command":"x","host":"host"}"#, HostChoice::Host),
+            (r#"{"command":"x","elevated":true}"#, HostChoice::Host),
+            (r#"{"command":"x","host":"weird"}"#, HostChoice::Sandbox),
+        ];
+        for (json, want) in rows {
+            assert_eq!(req(json).host().unwrap(), want, "{json}");
+        }
+    }
+
+    #[test]
+    fn yield_and_timeout_rules() {
+        assert_eq!(req(r#"{"command":"x"}"#).yield_window_ms(10_000), 10_000);
+        assert_eq!(req(r#"{"command":"x","yieldMs":1}"#).yield_window_ms(10_000), 10);
+        assert_eq!(req(r#"{"command":"x","yieldMs":999999}"#).yield_window_ms(10_000), 120_000);
+        assert_eq!(req(r#"{"command":"x"}"#).timeout_secs(1800), Some(1800));
+        assert_eq!(req(r#"{"command":"x","timeout":0}"#).timeout_secs(1800), None);
+        assert_eq!(req(r#"{"command":"x","timeout":2.5}"#).timeout_secs(1800), Some(3));
+        assert_eq!(req(r#"{"command":"x","background":true}"#).timeout_secs(1800), None);
+        assert_eq!(req(r#"{"command":"x","yieldMs":100}"#).timeout_secs(1800), None);
+        assert_eq!(req(r#"{"command":"x","background":true,"timeout":7}"#).timeout_secs(1800), Some(7));
+    }
+}

@@ -1,0 +1,169 @@
+//! The tool result object (SPEC §2): `{content: [{type: "text", text}], details}`.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::process::ExitInfo;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ToolResult {
+    pub content: Vec<Content>,
+    pub details: Value,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Content {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub text: String,
+}
+
+impl ToolResult {
+    pub fn new(text: String, details: Value) -> Self {
+        Self {
+            content: vec![Content { kind: "text", text }],
+            details,
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        self.content.first().map(|c| c.text.as_str()).unwrap_or("")
+    }
+
+    pub fn status(&self) -> &str {
+        self.details.get("status").and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// Failed statuses map to MCP `isError` and a non-zero CLI exit.
+    pub fn is_error(&self) -> bool {
+        self.status() == "failed"
+    }
+
+    /// Puts warnings in front of the text (SPEC §2).
+    pub fn with_warnings(mut self, warnings: &[String]) -> Self {
+        if !warnings.is_empty() {
+            if let Some(c) = self.content.first_mut() {
+                let prefix: String = warnings.iter().map(|w| format!("Warning: {w}\n")).collect();
+                c.text = format!("{prefix}{}", c.text);
+            }
+        }
+        self
+    }
+}
+
+/// The result of a command that ended within the call.
+pub fn finished_result(
+    exit: &ExitInfo,
+    aggregated: String,
+    truncated: bool,
+    duration_ms: i64,
+    cwd: &str,
+    timeout_secs: Option<u64>,
+) -> ToolResult {
+    let body = if aggregated.trim().is_empty() {
+        "(no output)".to_string()
+    } else {
+        aggregated.trim_end_matches('\n').to_string()
+    };
+    let status = if exit.success() { "completed" } else { "failed" };
+    let text = if exit.timed_out {
+        let secs = timeout_secs.unwrap_or(0);
+        format!(
+            "{body}\n\nCommand timed out after {secs} seconds. If it needs longer, re-run with a higher timeout (e.g. timeout={}), or start it with background=true and follow it with the process tool.",
+            (secs * 2).max(60)
+        )
+    } else if let Some(sig) = &exit.signal {
+        format!("{body}\n\nCommand aborted by signal {sig}")
+    } else {
+        match exit.code {
+            Some(0) => body,
+            Some(code) => format!("{body}\n\nCommand exited with code {code}"),
+            None => format!("{body}\n\nCommand aborted before exit code was captured"),
+        }
+    };
+    ToolResult::new(
+        text,
+        json!({
+            "status": status,
+            "exitCode": exit.code,
+            "durationMs": duration_ms,
+            "aggregated": aggregated,
+            "cwd": cwd,
+            "timedOut": exit.timed_out,
+            "truncated": truncated,
+        }),
+    )
+}
+
+/// The result of a command that moved to the background.
+pub fn running_result(id: &str, pid: Option<u32>, started_at_ms: i64, cwd: &str, tail: String) -> ToolResult {
+    let pid_text = pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into());
+    let text = format!(
+        "Command still running (session {id}, pid {pid_text}). Use process (list/poll/log/write/kill/clear/remove) for follow-up."
+    );
+    ToolResult::new(
+        text,
+        json!({
+            "status": "running",
+            "sessionId": id,
+            "pid": pid,
+            "startedAt": started_at_ms,
+            "cwd": cwd,
+            "tail": tail,
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exit(code: Option<i64>, signal: Option<&str>, timed_out: bool) -> ExitInfo {
+        ExitInfo {
+            code,
+            signal: signal.map(str::to_string),
+            timed_out,
+            finished_at_ms: 0,
+        }
+    }
+
+    #[test]
+    fn texts_and_statuses() {
+        let rows = [
+            (exit(Some(0), None, false), "hi\n", "completed", "hi"),
+            (exit(Some(0), None, false), "", "completed", "(no output)"),
+            (exit(Some(3), None, false), "hi\n", "failed", "hi\n\nCommand exited with code 3"),
+            (exit(None, Some("SIGKILL"), false), "x", "failed", "x\n\nCommand aborted by signal SIGKILL"),
+        ];
+        for (e, out, status, text) in rows {
+            let r = finished_result(&e, out.into(), false, 5, "/workspace", Some(10));
+            assert_eq!(r.status(), status);
+            assert_eq!(r.text(), text);
+            assert_eq!(r.details["cwd"], "/workspace");
+        }
+        let r = finished_result(&exit(None, Some("SIGTERM"), true), "".into(), false, 5, "/w", Some(2));
+        assert!(r.text().contains("Command timed out after 2 seconds"));
+        assert_eq!(r.details["timedOut"], true);
+        assert!(r.is_error());
+    }
+
+    #[test]
+    fn running_shape() {
+        let r = running_result("warm-river", Some(7), 123, "/workspace", "tail".into());
+        assert_eq!(r.status(), "running");
+        assert_eq!(
+            r.text(),
+            "Command still running (session warm-river, pid 7). Use process (list/poll/log/write/kill/clear/remove) for follow-up."
+        );
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["content"][0]["type"], "text");
+        assert_eq!(v["details"]["sessionId"], "warm-river");
+    }
+
+    #[test]
+    fn warnings_prefix_the_text() {
+        let r = finished_result(&exit(Some(0), None, false), "ok".into(), false, 1, "/w", None)
+            .with_warnings(&["config changed".into()]);
+        assert_eq!(r.text(), "Warning: config changed\nok");
+    }
+}

@@ -1,0 +1,14 @@
+//! Output pipeline pieces: sanitizing, capping, redacting and paging process output.
+
+mod capped;
+mod lines;
+mod redact;
+mod sanitize;
+
+pub use capped::{clamp_max_chars, CappedText, DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS};
+pub use lines::{page, Page, DEFAULT_PAGE_LINES};
+pub use redact::Redactor;
+pub use sanitize::{
+    is_format_char, is_stripped_char, Sanitizer, MAX_CONTROL_SEQUENCE_BYTES,
+    MAX_STRING_SEQUENCE_BYTES,
+};

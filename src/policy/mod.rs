@@ -1,0 +1,41 @@
+//! The policy engine: decides whether a command runs, needs an operator, or is refused.
+//!
+//! Pure and synchronous: no I/O, no async. The caller resolves command names through PATH
+//! (see [`command_names`]) and hands the results over through a [`Resolver`].
+
+mod allowlist;
+mod error;
+mod evaluate;
+mod explain;
+mod inline_eval;
+mod ir;
+mod levels;
+mod options;
+mod parse;
+mod paths;
+mod patterns;
+mod plan;
+mod probe;
+mod resolve;
+mod safe_bins;
+mod settings;
+mod verdict;
+mod word;
+mod workdir;
+mod wrappers;
+
+#[cfg(test)]
+mod tests;
+
+pub use allowlist::{Allowlist, Candidate};
+pub use error::PolicyError;
+pub use evaluate::{command_names, evaluate};
+pub use explain::{display_argv, escape_display, explain_json, explain_text};
+pub use ir::{Joiner, Redirect, Script, Segment, TimeKeyword};
+pub use levels::{raise_ask, tighten_security, Ask, Security};
+pub use parse::parse_script;
+pub use patterns::{ArgvPattern, PatternSet};
+pub use plan::{quote, render, Plan, PlannedSegment};
+pub use resolve::{MapResolver, Resolver};
+pub use settings::{Policy, DEFAULT_SAFE_BINS, DEFAULT_TRUSTED_DIRS};
+pub use verdict::{Decision, Evaluation, Request, SegmentOutcome, SegmentReport};

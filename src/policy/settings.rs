@@ -1,0 +1,190 @@
+//! The operator's policy: the dials, the lists, and their validation at configuration load.
+
+use serde::{Deserialize, Serialize};
+
+use super::allowlist::Allowlist;
+use super::error::PolicyError;
+use super::levels::{Ask, Security};
+use super::paths::normalize_absolute;
+use super::patterns::ArgvPattern;
+use super::safe_bins;
+
+/// Everything [`evaluate`](super::evaluate) needs to know about what the operator allows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Policy {
+    /// The security level in force (after a request tightened it).
+    pub security: Security,
+    /// The ask level in force (after a request raised it).
+    pub ask: Ask,
+    /// Executables allowed in allowlist mode: absolute path globs (`/usr/bin/ls`, `/usr/bin/*`,
+    /// `/opt/**`), or bare names (`git`) that match only commands found through PATH, so that
+    /// `./git` or `/tmp/git` can never borrow the trust given to `git`.
+    pub allowlist: Vec<String>,
+    /// Stdin-only filters that pass without an allowlist entry when their argv fits the
+    /// binary's profile, so pipelines such as `… | wc -l` need no approval.
+    pub safe_bins: Vec<String>,
+    /// Interpreter one-liners (`python -c`, `sh -c`, …) hide a program inside an argument,
+    /// so allowlisting the interpreter must not be enough to run them unasked.
+    pub strict_inline_eval: bool,
+    /// Argv patterns (`git push *`) that need an operator even where the command would pass,
+    /// including in full mode.
+    pub ask_patterns: Vec<String>,
+    /// Argv patterns (`sudo *`) refused in every mode, because some commands should never run
+    /// from an agent whatever else the policy says.
+    pub deny_patterns: Vec<String>,
+    /// When non-empty, the working directory must lie inside one of these, so an agent cannot
+    /// point a command at a tree the operator did not hand over.
+    pub allowed_workdirs: Vec<String>,
+    /// Directories an executable may resolve from; anything else (the workspace, `/tmp`, a
+    /// relative path) could be a file the agent wrote itself.
+    pub trusted_dirs: Vec<String>,
+}
+
+/// The default safe bins (SPEC §6).
+pub const DEFAULT_SAFE_BINS: &[&str] = &["cut", "uniq", "head", "tail", "tr", "wc", "grep", "sort"];
+
+/// The default trusted directories: the system's own binary directories.
+pub const DEFAULT_TRUSTED_DIRS: &[&str] = &[
+    "/usr/local/sbin",
+    "/usr/local/bin",
+    "/usr/sbin",
+    "/usr/bin",
+    "/sbin",
+    "/bin",
+];
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            security: Security::Full,
+            ask: Ask::Off,
+            allowlist: Vec::new(),
+            safe_bins: DEFAULT_SAFE_BINS.iter().map(|s| (*s).to_owned()).collect(),
+            strict_inline_eval: true,
+            ask_patterns: Vec::new(),
+            deny_patterns: Vec::new(),
+            allowed_workdirs: Vec::new(),
+            trusted_dirs: DEFAULT_TRUSTED_DIRS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+        }
+    }
+}
+
+impl Policy {
+    /// Checks every list for entries that could never work as intended.
+    ///
+    /// [`evaluate`](super::evaluate) tolerates bad entries (they simply never match), so
+    /// configuration loading should call this to tell the operator instead.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        Allowlist::compile(&self.allowlist)?;
+        for name in &self.safe_bins {
+            if safe_bins::profile(name).is_none() {
+                return Err(PolicyError::UnknownSafeBin(name.clone()));
+            }
+        }
+        for pattern in self.ask_patterns.iter().chain(&self.deny_patterns) {
+            ArgvPattern::compile(pattern)?;
+        }
+        for (key, dirs) in [
+            ("allowed_workdirs", &self.allowed_workdirs),
+            ("trusted_dirs", &self.trusted_dirs),
+        ] {
+            for dir in dirs {
+                normalize_absolute(dir).map_err(|reason| PolicyError::InvalidDir {
+                    key,
+                    dir: dir.clone(),
+                    reason: reason.to_owned(),
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_spec() {
+        let policy = Policy::default();
+        assert_eq!(policy.security, Security::Full);
+        assert_eq!(policy.ask, Ask::Off);
+        assert!(policy.strict_inline_eval);
+        assert_eq!(policy.safe_bins.len(), 8);
+        assert!(policy.trusted_dirs.iter().any(|d| d == "/usr/bin"));
+        policy.validate().unwrap();
+    }
+
+    #[test]
+    fn validate_rejects_bad_entries() {
+        let rows: Vec<(Policy, &str)> = vec![
+            (
+                Policy {
+                    allowlist: vec!["./tool".into()],
+                    ..Policy::default()
+                },
+                "accept allowlist entry \"./tool\"",
+            ),
+            (
+                Policy {
+                    allowlist: vec!["~/bin/x".into()],
+                    ..Policy::default()
+                },
+                "accept allowlist entry \"~/bin/x\"",
+            ),
+            (
+                Policy {
+                    allowlist: vec!["/usr/bin/[".into()],
+                    ..Policy::default()
+                },
+                "compile allowlist glob",
+            ),
+            (
+                Policy {
+                    safe_bins: vec!["jq".into()],
+                    ..Policy::default()
+                },
+                "enable safe bin \"jq\"",
+            ),
+            (
+                Policy {
+                    deny_patterns: vec!["".into()],
+                    ..Policy::default()
+                },
+                "accept argv pattern \"\"",
+            ),
+            (
+                Policy {
+                    trusted_dirs: vec!["usr/bin".into()],
+                    ..Policy::default()
+                },
+                "accept directory \"usr/bin\" for trusted_dirs",
+            ),
+            (
+                Policy {
+                    allowed_workdirs: vec!["/work/../etc".into()],
+                    ..Policy::default()
+                },
+                "accept directory \"/work/../etc\" for allowed_workdirs",
+            ),
+        ];
+        for (policy, want) in rows {
+            let err = policy.validate().unwrap_err().to_string();
+            assert!(err.starts_with(want), "{err:?} should start with {want:?}");
+        }
+    }
+
+    #[test]
+    fn policy_deserializes_with_defaults_and_rejects_unknown_keys() {
+        let policy: Policy =
+            serde_json::from_str(r#"{"security":"allowlist","allowlist":["git"]}"#).unwrap();
+        assert_eq!(policy.security, Security::Allowlist);
+        assert_eq!(policy.ask, Ask::Off);
+        assert_eq!(policy.allowlist, vec!["git".to_owned()]);
+        assert!(serde_json::from_str::<Policy>(r#"{"secrity":"full"}"#).is_err());
+    }
+}

@@ -1,0 +1,762 @@
+//! Commands that run other commands.
+//!
+//! Transparent wrappers (`env`, `nice`, `nohup`, `timeout`, `stdbuf`, `time`, `command`) are
+//! peeled off so the inner command is what gets checked. Privilege wrappers never pass in
+//! allowlist mode. Dispatchers whose inner command cannot be pinned down from argv (`xargs`,
+//! `find -exec`, `setsid`, …) and shell builtins that run code or change shell state are misses.
+
+use super::options::{deny, flag, scan, value, Arg, Opt, OptionSpec};
+use super::paths::basename;
+
+/// How many wrappers may be stacked before the segment is a miss.
+pub(crate) const MAX_WRAPPERS: usize = 4;
+
+/// Wrappers that change who runs the command; they never pass in allowlist mode.
+pub(crate) const PRIVILEGE_WRAPPERS: &[&str] = &[
+    "sudo", "sudoedit", "doas", "su", "pkexec", "runuser", "run0", "chroot", "setpriv",
+];
+
+/// Programs that run a command the argv does not pin down, or run it in a changed context the
+/// engine does not model; they are misses even when allowlisted.
+const DISPATCHERS: &[&str] = &[
+    "xargs",
+    "parallel",
+    "setsid",
+    "chrt",
+    "ionice",
+    "taskset",
+    "unshare",
+    "nsenter",
+    "busybox",
+    "toybox",
+    "flock",
+    "watch",
+    "strace",
+    "ltrace",
+    "script",
+    "sg",
+    "newgrp",
+    "systemd-run",
+];
+
+/// Shell builtins that run code, define code, or change the state later segments run in.
+/// Their names never reach a binary in a rebuilt plan, so they are refused outright.
+const CODE_BUILTINS: &[&str] = &[
+    ".",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "cd",
+    "compgen",
+    "complete",
+    "compopt",
+    "continue",
+    "coproc",
+    "declare",
+    "dirs",
+    "disown",
+    "enable",
+    "eval",
+    "exec",
+    "exit",
+    "export",
+    "fc",
+    "fg",
+    "getopts",
+    "hash",
+    "history",
+    "jobs",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "pushd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "select",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "times",
+    "trap",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "wait",
+];
+
+/// `find` actions that run programs or write files.
+const FIND_ACTIONS: &[&str] = &[
+    "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
+];
+
+/// A wrapper peeled off a segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WrapperUse {
+    /// The wrapper's name (`nice`, `env`, …).
+    pub name: &'static str,
+    /// The wrapper's own words: `argv[0]` as typed and its options.
+    pub argv: Vec<String>,
+    /// Whether the rebuilt plan keeps it; the `command` builtin is dropped because the plan
+    /// runs absolute paths, which never hit functions or aliases anyway.
+    pub in_plan: bool,
+}
+
+/// A segment's argv split into wrappers and the command they run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unwrapped {
+    /// Wrappers from the outside in.
+    pub wrappers: Vec<WrapperUse>,
+    /// The command that finally runs, with its arguments.
+    pub inner: Vec<String>,
+}
+
+/// Why a segment's wrappers cannot be peeled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum UnwrapError {
+    /// A wrapper use the model does not cover.
+    Miss(String),
+    /// A privilege wrapper.
+    Privileged(String),
+}
+
+const HELP: Opt = flag(None, Some("help"));
+const VERSION: Opt = flag(None, Some("version"));
+
+const NICE: OptionSpec = OptionSpec {
+    opts: &[value(Some('n'), Some("adjustment")), HELP, VERSION],
+    numeric: true,
+    permute: false,
+};
+
+const NOHUP: OptionSpec = OptionSpec {
+    opts: &[HELP, VERSION],
+    numeric: false,
+    permute: false,
+};
+
+const TIMEOUT: OptionSpec = OptionSpec {
+    opts: &[
+        flag(None, Some("foreground")),
+        value(Some('k'), Some("kill-after")),
+        flag(None, Some("preserve-status")),
+        value(Some('s'), Some("signal")),
+        flag(Some('v'), Some("verbose")),
+        HELP,
+        VERSION,
+    ],
+    numeric: false,
+    permute: false,
+};
+
+const STDBUF: OptionSpec = OptionSpec {
+    opts: &[
+        value(Some('i'), Some("input")),
+        value(Some('o'), Some("output")),
+        value(Some('e'), Some("error")),
+        HELP,
+        VERSION,
+    ],
+    numeric: false,
+    permute: false,
+};
+
+const TIME: OptionSpec = OptionSpec {
+    opts: &[
+        flag(Some('p'), Some("portability")),
+        value(Some('f'), Some("format")),
+        deny(Some('o'), Some("output"), Arg::Required),
+        deny(Some('a'), Some("append"), Arg::None),
+        flag(Some('v'), Some("verbose")),
+        flag(Some('q'), Some("quiet")),
+        HELP,
+        VERSION,
+    ],
+    numeric: false,
+    permute: false,
+};
+
+/// Peels transparent wrappers off `argv`.
+pub(crate) fn unwrap(argv: &[String]) -> Result<Unwrapped, UnwrapError> {
+    let mut wrappers = Vec::new();
+    let mut current: &[String] = argv;
+    loop {
+        let Some(first) = current.first() else {
+            return Err(UnwrapError::Miss("wrapper without a command".to_owned()));
+        };
+        let name = basename(first);
+        if let Some(privileged) = PRIVILEGE_WRAPPERS.iter().find(|p| **p == name) {
+            return Err(UnwrapError::Privileged((*privileged).to_owned()));
+        }
+        let Some(step) = peel(current)? else {
+            return Ok(Unwrapped {
+                wrappers,
+                inner: current.to_vec(),
+            });
+        };
+        if wrappers.len() == MAX_WRAPPERS {
+            return Err(UnwrapError::Miss(format!(
+                "more than {MAX_WRAPPERS} nested wrappers"
+            )));
+        }
+        let (wrapper, inner_at) = step;
+        wrappers.push(WrapperUse {
+            name: wrapper,
+            argv: current[..inner_at].to_vec(),
+            in_plan: wrapper != "command",
+        });
+        current = &current[inner_at..];
+    }
+}
+
+/// One wrapper step: the wrapper's name and where its command starts, or `None` if `argv`
+/// does not start with a wrapper use (including a wrapper given no command, which then runs as
+/// an ordinary program).
+fn peel(argv: &[String]) -> Result<Option<(&'static str, usize)>, UnwrapError> {
+    let name = basename(&argv[0]);
+    let args = &argv[1..];
+    let miss = |reason: String| UnwrapError::Miss(reason);
+    let (wrapper, inner_at) = match name {
+        "env" => {
+            let Some(first) = args.first() else {
+                return Ok(None);
+            };
+            if first.starts_with('-') || first.contains('=') {
+                return Err(miss(format!("env with options or assignments ({first})")));
+            }
+            ("env", Some(0))
+        }
+        "command" => {
+            let Some(first) = args.first() else {
+                return Ok(None);
+            };
+            if first.starts_with('-') {
+                return Err(miss(format!("command with option {first}")));
+            }
+            ("command", Some(0))
+        }
+        "nice" => ("nice", scan_wrapper("nice", &NICE, args)?),
+        "nohup" => ("nohup", scan_wrapper("nohup", &NOHUP, args)?),
+        "stdbuf" => ("stdbuf", scan_wrapper("stdbuf", &STDBUF, args)?),
+        "time" => ("time", scan_wrapper("time", &TIME, args)?),
+        "timeout" => {
+            let Some(at) = scan_wrapper("timeout", &TIMEOUT, args)? else {
+                return Ok(None);
+            };
+            let duration = &args[at];
+            if !is_duration(duration) {
+                return Err(miss(format!("timeout with unusual duration {duration:?}")));
+            }
+            ("timeout", Some(at + 1))
+        }
+        _ => return Ok(None),
+    };
+    // `inner_at` counts from `args`; without a command the wrapper runs as a plain program.
+    match inner_at {
+        Some(at) if at < args.len() => Ok(Some((wrapper, at + 1))),
+        Some(_) | None => Ok(None),
+    }
+}
+
+/// Scans a wrapper's options; returns the index in `args` of its first operand, if any.
+fn scan_wrapper(
+    name: &str,
+    spec: &OptionSpec,
+    args: &[String],
+) -> Result<Option<usize>, UnwrapError> {
+    let scanned =
+        scan(spec, args).map_err(|reason| UnwrapError::Miss(format!("{name}: {reason}")))?;
+    Ok(scanned.rest_at.filter(|at| *at < args.len()))
+}
+
+/// Whether a timeout duration is a plain number with an optional unit.
+fn is_duration(text: &str) -> bool {
+    let number = text.strip_suffix(['s', 'm', 'h', 'd']).unwrap_or(text);
+    let mut parts = number.splitn(2, '.');
+    let whole = parts.next().unwrap_or("");
+    let fraction = parts.next();
+    !whole.is_empty()
+        && whole.chars().all(|c| c.is_ascii_digit())
+        && fraction.is_none_or(|f| !f.is_empty() && f.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// Whether a bare command word names a shell builtin that runs code or changes shell state.
+pub(crate) fn is_code_builtin(word: &str) -> bool {
+    CODE_BUILTINS.contains(&word)
+}
+
+/// Why an inner command is a miss even when allowlisted: it runs programs its argv does not
+/// pin down.
+pub(crate) fn runs_other_programs(inner: &[String], resolved: &str) -> Option<String> {
+    let names = [
+        basename(resolved),
+        inner.first().map_or("", |w| basename(w)),
+    ];
+    if let Some(dispatcher) = DISPATCHERS.iter().find(|d| names.contains(d)) {
+        return Some(format!("{dispatcher} runs other programs"));
+    }
+    if names.contains(&"find") {
+        if let Some(action) = inner
+            .iter()
+            .skip(1)
+            .find(|a| FIND_ACTIONS.contains(&a.as_str()))
+        {
+            return Some(format!("find {action} runs programs or writes files"));
+        }
+    }
+    None
+}
+
+/// Best-effort argv layers for argv-pattern matching: the argv itself, then every command it
+/// would run through wrappers, privilege wrappers, `xargs` or `find -exec`. Never fails.
+pub(crate) fn pattern_layers(argv: &[String]) -> Vec<Vec<String>> {
+    let mut layers = Vec::new();
+    let mut current: Vec<String> = argv.to_vec();
+    for _ in 0..=MAX_WRAPPERS * 2 {
+        if current.is_empty() {
+            break;
+        }
+        layers.push(current.clone());
+        if basename(&current[0]) == "find" {
+            layers.extend(find_exec_commands(&current));
+            break;
+        }
+        match lenient_inner(&current) {
+            Some(next) => current = next,
+            None => break,
+        }
+    }
+    layers
+}
+
+/// The commands `find -exec …;` would run.
+fn find_exec_commands(argv: &[String]) -> Vec<Vec<String>> {
+    let mut commands = Vec::new();
+    let mut index = 1;
+    while index < argv.len() {
+        if matches!(
+            argv[index].as_str(),
+            "-exec" | "-execdir" | "-ok" | "-okdir"
+        ) {
+            let start = index + 1;
+            let end = argv[start..]
+                .iter()
+                .position(|a| a == ";" || a == "+")
+                .map_or(argv.len(), |p| start + p);
+            if start < end {
+                commands.push(argv[start..end].to_vec());
+            }
+            index = end;
+        }
+        index += 1;
+    }
+    commands
+}
+
+/// The command a wrapper-like program runs, found by skipping options loosely.
+fn lenient_inner(argv: &[String]) -> Option<Vec<String>> {
+    let name = basename(&argv[0]);
+    // Options that take a separate value, per program; everything else starting with `-` is
+    // skipped as a flag.
+    let (valued, skip_assignments, skip_duration): (&[&str], bool, bool) = match name {
+        "env" => (
+            &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"],
+            true,
+            false,
+        ),
+        "sudo" => (
+            &[
+                "-u",
+                "-g",
+                "-C",
+                "-D",
+                "-h",
+                "-p",
+                "-r",
+                "-t",
+                "-U",
+                "-T",
+                "-R",
+                "--user",
+                "--group",
+                "--chdir",
+                "--host",
+                "--prompt",
+                "--role",
+                "--type",
+                "--other-user",
+                "--close-from",
+                "--command-timeout",
+                "--chroot",
+            ],
+            true,
+            false,
+        ),
+        "doas" => (&["-u", "-C"], false, false),
+        "su" | "runuser" => (
+            &["-u", "-g", "-G", "-s", "--shell", "--group", "--user"],
+            false,
+            false,
+        ),
+        "pkexec" => (&["--user"], false, false),
+        "setpriv" => (&[], false, false),
+        "chroot" => (&["--userspec", "--groups"], false, false),
+        "nice" => (&["-n", "--adjustment"], false, false),
+        "nohup" | "command" | "builtin" | "exec" | "setsid" => (&["-a"], false, false),
+        "strace" | "ltrace" => (&["-o", "-e", "-p", "-a", "-s", "-S", "-u"], false, false),
+        "timeout" => (&["-k", "-s", "--kill-after", "--signal"], false, true),
+        "stdbuf" => (&["-i", "-o", "-e"], false, false),
+        "time" => (&["-f", "-o", "--format", "--output"], false, false),
+        "xargs" => (
+            &[
+                "-a",
+                "-d",
+                "-E",
+                "-e",
+                "-I",
+                "-i",
+                "-L",
+                "-l",
+                "-n",
+                "-P",
+                "-s",
+                "--arg-file",
+                "--delimiter",
+                "--max-args",
+                "--max-procs",
+                "--max-chars",
+                "--replace",
+            ],
+            false,
+            false,
+        ),
+        "ionice" => (&["-c", "-n", "-p", "-P", "-u"], false, false),
+        "taskset" | "chrt" | "flock" | "watch" | "unshare" | "nsenter" | "systemd-run" => (
+            &["-n", "-p", "-c", "-w", "-E", "-t", "-S", "-u"],
+            false,
+            false,
+        ),
+        _ => return None,
+    };
+    let mut index = 1;
+    if name == "chroot" {
+        // The first operand of chroot is the new root, not the command.
+        while index < argv.len() && argv[index].starts_with('-') {
+            index += 1;
+        }
+        index += 1;
+    }
+    while index < argv.len() {
+        let arg = &argv[index];
+        if arg == "--" {
+            index += 1;
+            break;
+        }
+        if valued.contains(&arg.as_str()) {
+            index += 2;
+            continue;
+        }
+        if arg.starts_with('-') || (skip_assignments && arg.contains('=')) {
+            index += 1;
+            continue;
+        }
+        break;
+    }
+    if skip_duration && index < argv.len() {
+        index += 1;
+    }
+    if name == "taskset" && index < argv.len() {
+        // taskset MASK COMMAND.
+        index += 1;
+    }
+    let inner = argv.get(index..)?.to_vec();
+    (!inner.is_empty()).then_some(inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split(' ')
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn unwrap_peels_transparent_wrappers() {
+        let rows: &[(&str, &[&str], &str)] = &[
+            ("ls -la", &[], "ls -la"),
+            ("env ls", &["env"], "ls"),
+            ("/usr/bin/env ls -l", &["/usr/bin/env"], "ls -l"),
+            ("nice ls", &["nice"], "ls"),
+            ("nice -n 5 ls", &["nice -n 5"], "ls"),
+            ("nice -n5 ls", &["nice -n5"], "ls"),
+            ("nice -5 ls", &["nice -5"], "ls"),
+            ("nice --adjustment=5 ls", &["nice --adjustment=5"], "ls"),
+            ("nice --adj 5 ls", &["nice --adj 5"], "ls"),
+            ("nice -- ls", &["nice --"], "ls"),
+            ("nohup make", &["nohup"], "make"),
+            ("timeout 10 make test", &["timeout 10"], "make test"),
+            ("timeout 1.5m make", &["timeout 1.5m"], "make"),
+            ("timeout -s KILL 10 make", &["timeout -s KILL 10"], "make"),
+            (
+                "timeout -k 5 --preserve-status 10s make",
+                &["timeout -k 5 --preserve-status 10s"],
+                "make",
+            ),
+            (
+                "timeout --foreground 3 ls",
+                &["timeout --foreground 3"],
+                "ls",
+            ),
+            ("stdbuf -oL grep x", &["stdbuf -oL"], "grep x"),
+            ("stdbuf -o L -e 0 grep x", &["stdbuf -o L -e 0"], "grep x"),
+            ("time ls", &["time"], "ls"),
+            ("time -p ls", &["time -p"], "ls"),
+            ("time -f %e ls", &["time -f %e"], "ls"),
+            ("command ls", &["command"], "ls"),
+            (
+                "env nice -n 1 timeout 5 ls",
+                &["env", "nice -n 1", "timeout 5"],
+                "ls",
+            ),
+            ("nice", &[], "nice"),
+            ("env", &[], "env"),
+            ("nohup --version", &[], "nohup --version"),
+            ("timeout 5", &[], "timeout 5"),
+            ("command", &[], "command"),
+        ];
+        for (argv, want_wrappers, want_inner) in rows {
+            let got = unwrap(&words(argv)).unwrap_or_else(|e| panic!("{argv:?}: {e:?}"));
+            let wrappers: Vec<String> = got.wrappers.iter().map(|w| w.argv.join(" ")).collect();
+            assert_eq!(wrappers, *want_wrappers, "argv {argv:?}");
+            assert_eq!(got.inner.join(" "), *want_inner, "argv {argv:?}");
+        }
+        let command = unwrap(&words("command ls")).unwrap();
+        assert!(!command.wrappers[0].in_plan);
+        let nice = unwrap(&words("nice ls")).unwrap();
+        assert!(nice.wrappers[0].in_plan);
+    }
+
+    #[test]
+    fn unwrap_refusals() {
+        let rows: &[(&str, UnwrapError)] = &[
+            ("sudo ls", UnwrapError::Privileged("sudo".into())),
+            (
+                "/usr/bin/sudo -u root ls",
+                UnwrapError::Privileged("sudo".into()),
+            ),
+            ("doas ls", UnwrapError::Privileged("doas".into())),
+            ("su -c ls", UnwrapError::Privileged("su".into())),
+            ("pkexec ls", UnwrapError::Privileged("pkexec".into())),
+            ("runuser -u x ls", UnwrapError::Privileged("runuser".into())),
+            ("chroot / ls", UnwrapError::Privileged("chroot".into())),
+            (
+                "setpriv --reuid=0 ls",
+                UnwrapError::Privileged("setpriv".into()),
+            ),
+            ("nice sudo ls", UnwrapError::Privileged("sudo".into())),
+            (
+                "env timeout 5 doas ls",
+                UnwrapError::Privileged("doas".into()),
+            ),
+            (
+                "env -S ls",
+                UnwrapError::Miss("env with options or assignments (-S)".into()),
+            ),
+            (
+                "env -Sls",
+                UnwrapError::Miss("env with options or assignments (-Sls)".into()),
+            ),
+            (
+                "env -u HOME ls",
+                UnwrapError::Miss("env with options or assignments (-u)".into()),
+            ),
+            (
+                "env -i ls",
+                UnwrapError::Miss("env with options or assignments (-i)".into()),
+            ),
+            (
+                "env FOO=1 ls",
+                UnwrapError::Miss("env with options or assignments (FOO=1)".into()),
+            ),
+            (
+                "env LD_PRELOAD=/tmp/x.so ls",
+                UnwrapError::Miss("env with options or assignments (LD_PRELOAD=/tmp/x.so)".into()),
+            ),
+            (
+                "env -- ls",
+                UnwrapError::Miss("env with options or assignments (--)".into()),
+            ),
+            (
+                "command -v ls",
+                UnwrapError::Miss("command with option -v".into()),
+            ),
+            (
+                "command -p ls",
+                UnwrapError::Miss("command with option -p".into()),
+            ),
+            (
+                "command -V ls",
+                UnwrapError::Miss("command with option -V".into()),
+            ),
+            (
+                "nice -x ls",
+                UnwrapError::Miss("nice: unknown option -x".into()),
+            ),
+            (
+                "nohup -x ls",
+                UnwrapError::Miss("nohup: unknown option -x".into()),
+            ),
+            (
+                "timeout abc ls",
+                UnwrapError::Miss("timeout with unusual duration \"abc\"".into()),
+            ),
+            (
+                "timeout 5x ls",
+                UnwrapError::Miss("timeout with unusual duration \"5x\"".into()),
+            ),
+            (
+                "timeout -z 5 ls",
+                UnwrapError::Miss("timeout: unknown option -z".into()),
+            ),
+            (
+                "stdbuf -x ls",
+                UnwrapError::Miss("stdbuf: unknown option -x".into()),
+            ),
+            (
+                "time -o out ls",
+                UnwrapError::Miss("time: denied option -o (--output)".into()),
+            ),
+            (
+                "time --output=out ls",
+                UnwrapError::Miss("time: denied option --output".into()),
+            ),
+            (
+                "time -a -o out ls",
+                UnwrapError::Miss("time: denied option -a (--append)".into()),
+            ),
+            (
+                "env env env env env ls",
+                UnwrapError::Miss("more than 4 nested wrappers".into()),
+            ),
+        ];
+        for (argv, want) in rows {
+            assert_eq!(
+                unwrap(&words(argv)).as_ref().err(),
+                Some(want),
+                "argv {argv:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn durations() {
+        for ok in ["5", "10s", "1.5m", "2h", "1d", "0", "0.25"] {
+            assert!(is_duration(ok), "{ok}");
+        }
+        for bad in ["", "s", "1.", ".5", "5x", "-5", "1e3", "5ss"] {
+            assert!(!is_duration(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn other_programs() {
+        let rows: &[(&str, Option<&str>)] = &[
+            ("xargs rm", Some("xargs runs other programs")),
+            ("xargs", Some("xargs runs other programs")),
+            ("find . -name x", None),
+            (
+                "find . -exec rm {} ;",
+                Some("find -exec runs programs or writes files"),
+            ),
+            (
+                "find . -execdir sh ;",
+                Some("find -execdir runs programs or writes files"),
+            ),
+            (
+                "find . -ok rm ;",
+                Some("find -ok runs programs or writes files"),
+            ),
+            (
+                "find . -okdir rm ;",
+                Some("find -okdir runs programs or writes files"),
+            ),
+            (
+                "find . -delete",
+                Some("find -delete runs programs or writes files"),
+            ),
+            (
+                "find . -fprint out",
+                Some("find -fprint runs programs or writes files"),
+            ),
+            ("setsid ls", Some("setsid runs other programs")),
+            ("busybox sh", Some("busybox runs other programs")),
+            ("ls -la", None),
+        ];
+        for (argv, want) in rows {
+            let argv = words(argv);
+            let resolved = format!("/usr/bin/{}", argv[0]);
+            assert_eq!(
+                runs_other_programs(&argv, &resolved).as_deref(),
+                *want,
+                "{argv:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn pattern_layers_reach_inner_commands() {
+        let rows: &[(&str, &[&str])] = &[
+            ("ls -la", &["ls -la"]),
+            ("sudo rm -rf /", &["sudo rm -rf /", "rm -rf /"]),
+            ("sudo -u root -E rm x", &["sudo -u root -E rm x", "rm x"]),
+            (
+                "env FOO=1 -u X sudo ls",
+                &["env FOO=1 -u X sudo ls", "sudo ls", "ls"],
+            ),
+            ("nice -n 5 git push", &["nice -n 5 git push", "git push"]),
+            ("timeout -s 9 5 rm x", &["timeout -s 9 5 rm x", "rm x"]),
+            ("xargs -n 1 rm", &["xargs -n 1 rm", "rm"]),
+            (
+                "find . -exec rm -rf {} ;",
+                &["find . -exec rm -rf {} ;", "rm -rf {}"],
+            ),
+            ("chroot / sh", &["chroot / sh", "sh"]),
+            ("taskset 1 rm x", &["taskset 1 rm x", "rm x"]),
+            ("doas", &["doas"]),
+        ];
+        for (argv, want) in rows {
+            let got: Vec<String> = pattern_layers(&words(argv))
+                .iter()
+                .map(|l| l.join(" "))
+                .collect();
+            assert_eq!(got, *want, "argv {argv:?}");
+        }
+    }
+
+    #[test]
+    fn code_builtins() {
+        for name in [
+            "eval", "trap", "alias", "let", "source", ".", "exec", "hash", "builtin", "declare",
+            "typeset", "unset", "set", "shopt", "enable", "fc", "coproc", "export", "cd",
+        ] {
+            assert!(is_code_builtin(name), "{name}");
+        }
+        for name in ["ls", "echo", "printf", "test", "true", "kill", "command"] {
+            assert!(!is_code_builtin(name), "{name}");
+        }
+    }
+}

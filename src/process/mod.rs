@@ -1,0 +1,19 @@
+//! Processes: every command moat starts, foreground or background.
+//!
+//! `script` builds what runs in the container, `files` owns the host side of its log, FIFO
+//! and status files, `supervisor` is the owner task per process, `registry` keeps them all
+//! (and re-attaches them after a restart), `output` is the in-memory view of the output.
+
+mod events;
+mod files;
+mod output;
+mod proc;
+mod registry;
+pub mod script;
+mod supervisor;
+
+pub use events::{exit_event, EventBus, SessionEvent};
+pub use files::RunFiles;
+pub use proc::{ExitInfo, Proc, ProcInfo, ProcState};
+pub use registry::{Limits, ProcessError, Registry, StartSpec};
+pub use supervisor::{signal_name, KILL_GRACE_MS};

@@ -1,0 +1,142 @@
+//! A process as the rest of moat sees it: identity, live state, and a control channel to its
+//! owner task (the supervisor). State sits behind a std mutex that is never held across an
+//! `.await`; changes are announced on a `watch` channel so waiters wake without polling.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::output::OutputState;
+
+/// Fixed facts about a process.
+#[derive(Debug, Clone)]
+pub struct ProcInfo {
+    pub id: String,
+    pub session: String,
+    /// Container name (stable across recreation of the cache, unlike ids).
+    pub container: String,
+    pub command: String,
+    /// Container path the command runs in.
+    pub cwd: String,
+    pub pty: bool,
+    pub started_at_ms: i64,
+    pub timeout_secs: Option<u64>,
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExitInfo {
+    pub code: Option<i64>,
+    /// `SIGTERM`, `SIGKILL`, … when moat's signal ended it.
+    pub signal: Option<String>,
+    pub timed_out: bool,
+    pub finished_at_ms: i64,
+}
+
+impl ExitInfo {
+    pub fn success(&self) -> bool {
+        self.code == Some(0) && self.signal.is_none() && !self.timed_out
+    }
+}
+
+pub struct ProcState {
+    pub output: OutputState,
+    pub exit: Option<ExitInfo>,
+    /// Moved to the background (by `background: true` or the yield window).
+    pub background: bool,
+    /// Consecutive empty polls, for the `retryInMs` back-off.
+    pub empty_polls: usize,
+    /// Terminal modes seen in a PTY's output (application cursor keys).
+    pub term: crate::keys::TermModes,
+    pub stdin_open: bool,
+}
+
+/// Requests to the owner task.
+pub enum Control {
+    Write(Vec<u8>, oneshot::Sender<std::io::Result<()>>),
+    CloseStdin(oneshot::Sender<()>),
+    Kill(oneshot::Sender<()>),
+    Resize(u16, u16),
+}
+
+pub struct Proc {
+    pub info: ProcInfo,
+    pub state: Mutex<ProcState>,
+    /// Bumped on new output and on exit.
+    pub(crate) changed: watch::Sender<u64>,
+    pub(crate) control: mpsc::UnboundedSender<Control>,
+    /// Pollers currently waiting: the supervisor reads the log more eagerly while > 0.
+    pub(crate) waiters: AtomicUsize,
+}
+
+impl Proc {
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, ProcState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn exit(&self) -> Option<ExitInfo> {
+        self.lock().exit.clone()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.lock().exit.is_none()
+    }
+
+    /// Waits until the process ends or `timeout` passes; returns whether it ended.
+    pub async fn wait_exit(&self, timeout: std::time::Duration) -> bool {
+        self.wait_for(timeout, |s| s.exit.is_some()).await
+    }
+
+    /// Waits until `ready` holds for the state, or `timeout` passes.
+    pub async fn wait_for(
+        &self,
+        timeout: std::time::Duration,
+        ready: impl Fn(&ProcState) -> bool,
+    ) -> bool {
+        let mut rx = self.changed.subscribe();
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let done = loop {
+            if ready(&self.lock()) {
+                break true;
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => continue,
+                // The supervisor is gone: the state is final.
+                Ok(Err(_)) => break ready(&self.lock()),
+                Err(_) => break false,
+            }
+        };
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        done
+    }
+
+    /// Asks the owner task to end the process group (TERM, then KILL after the grace).
+    pub async fn kill(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.control.send(Control::Kill(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    pub async fn write(&self, data: Vec<u8>) -> std::io::Result<()> {
+        let (tx, rx) = oneshot::channel();
+        self.control
+            .send(Control::Write(data, tx))
+            .map_err(|_| std::io::Error::other("the process has exited"))?;
+        rx.await
+            .unwrap_or_else(|_| Err(std::io::Error::other("the process has exited")))
+    }
+
+    pub async fn close_stdin(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.control.send(Control::CloseStdin(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    pub fn resize(&self, rows: u16, cols: u16) {
+        let _ = self.control.send(Control::Resize(rows, cols));
+    }
+}

@@ -1,0 +1,371 @@
+//! All processes of this moat instance, and the durable index behind them.
+//!
+//! Processes live in memory while this moat runs; the SQLite index and the run directory
+//! hold the rest. A process another moat started (or that outlived a crash) is re-attached
+//! on first use: its log is replayed, and a supervisor takes over watching it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, watch};
+
+use super::events::EventBus;
+use super::files::RunFiles;
+use super::output::OutputState;
+use super::proc::{ExitInfo, Proc, ProcInfo, ProcState};
+use super::script;
+use super::supervisor::{ExitWatch, Supervisor};
+use crate::runtime::{ExecSpec, Runtime, RuntimeError};
+use crate::store::{now_ms, ProcessRow, ProcessStatus, Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    #[error("prepare process files in {dir}")]
+    Files {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Bounds that apply to every process.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_output_chars: usize,
+    pub spill_max: u64,
+    /// Finished processes are forgotten this long after they end.
+    pub ttl_ms: i64,
+    /// At most this many finished processes per session.
+    pub max_finished: usize,
+}
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct StartSpec {
+    pub session: String,
+    pub container: String,
+    /// Host side of `/run/moat` for that container.
+    pub run_dir: PathBuf,
+    /// The exact text to run (for allowlisted commands, the rebuilt plan).
+    pub command: String,
+    pub cwd: String,
+    /// `KEY=VALUE`, already validated and merged.
+    pub env: Vec<String>,
+    pub pty: bool,
+    pub background: bool,
+    pub timeout_secs: Option<u64>,
+    pub secrets: Vec<(String, String)>,
+    /// Owner of the log and FIFO on the host (the sandbox user).
+    pub owner: (u32, u32),
+}
+
+pub struct Registry {
+    runtime: Arc<dyn Runtime>,
+    store: Arc<Store>,
+    limits: Limits,
+    events: EventBus,
+    /// Live processes by id. A std mutex: never held across `.await`.
+    procs: Mutex<HashMap<String, Arc<Proc>>>,
+}
+
+impl Registry {
+    pub fn new(runtime: Arc<dyn Runtime>, store: Arc<Store>, limits: Limits, events: EventBus) -> Arc<Self> {
+        Arc::new(Self {
+            runtime,
+            store,
+            limits,
+            events,
+            procs: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn events(&self) -> &EventBus {
+        &self.events
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Starts a command; returns as soon as it runs.
+    pub async fn start(self: &Arc<Self>, spec: StartSpec) -> Result<Arc<Proc>, ProcessError> {
+        self.sweep(&spec.session);
+        let id = {
+            let procs = self.procs.lock().unwrap();
+            crate::names::generate(|c| procs.contains_key(c) || self.store.process_id_taken(c))
+        };
+        let files = RunFiles::new(&spec.run_dir, &id);
+        let file_err = |source| ProcessError::Files {
+            dir: spec.run_dir.clone(),
+            source,
+        };
+        let log = files.create(spec.owner.0, spec.owner.1).map_err(file_err)?;
+        let stdin = if spec.pty {
+            None
+        } else {
+            match files.open_fifo() {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    files.remove();
+                    return Err(file_err(e));
+                }
+            }
+        };
+        let info = ProcInfo {
+            id: id.clone(),
+            session: spec.session.clone(),
+            container: spec.container.clone(),
+            command: spec.command.clone(),
+            cwd: spec.cwd.clone(),
+            pty: spec.pty,
+            started_at_ms: now_ms(),
+            timeout_secs: spec.timeout_secs,
+        };
+        self.store.insert_process(&row_for(&info, &spec.run_dir, spec.background))?;
+        let exec = ExecSpec {
+            argv: script::argv(&id, &spec.command, spec.pty),
+            env: spec.env.clone(),
+            workdir: Some(spec.cwd.clone()),
+            user: None,
+            tty: spec.pty,
+        };
+        let started = match self.runtime.exec(&spec.container, exec).await {
+            Ok(s) => s,
+            Err(e) => {
+                files.remove();
+                let _ = self.store.delete_process(&id);
+                return Err(e.into());
+            }
+        };
+        let (proc, control) = new_proc(info, OutputState::new(self.limits.max_output_chars, spec.secrets), spec.background, !spec.pty || started.tty.is_some());
+        if spec.pty {
+            proc.resize(30, 120);
+        }
+        let finished = started.finished;
+        let supervisor = Supervisor {
+            proc: proc.clone(),
+            files,
+            log,
+            stdin,
+            tty: started.tty,
+            watch: ExitWatch::Exec {
+                exec_id: started.id,
+                finished: Box::pin(async move {
+                    let _ = finished.await;
+                }),
+            },
+            runtime: self.runtime.clone(),
+            store: self.store.clone(),
+            events: self.events.clone(),
+            control,
+            spill_max: self.limits.spill_max,
+        };
+        tokio::spawn(supervisor.run());
+        self.procs.lock().unwrap().insert(id, proc.clone());
+        Ok(proc)
+    }
+
+    /// A process of `session` by id, re-attaching it from the index if this moat has not
+    /// seen it yet. Another session's id is "not found".
+    pub fn get(self: &Arc<Self>, session: &str, id: &str) -> Option<Arc<Proc>> {
+        if let Some(p) = self.procs.lock().unwrap().get(id).cloned() {
+            return (p.info.session == session).then_some(p);
+        }
+        let row = self.store.process(id).ok().flatten()?;
+        if row.session != session {
+            return None;
+        }
+        self.attach(row)
+    }
+
+    /// The session's processes that the `process` tool shows (background ones), newest first.
+    pub fn list(self: &Arc<Self>, session: &str) -> Vec<Arc<Proc>> {
+        self.sweep(session);
+        let rows = self.store.processes(session).unwrap_or_default();
+        rows.into_iter()
+            .filter(|r| r.background)
+            .filter_map(|r| self.get(session, &r.id))
+            .collect()
+    }
+
+    /// Marks a process as backgrounded (the yield window passed, or `background: true`).
+    pub fn set_background(&self, proc: &Proc) {
+        proc.lock().background = true;
+        let _ = self.store.set_background(&proc.info.id);
+    }
+
+    /// Records that a poll handed out everything up to the current read position.
+    pub fn record_drain(&self, proc: &Proc, offset: u64) {
+        let _ = self.store.set_read_offset(&proc.info.id, offset);
+    }
+
+    /// Forgets a finished process: memory, index and files.
+    pub fn forget(&self, proc: &Proc) {
+        self.procs.lock().unwrap().remove(&proc.info.id);
+        if let Ok(Some(row)) = self.store.process(&proc.info.id) {
+            RunFiles::new(&row.run_dir, &row.id).remove();
+        }
+        let _ = self.store.delete_process(&proc.info.id);
+    }
+
+    /// Re-attaches every process the index says is running (at `moat serve` start), so
+    /// timeouts and exit events keep working for them.
+    pub fn recover_all(self: &Arc<Self>) -> usize {
+        let rows = self.store.running_processes().unwrap_or_default();
+        let n = rows.len();
+        for row in rows {
+            self.attach(row);
+        }
+        n
+    }
+
+    fn attach(self: &Arc<Self>, row: ProcessRow) -> Option<Arc<Proc>> {
+        let files = RunFiles::new(&row.run_dir, &row.id);
+        let info = ProcInfo {
+            id: row.id.clone(),
+            session: row.session.clone(),
+            container: row.container.clone(),
+            command: row.command.clone(),
+            cwd: row.cwd.clone(),
+            pty: row.pty,
+            started_at_ms: row.started_at_ms,
+            timeout_secs: row.timeout_secs,
+        };
+        let mut output = OutputState::new(self.limits.max_output_chars, Vec::new());
+        let log = files.open_log().ok();
+        if let Some(log) = &log {
+            replay(log, &mut output, row.read_offset);
+        }
+        let running = row.status == ProcessStatus::Running;
+        let (proc, control) = new_proc(info, output, row.background, running && !row.pty);
+        if !running {
+            let mut st = proc.lock();
+            st.output.finish();
+            st.exit = Some(ExitInfo {
+                code: row.exit_code,
+                signal: row.signal.clone(),
+                timed_out: row.timed_out,
+                finished_at_ms: row.finished_at_ms.unwrap_or(row.started_at_ms),
+            });
+        } else {
+            // stdin cannot be re-attached: its writer closed with the moat that started it.
+            proc.lock().stdin_open = false;
+            let Some(log) = log else {
+                return None;
+            };
+            let supervisor = Supervisor {
+                proc: proc.clone(),
+                files,
+                log,
+                stdin: None,
+                tty: None,
+                watch: ExitWatch::Recovered,
+                runtime: self.runtime.clone(),
+                store: self.store.clone(),
+                events: self.events.clone(),
+                control,
+                spill_max: self.limits.spill_max,
+            };
+            tokio::spawn(supervisor.run());
+        }
+        let mut procs = self.procs.lock().unwrap();
+        // Another caller may have attached it meanwhile; keep the first.
+        Some(procs.entry(row.id).or_insert(proc).clone())
+    }
+
+    /// Drops finished processes past their TTL, and the oldest beyond the per-session count.
+    pub fn sweep(&self, session: &str) {
+        let now = now_ms();
+        let rows = self.store.processes(session).unwrap_or_default();
+        let mut finished = 0usize;
+        for row in rows {
+            if row.status == ProcessStatus::Running {
+                continue;
+            }
+            finished += 1;
+            let ended = row.finished_at_ms.unwrap_or(row.started_at_ms);
+            if now - ended > self.limits.ttl_ms || finished > self.limits.max_finished {
+                self.procs.lock().unwrap().remove(&row.id);
+                RunFiles::new(&row.run_dir, &row.id).remove();
+                let _ = self.store.delete_process(&row.id);
+            }
+        }
+    }
+}
+
+fn new_proc(
+    info: ProcInfo,
+    output: OutputState,
+    background: bool,
+    stdin_open: bool,
+) -> (Arc<Proc>, mpsc::UnboundedReceiver<crate::process::proc::Control>) {
+    let (control, rx) = mpsc::unbounded_channel();
+    let proc = Arc::new(Proc {
+        info,
+        state: Mutex::new(ProcState {
+            output,
+            exit: None,
+            background,
+            empty_polls: 0,
+            term: crate::keys::TermModes::new(),
+            stdin_open,
+        }),
+        changed: watch::channel(0).0,
+        control,
+        waiters: AtomicUsize::new(0),
+    });
+    (proc, rx)
+}
+
+fn row_for(info: &ProcInfo, run_dir: &std::path::Path, background: bool) -> ProcessRow {
+    ProcessRow {
+        id: info.id.clone(),
+        session: info.session.clone(),
+        container: info.container.clone(),
+        run_dir: run_dir.display().to_string(),
+        command: info.command.clone(),
+        cwd: info.cwd.clone(),
+        pty: info.pty,
+        background,
+        started_at_ms: info.started_at_ms,
+        timeout_secs: info.timeout_secs,
+        status: ProcessStatus::Running,
+        exit_code: None,
+        signal: None,
+        timed_out: false,
+        finished_at_ms: None,
+        read_offset: 0,
+    }
+}
+
+/// Feeds a log's retained bytes into `output`; bytes before `drained` were already polled.
+fn replay(log: &std::fs::File, output: &mut OutputState, drained: u64) {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileExt;
+    let start = nix::unistd::lseek(log.as_fd(), 0, nix::unistd::Whence::SeekData)
+        .map(|o| o as u64)
+        .unwrap_or(0);
+    output.bytes_read = start;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let offset = output.bytes_read;
+        let n = match log.read_at(&mut buf, offset) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let split = drained.saturating_sub(offset).min(n as u64) as usize;
+        if split > 0 {
+            output.ingest(&buf[..split], false);
+        }
+        if split < n {
+            output.ingest(&buf[split..n], true);
+        }
+    }
+    output.drained_at = drained.max(start);
+}

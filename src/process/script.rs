@@ -1,0 +1,103 @@
+//! The exact argv a command runs as inside the container.
+//!
+//! ```text
+//! sh -c <WRAPPER> moat <id> <prelude + command>
+//! WRAPPER: record $$ (the process-group id) → run `sh -lc "$2"` with stdin from the
+//!          process's FIFO and stdout+stderr appended to its log → record the exit status
+//! ```
+//!
+//! Why a wrapper around the `sh -lc`:
+//! - Docker has no exec-kill API and reports host PIDs (moby#9098, #43208). Every exec'd
+//!   process leads its own process group, so the wrapper records `$$` and moat later kills
+//!   the whole group from a second exec.
+//! - The command writes to a log file on a host bind mount instead of the exec stream, so its
+//!   output and exit status survive a crash of moat, and a background child holding stdio
+//!   cannot keep the exec open (moby's 2 s drain, daemon/monitor.go).
+//! - The wrapper traps TERM/INT/HUP with a no-op so that, when moat signals the group, it
+//!   outlives the command and still writes the exit status. (An *ignored* signal would be
+//!   inherited by the command and make it unkillable by TERM; a trap is reset in children.)
+//!
+//! The prelude prepends PATH entries *after* `/etc/profile` ran (it assigns PATH outright on
+//! Debian and Alpine), reading them from `MOAT_PATH_PREPEND`: values are never pasted into
+//! the script text.
+
+/// Env var carrying the PATH entries to prepend (colon-joined); unset by the prelude.
+pub const PATH_PREPEND_VAR: &str = "MOAT_PATH_PREPEND";
+/// Where the run directory is mounted inside the container.
+pub const RUN_DIR: &str = "/run/moat";
+
+const WRAPPER: &str = r#"trap ':' TERM INT HUP
+printf '%s' "$$" > "/run/moat/$1.pid"
+sh -lc "$2" < "/run/moat/$1.in" >> "/run/moat/$1.out" 2>&1
+s=$?
+printf '%s' "$s" > "/run/moat/$1.exit"
+exit "$s""#;
+
+/// For PTY processes the terminal must stay the command's stdio, so the wrapper only records
+/// the group id and replaces itself with the login shell.
+const PTY_WRAPPER: &str = r#"printf '%s' "$$" > "/run/moat/$1.pid"
+exec sh -lc "$2""#;
+
+const PRELUDE: &str = r#"if [ -n "${MOAT_PATH_PREPEND-}" ]; then PATH="$MOAT_PATH_PREPEND:$PATH"; export PATH; fi; unset MOAT_PATH_PREPEND"#;
+
+/// The script given to `sh -lc`: the prelude, then the command on its own line.
+pub fn login_script(command: &str) -> String {
+    format!("{PRELUDE}\n{command}")
+}
+
+/// The full argv for process `id` running `command`.
+pub fn argv(id: &str, command: &str, pty: bool) -> Vec<String> {
+    let wrapper = if pty { PTY_WRAPPER } else { WRAPPER };
+    vec![
+        "sh".into(),
+        "-c".into(),
+        wrapper.into(),
+        "moat".into(),
+        id.into(),
+        login_script(command),
+    ]
+}
+
+/// A helper command that ends process group `pgid`: TERM, up to `grace_ms` for the group to
+/// go, then KILL. Runs as one exec so the grace period costs no extra round trips.
+pub fn kill_group_argv(pgid: u32, grace_ms: u64) -> Vec<String> {
+    let tenths = grace_ms.div_ceil(100);
+    let script = format!(
+        "kill -TERM -{pgid} 2>/dev/null || exit 0; i=0; while kill -0 -{pgid} 2>/dev/null && [ $i -lt {tenths} ]; do sleep 0.1; i=$((i+1)); done; if kill -0 -{pgid} 2>/dev/null; then kill -KILL -{pgid} 2>/dev/null; echo killed; fi; exit 0"
+    );
+    vec!["sh".into(), "-c".into(), script]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_text_is_an_argument_not_wrapper_text() {
+        let hostile = r#"x"; rm -rf / #"#;
+        let a = argv("warm-river", hostile, false);
+        assert_eq!(a[..2], ["sh", "-c"]);
+        assert!(!a[2].contains(hostile));
+        assert_eq!(a[4], "warm-river");
+        assert!(a[5].ends_with(hostile));
+        assert!(a[5].starts_with("if [ -n \"${MOAT_PATH_PREPEND-}\" ]"));
+    }
+
+    #[test]
+    fn wrapper_paths_use_the_run_mount() {
+        for pty in [false, true] {
+            let a = argv("id", "true", pty);
+            assert!(a[2].contains(RUN_DIR));
+            assert!(a[2].contains(r#"sh -lc "$2""#));
+        }
+    }
+
+    #[test]
+    fn kill_rounds_grace_up() {
+        let a = kill_group_argv(42, 3000);
+        assert!(a[2].contains("kill -TERM -42"));
+        assert!(a[2].contains("-lt 30"));
+        assert!(a[2].contains("kill -KILL -42"));
+        assert!(kill_group_argv(7, 50)[2].contains("-lt 1"));
+    }
+}

@@ -1,0 +1,389 @@
+//! The owner task of one process: it follows the log, serves stdin/kill/resize requests,
+//! enforces the timeout, and records the exit. Nothing else touches the log descriptor, the
+//! stdin FIFO or the terminal.
+
+use std::fs::File;
+use std::future::Future;
+use std::os::unix::fs::FileExt;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+
+use super::events::{exit_event, EventBus};
+use super::files::RunFiles;
+use super::proc::{Control, ExitInfo, Proc};
+use super::script::kill_group_argv;
+use crate::runtime::{ExecTty, Runtime};
+use crate::store::{now_ms, ProcessStatus, Store};
+
+/// SIGTERM → this long → SIGKILL.
+pub const KILL_GRACE_MS: u64 = 3000;
+const READ_CHUNK: usize = 1 << 20;
+/// Log polling interval bounds: eager while somebody waits on the process, lazy otherwise.
+const EAGER_INTERVAL: Duration = Duration::from_millis(10);
+const LAZY_INTERVAL: Duration = Duration::from_millis(200);
+
+/// How the supervisor learns that the command ended.
+pub enum ExitWatch {
+    /// The exec we started: its stream closes when the wrapper exits.
+    Exec {
+        exec_id: String,
+        finished: Pin<Box<dyn Future<Output = ()> + Send>>,
+    },
+    /// A process found after a restart: watch for its exit file and for its group vanishing.
+    Recovered,
+}
+
+pub struct Supervisor {
+    pub proc: Arc<Proc>,
+    pub files: RunFiles,
+    pub log: File,
+    pub stdin: Option<tokio::net::unix::pipe::Sender>,
+    pub tty: Option<ExecTty>,
+    pub watch: ExitWatch,
+    pub runtime: Arc<dyn Runtime>,
+    pub store: Arc<Store>,
+    pub events: EventBus,
+    pub control: mpsc::UnboundedReceiver<Control>,
+    /// Raw bytes kept on disk per process; older bytes are freed by punching holes.
+    pub spill_max: u64,
+}
+
+impl Supervisor {
+    pub async fn run(mut self) {
+        let mut buf = vec![0u8; READ_CHUNK];
+        let mut punched_to = first_data_offset(&self.log);
+        let deadline = self
+            .proc
+            .info
+            .timeout_secs
+            .filter(|t| *t > 0)
+            .map(|t| {
+                let elapsed = (now_ms() - self.proc.info.started_at_ms).max(0) as u64;
+                tokio::time::Instant::now() + Duration::from_millis((t * 1000).saturating_sub(elapsed))
+            });
+        let mut timed_out = false;
+        let mut kill_sent = false;
+        let mut escalated = false;
+        let (kill_done_tx, mut kill_done_rx) = mpsc::unbounded_channel::<bool>();
+        let mut kill_waiters = Vec::new();
+        let (exec_id, mut finished): (Option<String>, Pin<Box<dyn Future<Output = ()> + Send>>) =
+            match std::mem::replace(&mut self.watch, ExitWatch::Recovered) {
+                ExitWatch::Exec { exec_id, finished } => (Some(exec_id), finished),
+                ExitWatch::Recovered => (None, Box::pin(recovered_exit(self.runtime.clone(), self.proc.info.container.clone(), self.files.clone()))),
+            };
+        let (mut tty_out, mut tty_in) = match self.tty.take() {
+            Some(t) => (Some(t.output), Some(t.input)),
+            None => (None, None),
+        };
+        let mut interval = EAGER_INTERVAL;
+        loop {
+            let sleep = tokio::time::sleep(interval);
+            tokio::select! {
+                biased;
+                _ = &mut finished => break,
+                chunk = next_chunk(&mut tty_out) => match chunk {
+                    Some(bytes) => {
+                        // PTY output comes through the terminal stream; append it to the log so
+                        // the same reader, paging and durability apply.
+                        let _ = append(&self.log, &bytes);
+                        let cpr = self.proc.lock().term.observe(&bytes);
+                        if let (Some(w), true) = (tty_in.as_mut(), cpr > 0) {
+                            for _ in 0..cpr {
+                                let _ = w.write_all(&crate::keys::cursor_position_report(1, 1)).await;
+                            }
+                        }
+                    }
+                    None => tty_out = None,
+                },
+                msg = self.control.recv() => match msg {
+                    Some(Control::Write(data, reply)) => {
+                        let r = match (tty_in.as_mut(), self.stdin.as_mut()) {
+                            (Some(w), _) => w.write_all(&data).await.and(w.flush().await),
+                            (None, Some(w)) => w.write_all(&data).await,
+                            (None, None) => Err(std::io::Error::other("stdin is closed")),
+                        };
+                        let _ = reply.send(r);
+                    }
+                    Some(Control::CloseStdin(reply)) => {
+                        if let Some(w) = tty_in.as_mut() {
+                            // A terminal has no half-close: Ctrl-D is end-of-file to the line discipline.
+                            let _ = w.write_all(&[0x04]).await;
+                        }
+                        self.stdin = None;
+                        self.proc.lock().stdin_open = false;
+                        let _ = reply.send(());
+                    }
+                    Some(Control::Kill(reply)) => {
+                        kill_waiters.push(reply);
+                        if !kill_sent {
+                            kill_sent = true;
+                            self.spawn_kill(kill_done_tx.clone());
+                        }
+                    }
+                    Some(Control::Resize(rows, cols)) => {
+                        if let Some(id) = &exec_id {
+                            let _ = self.runtime.resize_exec(id, rows, cols).await;
+                        }
+                    }
+                    None => {}
+                },
+                Some(killed) = kill_done_rx.recv() => escalated |= killed,
+                _ = wait_deadline(deadline), if !kill_sent => {
+                    timed_out = true;
+                    kill_sent = true;
+                    self.spawn_kill(kill_done_tx.clone());
+                }
+                _ = sleep => {}
+            }
+            let got = self.read_available(&mut buf);
+            punched_to = self.free_old_bytes(punched_to);
+            interval = if got > 0 || self.proc.waiters.load(Ordering::Relaxed) > 0 {
+                EAGER_INTERVAL
+            } else {
+                (interval * 2).min(LAZY_INTERVAL)
+            };
+        }
+        // Drain what the terminal still holds, then the rest of the log.
+        if let Some(mut out) = tty_out {
+            while let Ok(Some(bytes)) = tokio::time::timeout(Duration::from_millis(200), out.next()).await {
+                match bytes {
+                    Ok(b) => {
+                        let _ = append(&self.log, &b);
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        if kill_sent {
+            // Let the kill helper finish so "nothing is left" holds when we report the exit.
+            if let Ok(Some(k)) = tokio::time::timeout(Duration::from_millis(KILL_GRACE_MS + 2000), kill_done_rx.recv()).await {
+                escalated |= k;
+            }
+        }
+        self.read_available(&mut buf);
+        let mut code = self.files.read_exit();
+        if code.is_none() {
+            if let Some(id) = &exec_id {
+                code = self.runtime.exec_exit_code(id).await.ok().flatten();
+            }
+        }
+        let mut signal = None;
+        if kill_sent {
+            match code {
+                Some(c) if c > 128 && !escalated => {
+                    signal = Some(signal_name(c - 128));
+                    code = None;
+                }
+                _ if escalated || code.is_none() => {
+                    signal = Some("SIGKILL".to_string());
+                    code = None;
+                }
+                _ => {}
+            }
+        }
+        let exit = ExitInfo {
+            code,
+            signal,
+            timed_out,
+            finished_at_ms: now_ms(),
+        };
+        let status = if exit.success() {
+            ProcessStatus::Completed
+        } else {
+            ProcessStatus::Failed
+        };
+        let (background, event) = {
+            let mut st = self.proc.lock();
+            st.output.finish();
+            st.exit = Some(exit.clone());
+            st.stdin_open = false;
+            let event = exit_event(&self.proc.info.id, &exit, &st.output.tail(400));
+            (st.background, st.output.redact(&event))
+        };
+        if let Err(e) = self.store.finish_process(
+            &self.proc.info.id,
+            status,
+            exit.code,
+            exit.signal.as_deref(),
+            exit.timed_out,
+            exit.finished_at_ms,
+        ) {
+            tracing::warn!(id = %self.proc.info.id, error = %e, "failed to record process exit");
+        }
+        if background {
+            self.events.publish(&self.proc.info.session, event);
+        }
+        self.proc.changed.send_modify(|v| *v += 1);
+        for w in kill_waiters {
+            let _ = w.send(());
+        }
+    }
+
+    /// Reads everything the log has past our offset; returns the byte count.
+    fn read_available(&self, buf: &mut [u8]) -> usize {
+        let mut total = 0;
+        loop {
+            let offset = self.proc.lock().output.bytes_read;
+            let n = match self.log.read_at(buf, offset) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => 0,
+            };
+            if n == 0 {
+                break;
+            }
+            total += n;
+            self.proc.lock().output.ingest(&buf[..n], true);
+            if n < buf.len() {
+                break;
+            }
+        }
+        if total > 0 {
+            self.proc.changed.send_modify(|v| *v += 1);
+        }
+        total
+    }
+
+    /// Keeps at most `spill_max` consumed bytes on disk: older ones become a hole, so file
+    /// offsets stay valid while the disk space is returned.
+    fn free_old_bytes(&self, punched_to: u64) -> u64 {
+        let read = self.proc.lock().output.bytes_read;
+        let slack = 4 << 20;
+        if read < punched_to + self.spill_max + slack {
+            return punched_to;
+        }
+        let to = (read - self.spill_max) & !4095;
+        punch_hole(&self.log, punched_to, to - punched_to);
+        to
+    }
+
+    fn spawn_kill(&self, done: mpsc::UnboundedSender<bool>) {
+        let runtime = self.runtime.clone();
+        let container = self.proc.info.container.clone();
+        let files = self.files.clone();
+        tokio::spawn(async move {
+            // The wrapper writes its pid first thing; give a just-started process a moment.
+            let mut pgid = files.read_pgid();
+            for _ in 0..50 {
+                if pgid.is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                pgid = files.read_pgid();
+            }
+            let Some(pgid) = pgid else {
+                let _ = done.send(false);
+                return;
+            };
+            let escalated = match runtime
+                .exec_capture(&container, kill_group_argv(pgid, KILL_GRACE_MS), None)
+                .await
+            {
+                Ok((_, out)) => String::from_utf8_lossy(&out).contains("killed"),
+                Err(e) => {
+                    tracing::warn!(%container, error = %e, "failed to signal process group");
+                    false
+                }
+            };
+            let _ = done.send(escalated);
+        });
+    }
+}
+
+async fn next_chunk(
+    out: &mut Option<Pin<Box<dyn futures::Stream<Item = std::io::Result<bytes::Bytes>> + Send>>>,
+) -> Option<bytes::Bytes> {
+    match out {
+        Some(s) => match s.next().await {
+            Some(Ok(b)) => Some(b),
+            _ => None,
+        },
+        None => std::future::pending().await,
+    }
+}
+
+async fn wait_deadline(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// For a process found after a restart: it ended when the wrapper wrote its exit status, or
+/// when its process group is gone (killed with SIGKILL, or the container went away).
+async fn recovered_exit(runtime: Arc<dyn Runtime>, container: String, files: RunFiles) {
+    let mut ticks = 0u32;
+    loop {
+        if files.read_exit().is_some() {
+            return;
+        }
+        if ticks % 10 == 0 {
+            let alive = match files.read_pgid() {
+                Some(pgid) => {
+                    let argv = vec!["sh".into(), "-c".into(), format!("kill -0 -{pgid} 2>/dev/null && echo alive")];
+                    match runtime.exec_capture(&container, argv, None).await {
+                        Ok((_, out)) => String::from_utf8_lossy(&out).contains("alive"),
+                        Err(_) => false,
+                    }
+                }
+                None => false,
+            };
+            if !alive && files.read_exit().is_none() {
+                return;
+            }
+        }
+        ticks += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Appends at the current end (the descriptor is shared with the pread-based reader).
+fn append(log: &File, bytes: &[u8]) -> std::io::Result<()> {
+    log.write_all_at(bytes, log.metadata()?.len())
+}
+
+fn first_data_offset(log: &File) -> u64 {
+    use std::os::fd::AsFd;
+    nix::unistd::lseek(log.as_fd(), 0, nix::unistd::Whence::SeekData)
+        .map(|o| o as u64)
+        .unwrap_or(0)
+}
+
+fn punch_hole(log: &File, offset: u64, len: u64) {
+    use nix::fcntl::{fallocate, FallocateFlags};
+    if len == 0 {
+        return;
+    }
+    let flags = FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE;
+    if let Err(e) = fallocate(log, flags, offset as i64, len as i64) {
+        tracing::debug!(error = %e, "failed to free old log bytes (filesystem without hole punching)");
+    }
+}
+
+/// `SIGTERM` for 15 and so on; unknown numbers print as `SIG<n>`.
+pub fn signal_name(n: i64) -> String {
+    i32::try_from(n)
+        .ok()
+        .and_then(|n| nix::sys::signal::Signal::try_from(n).ok())
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|| format!("SIG{n}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::signal_name;
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(signal_name(15), "SIGTERM");
+        assert_eq!(signal_name(9), "SIGKILL");
+        assert_eq!(signal_name(2), "SIGINT");
+        assert_eq!(signal_name(99), "SIG99");
+    }
+}

@@ -1,0 +1,100 @@
+//! Session keys (`[A-Za-z0-9._:-]{1,128}`) and the names derived from them.
+
+use sha2::{Digest, Sha256};
+
+use crate::config::Scope;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum KeyError {
+    #[error("use session key `{0}`: it must be 1–128 characters of A–Z a–z 0–9 . _ : -")]
+    Invalid(String),
+}
+
+pub fn validate_key(key: &str) -> Result<(), KeyError> {
+    let ok = !key.is_empty()
+        && key.len() <= 128
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(KeyError::Invalid(key.chars().take(160).collect()))
+    }
+}
+
+/// Which container a session lives in, by scope: the session key itself, the agent part of
+/// it (before the first `:`), or one key for everybody.
+pub fn container_key(session: &str, scope: Scope) -> String {
+    match scope {
+        Scope::Session => session.to_string(),
+        Scope::Agent => format!("agent:{}", session.split(':').next().unwrap_or(session)),
+        Scope::Shared => "shared".to_string(),
+    }
+}
+
+/// The names derived from a container key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerName {
+    /// `<slug>-<hash8>`: unique and filesystem-safe; names the workspace and run directories.
+    pub slug: String,
+    /// `moat-<slug>-<hash8>`, at most 63 characters (the engine's DNS-label limit).
+    pub name: String,
+}
+
+impl ContainerName {
+    pub fn for_key(key: &str) -> Self {
+        let mut readable: String = key
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+            .collect();
+        readable.truncate(40);
+        let readable = readable.trim_matches('-');
+        let readable = if readable.is_empty() { "s" } else { readable };
+        let hash = hex::encode(Sha256::digest(key.as_bytes()));
+        let slug = format!("{readable}-{}", &hash[..8]);
+        Self {
+            name: format!("moat-{slug}"),
+            slug,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys() {
+        let ok = ["main", "a", "agent:main:42", "x.y_z-1", &"k".repeat(128)];
+        for k in ok {
+            assert!(validate_key(k).is_ok(), "{k}");
+        }
+        let bad = ["", "a b", "a/b", "ä", "a\0b", "a;rm", &"k".repeat(129), "$(id)"];
+        for k in bad {
+            assert!(validate_key(k).is_err(), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn names_are_bounded_unique_and_stable() {
+        let long = "Z".repeat(128);
+        for key in ["main", "Main", "agent:main:1", &long, "...", "a.b"] {
+            let n = ContainerName::for_key(key);
+            assert!(n.name.len() <= 63, "{}", n.name);
+            assert!(n.name.starts_with("moat-"));
+            assert!(n.slug.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
+            assert_eq!(n, ContainerName::for_key(key));
+        }
+        // Keys differing only in case or punctuation still get different names.
+        assert_ne!(ContainerName::for_key("Main").name, ContainerName::for_key("main").name);
+        assert_ne!(ContainerName::for_key("a.b").name, ContainerName::for_key("a-b").name);
+    }
+
+    #[test]
+    fn scopes() {
+        assert_eq!(container_key("agent1:chat:7", Scope::Session), "agent1:chat:7");
+        assert_eq!(container_key("agent1:chat:7", Scope::Agent), "agent:agent1");
+        assert_eq!(container_key("agent1:chat:7", Scope::Shared), "shared");
+    }
+}

@@ -1,0 +1,145 @@
+//! The container a session gets, derived purely from config (so it is unit-tested here and
+//! its hash decides when a config change means "recreate").
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::config::{SandboxConfig, WorkspaceAccess};
+use crate::runtime::{ContainerSpec, Mount};
+
+/// Label every moat container carries; its value is the container key.
+pub const MOAT_LABEL: &str = "dev.moat.session";
+pub const HASH_LABEL: &str = "dev.moat.config-hash";
+pub const CREATED_LABEL: &str = "dev.moat.created-at";
+pub const VERSION_LABEL: &str = "dev.moat.version";
+/// Where the session workspace appears inside the container.
+pub const WORKSPACE_MOUNT: &str = "/workspace";
+/// Where the per-container run directory (process logs, stdin FIFOs) appears.
+pub const RUN_MOUNT: &str = "/run/moat";
+
+/// A stable hash of everything that shapes the container. Changing any of it means the
+/// running container no longer matches the config.
+pub fn config_hash(sandbox: &SandboxConfig) -> String {
+    let json = serde_json::to_vec(sandbox).unwrap_or_default();
+    hex::encode(&Sha256::digest(&json)[..8])
+}
+
+pub fn labels(key: &str, hash: &str, created_at_ms: i64) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (MOAT_LABEL.to_string(), key.to_string()),
+        (HASH_LABEL.to_string(), hash.to_string()),
+        (CREATED_LABEL.to_string(), created_at_ms.to_string()),
+        (VERSION_LABEL.to_string(), env!("CARGO_PKG_VERSION").to_string()),
+    ])
+}
+
+pub fn build_spec(
+    sandbox: &SandboxConfig,
+    name: &str,
+    key: &str,
+    workspace: &Path,
+    run_dir: &Path,
+    created_at_ms: i64,
+) -> ContainerSpec {
+    let mut mounts = Vec::new();
+    if sandbox.workspace_access != WorkspaceAccess::None {
+        mounts.push(Mount {
+            source: workspace.display().to_string(),
+            target: WORKSPACE_MOUNT.into(),
+            read_only: sandbox.workspace_access == WorkspaceAccess::Ro,
+        });
+    }
+    mounts.push(Mount {
+        source: run_dir.display().to_string(),
+        target: RUN_MOUNT.into(),
+        read_only: false,
+    });
+    for bind in &sandbox.binds {
+        let mut parts = bind.split(':');
+        let source = parts.next().unwrap_or_default().to_string();
+        let target = parts.next().unwrap_or_default().to_string();
+        mounts.push(Mount {
+            source,
+            target,
+            read_only: parts.next() == Some("ro"),
+        });
+    }
+    let tmpfs = sandbox
+        .tmpfs
+        .iter()
+        .map(|p| (p.clone(), "rw,nosuid,nodev,mode=1777".to_string()))
+        .collect();
+    let mut security_opt = vec!["no-new-privileges:true".to_string()];
+    if !sandbox.seccomp_profile.is_empty() {
+        security_opt.push(format!("seccomp={}", sandbox.seccomp_profile));
+    }
+    if !sandbox.apparmor_profile.is_empty() {
+        security_opt.push(format!("apparmor={}", sandbox.apparmor_profile));
+    }
+    let mut env = vec!["LANG=C.UTF-8".to_string()];
+    env.extend(sandbox.env.iter().map(|(k, v)| format!("{k}={v}")));
+    ContainerSpec {
+        name: name.to_string(),
+        image: sandbox.image.clone(),
+        labels: labels(key, &config_hash(sandbox), created_at_ms),
+        user: sandbox.user.clone(),
+        env,
+        mounts,
+        tmpfs,
+        read_only_root: sandbox.read_only_root,
+        network: sandbox.network.clone(),
+        cap_add: sandbox.cap_add.clone(),
+        security_opt,
+        pids_limit: sandbox.pids_limit,
+        memory_bytes: sandbox.memory_bytes(),
+        nano_cpus: (sandbox.cpus * 1e9) as i64,
+        runtime: (!sandbox.runtime.is_empty()).then(|| sandbox.runtime.clone()),
+        working_dir: WORKSPACE_MOUNT.into(),
+        // Keeps the container alive between commands; `init` reaps what the commands leave.
+        cmd: vec!["sleep".into(), "infinity".into()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_hardened() {
+        let s = SandboxConfig::default();
+        let spec = build_spec(&s, "moat-x", "x", Path::new("/h/ws"), Path::new("/h/run"), 1);
+        assert!(spec.read_only_root);
+        assert_eq!(spec.network, "none");
+        assert_eq!(spec.user, "1000:1000");
+        assert_eq!(spec.pids_limit, 512);
+        assert_eq!(spec.memory_bytes, 2 << 30);
+        assert!(spec.security_opt.contains(&"no-new-privileges:true".to_string()));
+        assert!(spec.env.contains(&"LANG=C.UTF-8".to_string()));
+        assert_eq!(spec.tmpfs.keys().collect::<Vec<_>>(), ["/run", "/tmp", "/var/tmp"]);
+        assert_eq!(spec.mounts[0].target, "/workspace");
+        assert!(!spec.mounts[0].read_only);
+        assert_eq!(spec.labels[MOAT_LABEL], "x");
+    }
+
+    #[test]
+    fn workspace_access_modes() {
+        let mut s = SandboxConfig::default();
+        s.workspace_access = WorkspaceAccess::Ro;
+        let spec = build_spec(&s, "n", "k", Path::new("/w"), Path::new("/r"), 1);
+        assert!(spec.mounts[0].read_only);
+        s.workspace_access = WorkspaceAccess::None;
+        let spec = build_spec(&s, "n", "k", Path::new("/w"), Path::new("/r"), 1);
+        assert!(spec.mounts.iter().all(|m| m.target != "/workspace"));
+    }
+
+    #[test]
+    fn hash_follows_config() {
+        let a = SandboxConfig::default();
+        let mut b = a.clone();
+        assert_eq!(config_hash(&a), config_hash(&b));
+        b.memory = "1g".into();
+        assert_ne!(config_hash(&a), config_hash(&b));
+    }
+}

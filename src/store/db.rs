@@ -1,0 +1,94 @@
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use rusqlite::Connection;
+
+use super::error::SqlContext;
+use super::StoreError;
+
+/// Schema steps, applied in order above the stored `PRAGMA user_version`.
+const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE sessions (
+        key TEXT PRIMARY KEY,
+        container TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL,
+        last_used_ms INTEGER NOT NULL
+     );
+     CREATE TABLE processes (
+        id TEXT PRIMARY KEY,
+        session TEXT NOT NULL,
+        container TEXT NOT NULL,
+        run_dir TEXT NOT NULL,
+        command TEXT NOT NULL,
+        cwd TEXT NOT NULL,
+        pty INTEGER NOT NULL,
+        background INTEGER NOT NULL,
+        started_at_ms INTEGER NOT NULL,
+        timeout_secs INTEGER,
+        status TEXT NOT NULL,
+        exit_code INTEGER,
+        signal TEXT,
+        timed_out INTEGER NOT NULL DEFAULT 0,
+        finished_at_ms INTEGER,
+        read_offset INTEGER NOT NULL DEFAULT 0
+     );
+     CREATE INDEX processes_session ON processes(session, started_at_ms);",
+];
+
+/// See the module docs.
+pub struct Store {
+    /// Why a std mutex: no statement awaits while holding it, and each is microseconds.
+    conn: Mutex<Connection>,
+}
+
+impl Store {
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(|source| StoreError::Open {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::init(conn)
+    }
+
+    /// A private in-memory database, for tests.
+    pub fn in_memory() -> Result<Self, StoreError> {
+        let conn = Connection::open_in_memory().ctx("open in-memory database")?;
+        Self::init(conn)
+    }
+
+    fn init(mut conn: Connection) -> Result<Self, StoreError> {
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;",
+        )
+        .ctx("configure state database")?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .ctx("read schema version")?;
+        let version = version.max(0) as usize;
+        if version < MIGRATIONS.len() {
+            let tx = conn.transaction().ctx("begin migration")?;
+            for step in &MIGRATIONS[version..] {
+                tx.execute_batch(step).ctx("migrate state database")?;
+            }
+            tx.execute_batch(&format!("PRAGMA user_version = {}", MIGRATIONS.len()))
+                .ctx("record schema version")?;
+            tx.commit().ctx("commit migration")?;
+        }
+        Ok(Self {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    pub(super) fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (statements are atomic).
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

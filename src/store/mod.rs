@@ -1,0 +1,14 @@
+//! moat's durable state in SQLite (`$MOAT_HOME/state.db`): sessions and the process index.
+//!
+//! One connection behind a `std::sync::Mutex`: statements are short and never held across an
+//! `.await`, and WAL lets a second moat (the CLI next to `moat serve`) read concurrently.
+
+mod db;
+mod error;
+mod processes;
+mod sessions;
+
+pub use db::{now_ms, Store};
+pub use error::StoreError;
+pub use processes::{ProcessRow, ProcessStatus};
+pub use sessions::SessionRow;

@@ -1,0 +1,91 @@
+use rusqlite::{params, OptionalExtension};
+
+use super::error::SqlContext;
+use super::{Store, StoreError};
+
+/// A session as moat remembers it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRow {
+    pub key: String,
+    pub container: String,
+    pub created_at_ms: i64,
+    /// Drives the "recently used → warn instead of recreate" rule and idle pruning.
+    pub last_used_ms: i64,
+}
+
+impl Store {
+    pub fn touch_session(&self, key: &str, container: &str, now_ms: i64) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "INSERT INTO sessions (key, container, created_at_ms, last_used_ms) VALUES (?1, ?2, ?3, ?3)
+                 ON CONFLICT(key) DO UPDATE SET container = ?2, last_used_ms = ?3",
+                params![key, container, now_ms],
+            )
+            .ctx("record session use")?;
+        Ok(())
+    }
+
+    pub fn session(&self, key: &str) -> Result<Option<SessionRow>, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT key, container, created_at_ms, last_used_ms FROM sessions WHERE key = ?1",
+                [key],
+                row,
+            )
+            .optional()
+            .ctx("read session")
+    }
+
+    /// The most recent use of any session living in `container`.
+    pub fn container_last_used(&self, container: &str) -> Result<Option<i64>, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT MAX(last_used_ms) FROM sessions WHERE container = ?1",
+                [container],
+                |r| r.get(0),
+            )
+            .ctx("read container use")
+    }
+
+    pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT key, container, created_at_ms, last_used_ms FROM sessions ORDER BY key")
+            .ctx("list sessions")?;
+        let rows = stmt.query_map([], row).ctx("list sessions")?;
+        rows.collect::<Result<_, _>>().ctx("list sessions")
+    }
+
+    pub fn forget_session(&self, key: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute("DELETE FROM sessions WHERE key = ?1", [key])
+            .ctx("forget session")?;
+        Ok(())
+    }
+}
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow {
+        key: r.get(0)?,
+        container: r.get(1)?,
+        created_at_ms: r.get(2)?,
+        last_used_ms: r.get(3)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn touch_inserts_then_updates() {
+        let s = Store::in_memory().unwrap();
+        s.touch_session("a", "moat-a", 10).unwrap();
+        s.touch_session("a", "moat-a", 20).unwrap();
+        let row = s.session("a").unwrap().unwrap();
+        assert_eq!((row.created_at_ms, row.last_used_ms), (10, 20));
+        assert_eq!(s.container_last_used("moat-a").unwrap(), Some(20));
+        s.forget_session("a").unwrap();
+        assert!(s.session("a").unwrap().is_none());
+    }
+}

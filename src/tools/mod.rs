@@ -1,0 +1,8 @@
+//! The agent-facing tools. Each call is orchestrated here: validate, choose where to run,
+//! check policy, make sure the container exists, start the process, shape the result.
+
+mod exec;
+mod process;
+
+pub use exec::{ExecError, ExecTool};
+pub use process::{ProcessRequest, ProcessTool};
