@@ -98,9 +98,26 @@ impl RunFiles {
             .filter(|p| *p > 1)
     }
 
+    /// Whether the wrapper has opened its stdin (see `script`).
+    pub fn is_ready(&self) -> bool {
+        std::fs::symlink_metadata(self.path("ready")).is_ok_and(|m| m.file_type().is_file())
+    }
+
+    /// Waits (briefly) until the wrapper opened its stdin and recorded its group id.
+    pub async fn wait_ready(&self, limit: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while !self.is_ready() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        true
+    }
+
     /// Deletes every file of the process.
     pub fn remove(&self) {
-        for ext in ["out", "in", "pid", "exit"] {
+        for ext in ["out", "in", "pid", "exit", "ready"] {
             let _ = std::fs::remove_file(self.path(ext));
         }
     }

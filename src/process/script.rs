@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! sh -c <WRAPPER> moat <id> <prelude + command>
-//! WRAPPER: record $$ (the process-group id) → run `sh -lc "$2"` with stdin from the
-//!          process's FIFO and stdout+stderr appended to its log → record the exit status
+//! WRAPPER: record $$ (the process-group id) → open stdin from the process's FIFO → mark
+//!          `.ready` → run `sh -lc "$2"` with stdout+stderr appended to its log → record the
+//!          exit status
 //! ```
 //!
 //! Why a wrapper around the `sh -lc`:
@@ -28,11 +29,17 @@ pub const RUN_DIR: &str = "/run/moat";
 
 const WRAPPER: &str = r#"trap ':' TERM INT HUP
 printf '%s' "$$" > "/run/moat/$1.pid"
-sh -lc "$2" < "/run/moat/$1.in" >> "/run/moat/$1.out" 2>&1
+exec < "/run/moat/$1.in"
+: > "/run/moat/$1.ready"
+sh -lc "$2" >> "/run/moat/$1.out" 2>&1
 s=$?
 printf '%s' "$s" > "/run/moat/$1.exit"
 exit "$s""#;
 
+/// Opening a FIFO for reading blocks until a writer exists: moat holds the writer from
+/// before the exec starts, and must keep it until `.ready` shows the open happened (a
+/// short-lived CLI would otherwise leave the command waiting forever).
+///
 /// For PTY processes the terminal must stay the command's stdio, so the wrapper only records
 /// the group id and replaces itself with the login shell.
 const PTY_WRAPPER: &str = r#"printf '%s' "$$" > "/run/moat/$1.pid"

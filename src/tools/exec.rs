@@ -96,6 +96,9 @@ impl ExecTool {
         if !ended {
             self.registry.set_background(&proc);
             let files = RunFiles::new(&container.run_dir, &proc.info.id);
+            if !proc.info.pty {
+                files.wait_ready(Duration::from_secs(5)).await;
+            }
             let tail = proc.lock().output.tail(2000);
             return Ok(running_result(&proc.info.id, files.read_pgid(), proc.info.started_at_ms, &cwd, tail)
                 .with_warnings(&warnings));
