@@ -1,0 +1,124 @@
+//! Shared set-up for tests against the real Docker engine.
+//!
+//! Each test gets its own `MOAT_HOME` and unique session keys, and removes its containers on
+//! drop. Without an engine the tests skip with a message — except under `CI=true`, where a
+//! missing engine or image is a failure, never a silent skip.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use moat::app::App;
+use moat::config::{Config, ConfigSource};
+use moat::exec::{ExecRequest, ToolResult};
+use moat::home::Home;
+use moat::runtime::docker::DockerRuntime;
+use moat::runtime::Runtime;
+
+pub struct TestMoat {
+    pub app: App,
+    pub dir: tempfile::TempDir,
+    prefix: String,
+}
+
+impl Drop for TestMoat {
+    fn drop(&mut self) {
+        // Remove every container this test created (by name prefix), synchronously.
+        let _ = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "docker ps -aq --filter name=moat-{} | xargs -r docker rm -f >/dev/null 2>&1",
+                self.prefix
+            ))
+            .status();
+    }
+}
+
+/// Connects to the engine, or returns `None` (skip) when there is none and CI is not set.
+pub async fn engine() -> Option<Arc<dyn Runtime>> {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    match DockerRuntime::connect().await {
+        Ok(rt) => match rt.ping().await {
+            Ok(_) => {
+                let image = Config::default().sandbox.image;
+                let has_image = rt.image_exists(&image).await.unwrap_or(false);
+                if !has_image {
+                    if ci {
+                        panic!("image {image} is missing under CI=true: run scripts/setup first");
+                    }
+                    eprintln!("skipping: image {image} missing (run scripts/setup)");
+                    return None;
+                }
+                Some(Arc::new(rt))
+            }
+            Err(e) if !ci => {
+                eprintln!("skipping: no Docker engine ({e})");
+                None
+            }
+            Err(e) => panic!("no Docker engine under CI=true: {e}"),
+        },
+        Err(e) if !ci => {
+            eprintln!("skipping: no Docker engine ({e})");
+            None
+        }
+        Err(e) => panic!("no Docker engine under CI=true: {e}"),
+    }
+}
+
+/// A moat with its own home and `config`; `prefix` must be unique per test (it prefixes the
+/// session keys, and so the container names).
+pub async fn moat(prefix: &str, config: Config) -> Option<TestMoat> {
+    let runtime = engine().await?;
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::at(dir.path());
+    home.ensure_root().unwrap();
+    let source = ConfigSource {
+        file: None,
+        overrides: vec![],
+    };
+    let app = App::with_runtime(home, config, source, runtime).unwrap();
+    Some(TestMoat {
+        app,
+        dir,
+        prefix: prefix.replace('_', "-"),
+    })
+}
+
+impl TestMoat {
+    pub fn key(&self, name: &str) -> String {
+        format!("{}-{name}", self.prefix)
+    }
+
+    pub async fn exec(&self, session: &str, command: &str) -> ToolResult {
+        self.exec_req(session, ExecRequest { command: command.into(), ..Default::default() }).await
+    }
+
+    pub async fn exec_req(&self, session: &str, req: ExecRequest) -> ToolResult {
+        self.app
+            .exec
+            .run(&self.key(session), &req, true)
+            .await
+            .unwrap_or_else(|e| panic!("exec {:?} failed: {e}", req.command))
+    }
+
+    pub fn container(&self, session: &str) -> String {
+        self.app.sessions.names(&self.key(session)).1.name
+    }
+
+    /// `docker exec <container> sh -c <script>` output, for checks from outside moat.
+    pub fn docker_exec(&self, session: &str, script: &str) -> String {
+        let out = std::process::Command::new("docker")
+            .args(["exec", &self.container(session), "sh", "-c", script])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn inspect(&self, session: &str) -> serde_json::Value {
+        let out = std::process::Command::new("docker")
+            .args(["inspect", &self.container(session)])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()[0].clone()
+    }
+}
