@@ -242,6 +242,24 @@ impl Registry {
         if let Some(log) = &log {
             replay(log, &mut output, row.read_offset);
         }
+        let mut row = row;
+        if row.status == ProcessStatus::Running {
+            // It ended while no moat watched it: record the exit now, so the first look after
+            // a restart already shows the final state.
+            if let Some(code) = files.read_exit() {
+                let status = if code == 0 { ProcessStatus::Completed } else { ProcessStatus::Failed };
+                let finished = std::fs::metadata(files.log_path())
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_millis() as i64)
+                    .unwrap_or_else(now_ms);
+                let _ = self.store.finish_process(&row.id, status, Some(code), None, false, finished);
+                row.status = status;
+                row.exit_code = Some(code);
+                row.finished_at_ms = Some(finished);
+            }
+        }
         let running = row.status == ProcessStatus::Running;
         let (proc, control) = new_proc(info, output, row.background, running && !row.pty);
         if !running {

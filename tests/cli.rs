@@ -1,0 +1,42 @@
+//! The `moat` binary's own contract: config errors and `policy explain` (no engine needed).
+
+use std::process::Command;
+
+fn moat(home: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_moat"));
+    c.env("MOAT_HOME", home).env_remove("MOAT_SESSION");
+    c
+}
+
+#[test]
+fn unknown_config_key_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("moat.toml"), "[sandbox]\nimagee = \"x\"\n").unwrap();
+    let out = moat(dir.path()).args(["config", "show"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("imagee"), "{err}");
+}
+
+#[test]
+fn dangerous_bind_is_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("moat.toml"), "[sandbox]\nbinds = [\"/var/run/docker.sock:/var/run/docker.sock\"]\n").unwrap();
+    let out = moat(dir.path()).args(["config", "show"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sandbox.binds") && err.contains("Docker engine"), "{err}");
+}
+
+#[test]
+fn explain_json_shows_allowed_and_missed_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = moat(dir.path())
+        .args(["policy", "explain", "--security", "allowlist", "--allow", "/usr/bin/ls", "--json", "--", "ls && rm -rf /"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ne!(v["decision"], "allow");
+    assert_eq!(v["segments"][0]["outcome"], "allowed");
+    assert_eq!(v["segments"][1]["outcome"], "missed");
+}

@@ -1,0 +1,37 @@
+//! The policy against the real engine: what runs is the checked plan.
+
+mod common;
+
+use moat::config::Config;
+use moat::policy::Security;
+
+#[tokio::test]
+async fn profile_function_cannot_hijack_an_allowlisted_name() {
+    let mut config = Config::default();
+    config.policy.sandbox.security = Security::Allowlist;
+    config.policy.sandbox.allowlist = vec!["/usr/bin/ls".into(), "/usr/bin/touch".into()];
+    // The login shell reads $HOME/.profile; point HOME at the writable workspace so the
+    // sandboxed agent itself can plant a profile, as a hostile one would.
+    config.sandbox.env.insert("HOME".into(), "/workspace".into());
+    let Some(m) = common::moat("t-hijack", config).await else { return };
+    // Plant the hijack where `sh -l` reads it: $HOME/.profile of the sandbox user.
+    m.exec("a", "true").await;
+    std::process::Command::new("docker")
+        .args(["exec", &m.container("a"), "sh", "-c", "echo 'ls() { echo HIJACKED; }' > /workspace/.profile"])
+        .status()
+        .unwrap();
+    // Plain `sh -lc ls` would be hijacked…
+    let direct = m.docker_exec("a", "cd /workspace && HOME=/workspace sh -lc ls");
+    assert!(direct.contains("HIJACKED"), "the hijack is planted: {direct}");
+    // …but moat runs the plan by absolute path.
+    m.docker_exec("a", "touch /workspace/visible-file");
+    let r = m.exec("a", "ls").await;
+    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert!(r.text().contains("visible-file"), "{}", r.text());
+    assert!(!r.text().contains("HIJACKED"));
+    // And a name outside the allowlist is refused without running.
+    let r = m.exec("a", "rm -rf /workspace/visible-file").await;
+    assert_eq!(r.status(), "failed");
+    assert!(r.text().starts_with("Exec denied"), "{}", r.text());
+    assert!(m.docker_exec("a", "ls /workspace").contains("visible-file"));
+}
