@@ -59,7 +59,12 @@ impl App {
     ) -> Result<Self, AppError> {
         let config = Arc::new(config);
         let store = Arc::new(Store::open(&home.state_db())?);
-        let sessions = Arc::new(Sessions::new(runtime.clone(), store.clone(), config.clone(), home.clone()));
+        let sessions = Arc::new(Sessions::new(
+            runtime.clone(),
+            store.clone(),
+            config.clone(),
+            home.clone(),
+        ));
         let limits = Limits {
             max_output_chars: crate::output::clamp_max_chars(Some(config.exec.max_output_chars)),
             spill_max: config.exec.spill_max(),

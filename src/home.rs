@@ -25,7 +25,9 @@ impl Home {
         let root = if root.is_absolute() {
             root
         } else {
-            std::env::current_dir().map(|d| d.join(&root)).unwrap_or(root)
+            std::env::current_dir()
+                .map(|d| d.join(&root))
+                .unwrap_or(root)
         };
         Self { root }
     }

@@ -31,7 +31,9 @@ pub async fn build(
         if base != LOCAL_BASE {
             return Err(ImageError::Bootstrap(base));
         }
-        progress(&format!("base image {base} is missing: bootstrapping it from the host's Debian mirror"));
+        progress(&format!(
+            "base image {base} is missing: bootstrapping it from the host's Debian mirror"
+        ));
         let status = tokio::process::Command::new("bash")
             .arg("-c")
             .arg(BOOTSTRAP)
@@ -46,7 +48,12 @@ pub async fn build(
     }
     let context = context_tar().map_err(ImageError::Context)?;
     runtime
-        .build_image(context, tag, vec![("BASE".into(), base)], Box::new(progress))
+        .build_image(
+            context,
+            tag,
+            vec![("BASE".into(), base)],
+            Box::new(progress),
+        )
         .await?;
     Ok(())
 }

@@ -21,20 +21,41 @@ fn unknown_config_key_is_named() {
 #[test]
 fn dangerous_bind_is_refused_at_load() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("moat.toml"), "[sandbox]\nbinds = [\"/var/run/docker.sock:/var/run/docker.sock\"]\n").unwrap();
+    std::fs::write(
+        dir.path().join("moat.toml"),
+        "[sandbox]\nbinds = [\"/var/run/docker.sock:/var/run/docker.sock\"]\n",
+    )
+    .unwrap();
     let out = moat(dir.path()).args(["config", "show"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("sandbox.binds") && err.contains("Docker engine"), "{err}");
+    assert!(
+        err.contains("sandbox.binds") && err.contains("Docker engine"),
+        "{err}"
+    );
 }
 
 #[test]
 fn explain_json_shows_allowed_and_missed_segments() {
     let dir = tempfile::tempdir().unwrap();
     let out = moat(dir.path())
-        .args(["policy", "explain", "--security", "allowlist", "--allow", "/usr/bin/ls", "--json", "--", "ls && rm -rf /"])
+        .args([
+            "policy",
+            "explain",
+            "--security",
+            "allowlist",
+            "--allow",
+            "/usr/bin/ls",
+            "--json",
+            "--",
+            "ls && rm -rf /",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_ne!(v["decision"], "allow");
     assert_eq!(v["segments"][0]["outcome"], "allowed");

@@ -12,17 +12,31 @@ async fn profile_function_cannot_hijack_an_allowlisted_name() {
     config.policy.sandbox.allowlist = vec!["/usr/bin/ls".into(), "/usr/bin/touch".into()];
     // The login shell reads $HOME/.profile; point HOME at the writable workspace so the
     // sandboxed agent itself can plant a profile, as a hostile one would.
-    config.sandbox.env.insert("HOME".into(), "/workspace".into());
-    let Some(m) = common::moat("t-hijack", config).await else { return };
+    config
+        .sandbox
+        .env
+        .insert("HOME".into(), "/workspace".into());
+    let Some(m) = common::moat("t-hijack", config).await else {
+        return;
+    };
     // Plant the hijack where `sh -l` reads it: $HOME/.profile of the sandbox user.
     m.exec("a", "true").await;
     std::process::Command::new("docker")
-        .args(["exec", &m.container("a"), "sh", "-c", "echo 'ls() { echo HIJACKED; }' > /workspace/.profile"])
+        .args([
+            "exec",
+            &m.container("a"),
+            "sh",
+            "-c",
+            "echo 'ls() { echo HIJACKED; }' > /workspace/.profile",
+        ])
         .status()
         .unwrap();
     // Plain `sh -lc ls` would be hijacked…
     let direct = m.docker_exec("a", "cd /workspace && HOME=/workspace sh -lc ls");
-    assert!(direct.contains("HIJACKED"), "the hijack is planted: {direct}");
+    assert!(
+        direct.contains("HIJACKED"),
+        "the hijack is planted: {direct}"
+    );
     // …but moat runs the plan by absolute path.
     m.docker_exec("a", "touch /workspace/visible-file");
     let r = m.exec("a", "ls").await;

@@ -10,12 +10,18 @@ use moat::exec::ExecRequest;
 use moat::tools::{ProcessRequest, ProcessTool};
 
 fn preq(action: &str, id: &str) -> ProcessRequest {
-    ProcessRequest { action: action.into(), session_id: Some(id.into()), ..Default::default() }
+    ProcessRequest {
+        action: action.into(),
+        session_id: Some(id.into()),
+        ..Default::default()
+    }
 }
 
 #[tokio::test]
 async fn background_poll_sees_every_line_once_then_log_pages() {
-    let Some(m) = common::moat("t-bg", Config::default()).await else { return };
+    let Some(m) = common::moat("t-bg", Config::default()).await else {
+        return;
+    };
     let req = ExecRequest {
         command: "for i in 1 2 3 4 5; do echo $i; sleep 1; done".into(),
         background: Some(true),
@@ -24,7 +30,9 @@ async fn background_poll_sees_every_line_once_then_log_pages() {
     let r = m.exec_req("a", req).await;
     assert_eq!(r.status(), "running");
     let id = r.details["sessionId"].as_str().unwrap().to_string();
-    let tool = ProcessTool { registry: m.app.registry.clone() };
+    let tool = ProcessTool {
+        registry: m.app.registry.clone(),
+    };
     let mut seen = String::new();
     for _ in 0..30 {
         let mut q = preq("poll", &id);
@@ -47,40 +55,88 @@ async fn background_poll_sees_every_line_once_then_log_pages() {
     q.offset = Some(1);
     q.limit = Some(2);
     assert!(tool.run(&m.key("a"), &q).await.text().starts_with("2\n3"));
-    let list = tool.run(&m.key("a"), &ProcessRequest { action: "list".into(), ..Default::default() }).await;
+    let list = tool
+        .run(
+            &m.key("a"),
+            &ProcessRequest {
+                action: "list".into(),
+                ..Default::default()
+            },
+        )
+        .await;
     assert!(list.text().contains(&id));
     // Other sessions cannot see it.
     let other = tool.run(&m.key("b"), &preq("poll", &id)).await;
     assert_eq!(other.text(), format!("No session found for {id}"));
     // clear forgets it.
-    assert_eq!(tool.run(&m.key("a"), &preq("clear", &id)).await.text(), format!("Cleared session {id}."));
-    assert!(tool.run(&m.key("a"), &preq("poll", &id)).await.text().starts_with("No session found"));
+    assert_eq!(
+        tool.run(&m.key("a"), &preq("clear", &id)).await.text(),
+        format!("Cleared session {id}.")
+    );
+    assert!(tool
+        .run(&m.key("a"), &preq("poll", &id))
+        .await
+        .text()
+        .starts_with("No session found"));
 }
 
 #[tokio::test]
 async fn write_and_eof_reach_a_non_pty_cat() {
-    let Some(m) = common::moat("t-stdin", Config::default()).await else { return };
-    let r = m.exec_req("a", ExecRequest { command: "cat; echo done".into(), background: Some(true), ..Default::default() }).await;
+    let Some(m) = common::moat("t-stdin", Config::default()).await else {
+        return;
+    };
+    let r = m
+        .exec_req(
+            "a",
+            ExecRequest {
+                command: "cat; echo done".into(),
+                background: Some(true),
+                ..Default::default()
+            },
+        )
+        .await;
     let id = r.details["sessionId"].as_str().unwrap().to_string();
-    let tool = ProcessTool { registry: m.app.registry.clone() };
+    let tool = ProcessTool {
+        registry: m.app.registry.clone(),
+    };
     let mut w = preq("write", &id);
     w.data = Some("hello\n".into());
     w.eof = Some(true);
-    assert_eq!(tool.run(&m.key("a"), &w).await.text(), format!("Wrote 6 bytes to session {id} (stdin closed)."));
+    assert_eq!(
+        tool.run(&m.key("a"), &w).await.text(),
+        format!("Wrote 6 bytes to session {id} (stdin closed).")
+    );
     let mut q = preq("poll", &id);
     q.timeout = Some(5000);
     let p = tool.run(&m.key("a"), &q).await;
-    let p = if p.status() == "running" { tool.run(&m.key("a"), &q).await } else { p };
+    let p = if p.status() == "running" {
+        tool.run(&m.key("a"), &q).await
+    } else {
+        p
+    };
     assert_eq!(p.status(), "completed", "{}", p.text());
     assert_eq!(p.details["aggregated"], "hello\ndone\n");
 }
 
 #[tokio::test]
 async fn kill_leaves_no_process_and_remove_forgets() {
-    let Some(m) = common::moat("t-kill", Config::default()).await else { return };
-    let r = m.exec_req("a", ExecRequest { command: "sleep 900 & sleep 901".into(), background: Some(true), ..Default::default() }).await;
+    let Some(m) = common::moat("t-kill", Config::default()).await else {
+        return;
+    };
+    let r = m
+        .exec_req(
+            "a",
+            ExecRequest {
+                command: "sleep 900 & sleep 901".into(),
+                background: Some(true),
+                ..Default::default()
+            },
+        )
+        .await;
     let id = r.details["sessionId"].as_str().unwrap().to_string();
-    let tool = ProcessTool { registry: m.app.registry.clone() };
+    let tool = ProcessTool {
+        registry: m.app.registry.clone(),
+    };
     let k = tool.run(&m.key("a"), &preq("kill", &id)).await;
     assert_eq!(k.text(), format!("Killed session {id}."));
     let ps = m.docker_exec("a", "ps -eo args");
@@ -88,18 +144,30 @@ async fn kill_leaves_no_process_and_remove_forgets() {
     let p = tool.run(&m.key("a"), &preq("poll", &id)).await;
     assert_eq!(p.status(), "failed");
     assert!(p.text().contains("signal SIGTERM"), "{}", p.text());
-    assert!(tool.run(&m.key("a"), &preq("remove", &id)).await.text().starts_with("Removed session"));
+    assert!(tool
+        .run(&m.key("a"), &preq("remove", &id))
+        .await
+        .text()
+        .starts_with("Removed session"));
 }
 
 #[tokio::test]
 async fn yield_moves_a_foreground_command_to_the_background_without_losing_output() {
-    let Some(m) = common::moat("t-yield", Config::default()).await else { return };
-    let req = ExecRequest { command: "echo early; sleep 2; echo late".into(), yield_ms: Some(300.0), ..Default::default() };
+    let Some(m) = common::moat("t-yield", Config::default()).await else {
+        return;
+    };
+    let req = ExecRequest {
+        command: "echo early; sleep 2; echo late".into(),
+        yield_ms: Some(300.0),
+        ..Default::default()
+    };
     let r = m.app.exec.run(&m.key("a"), &req, false).await.unwrap();
     assert_eq!(r.status(), "running");
     assert!(r.details["tail"].as_str().unwrap().contains("early"));
     let id = r.details["sessionId"].as_str().unwrap().to_string();
-    let tool = ProcessTool { registry: m.app.registry.clone() };
+    let tool = ProcessTool {
+        registry: m.app.registry.clone(),
+    };
     let mut q = preq("poll", &id);
     q.timeout = Some(5000);
     let mut all = String::new();
@@ -115,35 +183,65 @@ async fn yield_moves_a_foreground_command_to_the_background_without_losing_outpu
 
 #[tokio::test]
 async fn output_and_exit_survive_sigkill_of_moat() {
-    let Some(m) = common::moat("t-durable", Config::default()).await else { return };
+    let Some(m) = common::moat("t-durable", Config::default()).await else {
+        return;
+    };
     let session = m.key("a");
     // Start a background process from a separate moat process, then SIGKILL that moat.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
-        .args(["exec", "--session", &session, "--background", "--json", "--", "for i in 1 2 3; do echo line$i; sleep 1; done; exit 7"])
+        .args([
+            "exec",
+            "--session",
+            &session,
+            "--background",
+            "--json",
+            "--",
+            "for i in 1 2 3; do echo line$i; sleep 1; done; exit 7",
+        ])
         .env("MOAT_HOME", m.dir.path())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut out = String::new();
     use std::io::Read;
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
     let _ = child.kill();
     let _ = child.wait();
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let id = v["details"]["sessionId"].as_str().unwrap().to_string();
     // A long-running moat killed with -9 mid-run: the daemon-style case.
     let mut daemon = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
-        .args(["process", "poll", "--session", &session, "--id", &id, "--timeout", "60000"])
+        .args([
+            "process",
+            "poll",
+            "--session",
+            &session,
+            "--id",
+            &id,
+            "--timeout",
+            "60000",
+        ])
         .env("MOAT_HOME", m.dir.path())
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     tokio::time::sleep(Duration::from_millis(800)).await;
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(daemon.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
     let _ = daemon.wait();
     tokio::time::sleep(Duration::from_secs(4)).await;
     // A fresh moat (this test's App never saw the process) finds everything.
-    let tool = ProcessTool { registry: m.app.registry.clone() };
+    let tool = ProcessTool {
+        registry: m.app.registry.clone(),
+    };
     let log = tool.run(&session, &preq("log", &id)).await;
     assert_eq!(log.text(), "line1\nline2\nline3");
     assert_eq!(log.details["exitCode"], 7);

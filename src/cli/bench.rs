@@ -5,7 +5,10 @@ use moat::home::Home;
 use super::args::BenchArgs;
 
 pub async fn run(home: Home, a: BenchArgs) -> anyhow::Result<ExitCode> {
-    let report = moat::bench::run(home, a.runs, a.cold_runs, a.flood_bytes, |l| eprintln!("{l}")).await?;
+    let report = moat::bench::run(home, a.runs, a.cold_runs, a.flood_bytes, |l| {
+        eprintln!("{l}")
+    })
+    .await?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -12,38 +12,57 @@ pub async fn run(home: Home) -> anyhow::Result<ExitCode> {
         }
         Err(e) => {
             ok = false;
-            println!("FAIL  config: failed to {e}\n      fix the key it names in {}", home.config_file().display());
+            println!(
+                "FAIL  config: failed to {e}\n      fix the key it names in {}",
+                home.config_file().display()
+            );
             None
         }
     };
     match moat::runtime::docker::DockerRuntime::connect().await {
-        Ok(rt) => match rt.ping().await {
-            Ok(info) => {
-                println!("ok    docker engine {} (API {})", info.version, info.api_version);
-                if let Some(c) = &config {
-                    match rt.image_exists(&c.sandbox.image).await {
-                        Ok(true) => println!("ok    image {}", c.sandbox.image),
-                        Ok(false) => {
-                            ok = false;
-                            println!("FAIL  image {} is missing\n      run `moat image build`", c.sandbox.image);
-                        }
-                        Err(e) => {
-                            ok = false;
-                            println!("FAIL  image check: failed to {e}");
+        Ok(rt) => {
+            match rt.ping().await {
+                Ok(info) => {
+                    println!(
+                        "ok    docker engine {} (API {})",
+                        info.version, info.api_version
+                    );
+                    if let Some(c) = &config {
+                        match rt.image_exists(&c.sandbox.image).await {
+                            Ok(true) => println!("ok    image {}", c.sandbox.image),
+                            Ok(false) => {
+                                ok = false;
+                                println!(
+                                    "FAIL  image {} is missing\n      run `moat image build`",
+                                    c.sandbox.image
+                                );
+                            }
+                            Err(e) => {
+                                ok = false;
+                                println!("FAIL  image check: failed to {e}");
+                            }
                         }
                     }
                 }
+                Err(e) => {
+                    ok = false;
+                    println!("FAIL  docker engine: failed to {e}\n      start Docker, or set DOCKER_HOST");
+                }
             }
-            Err(e) => {
-                ok = false;
-                println!("FAIL  docker engine: failed to {e}\n      start Docker, or set DOCKER_HOST");
-            }
-        },
+        }
         Err(e) => {
             ok = false;
             println!("FAIL  docker engine: failed to {e}\n      start Docker, or set DOCKER_HOST");
         }
     }
-    println!("{}  MOAT_HOME {}", if ok { "ok  " } else { "info" }, home.root().display());
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    println!(
+        "{}  MOAT_HOME {}",
+        if ok { "ok  " } else { "info" },
+        home.root().display()
+    );
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -49,7 +49,10 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
     }
     let code = match result.status() {
         "completed" | "running" => 0,
-        _ => result.details["exitCode"].as_i64().map(|c| c.clamp(1, 255)).unwrap_or(1),
+        _ => result.details["exitCode"]
+            .as_i64()
+            .map(|c| c.clamp(1, 255))
+            .unwrap_or(1),
     };
     Ok(ExitCode::from(code as u8))
 }

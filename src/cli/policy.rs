@@ -1,7 +1,10 @@
 use std::process::ExitCode;
 
 use moat::home::Home;
-use moat::policy::{evaluate, explain_json, explain_text, raise_ask, tighten_security, Ask, MapResolver, Request, Security};
+use moat::policy::{
+    evaluate, explain_json, explain_text, raise_ask, tighten_security, Ask, MapResolver, Request,
+    Security,
+};
 
 use super::args::{ExplainArgs, PolicyCommand};
 
@@ -21,9 +24,14 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
         policy.security = Security::Allowlist;
         policy.ask = Ask::OnMiss;
     }
-    policy.security = tighten_security(policy.security, a.security.as_deref().and_then(Security::parse_lenient));
+    policy.security = tighten_security(
+        policy.security,
+        a.security.as_deref().and_then(Security::parse_lenient),
+    );
     policy.ask = raise_ask(policy.ask, a.ask.as_deref().and_then(Ask::parse_lenient));
-    if a.security.as_deref().and_then(Security::parse_lenient) == Some(Security::Allowlist) || !a.allow.is_empty() {
+    if a.security.as_deref().and_then(Security::parse_lenient) == Some(Security::Allowlist)
+        || !a.allow.is_empty()
+    {
         // Explaining an allowlist without configuring one is the common case: let flags set it.
         if let Some(s) = a.security.as_deref().and_then(Security::parse_lenient) {
             policy.security = s;
@@ -49,7 +57,14 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let eval = evaluate(&Request { command: &command, cwd: &a.cwd }, &policy, &resolver);
+    let eval = evaluate(
+        &Request {
+            command: &command,
+            cwd: &a.cwd,
+        },
+        &policy,
+        &resolver,
+    );
     if a.json {
         println!("{}", serde_json::to_string_pretty(&explain_json(&eval))?);
     } else {

@@ -23,16 +23,20 @@ pub async fn run(home: Home, a: ProcessArgs) -> anyhow::Result<ExitCode> {
         timeout: a.timeout,
     };
     let app = App::open(home).await.context("start moat")?;
-    let tool = ProcessTool { registry: app.registry.clone() };
+    let tool = ProcessTool {
+        registry: app.registry.clone(),
+    };
     let result = tool.run(&a.session, &req).await;
     if a.json {
         println!("{}", serde_json::to_string(&result)?);
     } else {
         println!("{}", result.text());
     }
-    Ok(if result.is_error() && result.details.get("sessionId").is_none() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(
+        if result.is_error() && result.details.get("sessionId").is_none() {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
 }

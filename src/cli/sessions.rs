@@ -17,8 +17,16 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             let mut rows = Vec::new();
             for c in containers {
                 let key = c.labels.get(MOAT_LABEL).cloned().unwrap_or_default();
-                let created: i64 = c.labels.get("dev.moat.created-at").and_then(|v| v.parse().ok()).unwrap_or(0);
-                let last_used = sessions.iter().filter(|s| s.container == c.name).map(|s| s.last_used_ms).max();
+                let created: i64 = c
+                    .labels
+                    .get("dev.moat.created-at")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let last_used = sessions
+                    .iter()
+                    .filter(|s| s.container == c.name)
+                    .map(|s| s.last_used_ms)
+                    .max();
                 rows.push(json!({
                     "session": key,
                     "container": c.name,
@@ -33,7 +41,10 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             } else if rows.is_empty() {
                 println!("no session containers");
             } else {
-                println!("{:<24} {:<40} {:<12} {:<8} {:<20} LAST USED", "SESSION", "CONTAINER", "ID", "STATE", "CREATED");
+                println!(
+                    "{:<24} {:<40} {:<12} {:<8} {:<20} LAST USED",
+                    "SESSION", "CONTAINER", "ID", "STATE", "CREATED"
+                );
                 for r in rows {
                     println!(
                         "{:<24} {:<40} {:<12} {:<8} {:<20} {}",

@@ -179,7 +179,9 @@ impl ExecConfig {
 impl SandboxConfig {
     /// Memory limit in bytes (validated at load).
     pub fn memory_bytes(&self) -> i64 {
-        super::parse_size(&self.memory).map(|b| b as i64).unwrap_or(2 << 30)
+        super::parse_size(&self.memory)
+            .map(|b| b as i64)
+            .unwrap_or(2 << 30)
     }
 
     /// The numeric uid and gid commands run as (validated at load).

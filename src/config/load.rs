@@ -27,7 +27,9 @@ pub fn load(path: &Path) -> Result<(Config, ConfigSource), ConfigError> {
             })
         }
     };
-    let vars: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("MOAT_")).collect();
+    let vars: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("MOAT_"))
+        .collect();
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let config = load_from_str(
         text.as_deref().unwrap_or(""),
@@ -56,10 +58,12 @@ pub fn load_from_str(
     vars: &[(String, String)],
     home: Option<&Path>,
 ) -> Result<Config, ConfigError> {
-    let mut doc: Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Parse {
-        origin: origin.to_string(),
-        message: e.message().to_string() + &span_hint(text, e.span()),
-    })?;
+    let mut doc: Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::Parse {
+            origin: origin.to_string(),
+            message: e.message().to_string() + &span_hint(text, e.span()),
+        })?;
     env::apply(&mut doc, vars)?;
     let config: Config = Config::deserialize_table(doc).map_err(|message| ConfigError::Parse {
         origin: format!("{origin} (with MOAT_* overrides)"),
@@ -119,7 +123,9 @@ mod tests {
 
     #[test]
     fn unknown_env_override_is_named() {
-        let err = load("", &[("MOAT_SANDBOX_IMAGEZ", "x")]).unwrap_err().to_string();
+        let err = load("", &[("MOAT_SANDBOX_IMAGEZ", "x")])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("imagez"), "{err}");
     }
 
@@ -136,7 +142,12 @@ mod tests {
 
     #[test]
     fn wrong_type_is_reported() {
-        let err = load("[sandbox]\npids_limit = \"many\"\n", &[]).unwrap_err().to_string();
-        assert!(err.contains("pids_limit") || err.contains("integer"), "{err}");
+        let err = load("[sandbox]\npids_limit = \"many\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("pids_limit") || err.contains("integer"),
+            "{err}"
+        );
     }
 }

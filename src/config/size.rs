@@ -3,7 +3,10 @@
 /// Parses `N`, `Nk`, `Nm`, `Ng` (optionally with a trailing `b`/`ib`, any case) into bytes.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim().to_ascii_lowercase();
-    let t = t.strip_suffix("ib").or_else(|| t.strip_suffix('b')).unwrap_or(&t);
+    let t = t
+        .strip_suffix("ib")
+        .or_else(|| t.strip_suffix('b'))
+        .unwrap_or(&t);
     let (digits, mult) = match t.chars().last() {
         Some('k') => (&t[..t.len() - 1], 1u64 << 10),
         Some('m') => (&t[..t.len() - 1], 1 << 20),

@@ -44,7 +44,10 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
         return Err(invalid("sandbox.pids_limit", "must be at least 1".into()));
     }
     if s.cpus < 0.0 || !s.cpus.is_finite() {
-        return Err(invalid("sandbox.cpus", "must be 0 (unlimited) or positive".into()));
+        return Err(invalid(
+            "sandbox.cpus",
+            "must be 0 (unlimited) or positive".into(),
+        ));
     }
     let mut ids = s.user.splitn(2, ':');
     let uid_ok = ids.next().is_some_and(|u| u.parse::<u32>().is_ok());
@@ -65,19 +68,29 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
     }
     for t in &s.tmpfs {
         if !t.starts_with('/') {
-            return Err(invalid("sandbox.tmpfs", format!("`{t}` is not an absolute path")));
+            return Err(invalid(
+                "sandbox.tmpfs",
+                format!("`{t}` is not an absolute path"),
+            ));
         }
     }
     for cap in &s.cap_add {
         let c = cap.trim().to_ascii_uppercase();
         if c == "ALL" || c == "SYS_ADMIN" || c == "CAP_SYS_ADMIN" {
-            return Err(invalid("sandbox.cap_add", format!("`{cap}` gives the sandbox control of the host kernel")));
+            return Err(invalid(
+                "sandbox.cap_add",
+                format!("`{cap}` gives the sandbox control of the host kernel"),
+            ));
         }
     }
     for bind in &s.binds {
         check_bind(bind, home).map_err(|m| invalid("sandbox.binds", m))?;
     }
-    config.policy.sandbox.validate().map_err(|e| invalid("policy.sandbox", e.to_string()))?;
+    config
+        .policy
+        .sandbox
+        .validate()
+        .map_err(|e| invalid("policy.sandbox", e.to_string()))?;
     if !(60..=10_800).contains(&config.process.ttl_secs) {
         return Err(invalid(
             "process.ttl_secs",
@@ -118,13 +131,11 @@ fn check_bind(bind: &str, home: Option<&Path>) -> Result<(), String> {
         }
         for bad in &forbidden {
             // The bind exposes `bad` if it is `bad`, lies inside it, or contains it.
-            let exposes = cand == bad || (bad != Path::new("/") && (cand.starts_with(bad) || bad.starts_with(cand)));
+            let exposes = cand == bad
+                || (bad != Path::new("/") && (cand.starts_with(bad) || bad.starts_with(cand)));
             let exposes = exposes || (bad == Path::new("/") && cand == Path::new("/"));
             if exposes {
-                return Err(format!(
-                    "`{bind}` exposes {} to the sandbox",
-                    bad.display()
-                ));
+                return Err(format!("`{bind}` exposes {} to the sandbox", bad.display()));
             }
         }
     }
@@ -201,15 +212,33 @@ mod tests {
     fn dangerous_settings_name_their_key() {
         let cases: Vec<(fn(&mut Config), &str)> = vec![
             (|c| c.sandbox.network = "host".into(), "sandbox.network"),
-            (|c| c.sandbox.network = "container:abc".into(), "sandbox.network"),
-            (|c| c.sandbox.seccomp_profile = "unconfined".into(), "sandbox.seccomp_profile"),
-            (|c| c.sandbox.apparmor_profile = "Unconfined".into(), "sandbox.apparmor_profile"),
-            (|c| c.sandbox.binds = vec!["/etc:/etc".into()], "sandbox.binds"),
+            (
+                |c| c.sandbox.network = "container:abc".into(),
+                "sandbox.network",
+            ),
+            (
+                |c| c.sandbox.seccomp_profile = "unconfined".into(),
+                "sandbox.seccomp_profile",
+            ),
+            (
+                |c| c.sandbox.apparmor_profile = "Unconfined".into(),
+                "sandbox.apparmor_profile",
+            ),
+            (
+                |c| c.sandbox.binds = vec!["/etc:/etc".into()],
+                "sandbox.binds",
+            ),
             (|c| c.sandbox.user = "root".into(), "sandbox.user"),
             (|c| c.sandbox.memory = "lots".into(), "sandbox.memory"),
             (|c| c.sandbox.pids_limit = 0, "sandbox.pids_limit"),
-            (|c| c.sandbox.cap_add = vec!["SYS_ADMIN".into()], "sandbox.cap_add"),
-            (|c| c.sandbox.path_prepend = vec!["rel/bin".into()], "sandbox.path_prepend"),
+            (
+                |c| c.sandbox.cap_add = vec!["SYS_ADMIN".into()],
+                "sandbox.cap_add",
+            ),
+            (
+                |c| c.sandbox.path_prepend = vec!["rel/bin".into()],
+                "sandbox.path_prepend",
+            ),
             (|c| c.process.ttl_secs = 5, "process.ttl_secs"),
         ];
         for (mutate, key) in cases {

@@ -24,7 +24,9 @@ pub fn validate_env(env: &BTreeMap<String, String>) -> Result<(), EnvError> {
     let mut total = 0;
     for (k, v) in env {
         let mut chars = k.chars();
-        let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        let first_ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
         if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(EnvError::BadKey(printable(k)));
         }
@@ -56,7 +58,10 @@ pub fn merge_env(
 ) -> Vec<String> {
     let mut merged = session.clone();
     merged.extend(request.iter().map(|(k, v)| (k.clone(), v.clone())));
-    let mut out: Vec<String> = merged.into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut out: Vec<String> = merged
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     out.push("MOAT_SHELL=exec".into());
     if !path_prepend.is_empty() {
         out.push(format!(
@@ -78,7 +83,10 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -101,7 +109,9 @@ mod tests {
                 (r, w) => panic!("{e:?}: got {r:?}, want {w:?}"),
             }
         }
-        let many: BTreeMap<String, String> = (0..10).map(|i| (format!("K{i}"), "y".repeat(30_000))).collect();
+        let many: BTreeMap<String, String> = (0..10)
+            .map(|i| (format!("K{i}"), "y".repeat(30_000)))
+            .collect();
         assert!(matches!(validate_env(&many), Err(EnvError::TooLarge(_))));
     }
 
@@ -114,7 +124,12 @@ mod tests {
         );
         assert_eq!(
             merged,
-            ["A=request", "B=keep", "MOAT_SHELL=exec", "MOAT_PATH_PREPEND=/opt/tools/bin"]
+            [
+                "A=request",
+                "B=keep",
+                "MOAT_SHELL=exec",
+                "MOAT_PATH_PREPEND=/opt/tools/bin"
+            ]
         );
     }
 }

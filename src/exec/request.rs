@@ -46,10 +46,11 @@ pub enum RequestError {
     EmptyCommand,
     #[error("start the command: it contains a NUL byte")]
     NulInCommand,
-    #[error("run on host `node`: moat does not support remote nodes (use host=sandbox or host=host)")]
+    #[error(
+        "run on host `node`: moat does not support remote nodes (use host=sandbox or host=host)"
+    )]
     NodeUnsupported,
 }
-
 
 impl ExecRequest {
     pub fn validate(&self) -> Result<(), RequestError> {
@@ -106,7 +107,9 @@ mod tests {
 
     #[test]
     fn parses_the_contract_names() {
-        let r = req(r#"{"command":"ls","workdir":"src","env":{"A":"1"},"yieldMs":50,"background":false,"timeout":5,"pty":true,"elevated":false,"host":"Sandbox","security":"allowlist","ask":"on-miss"}"#);
+        let r = req(
+            r#"{"command":"ls","workdir":"src","env":{"A":"1"},"yieldMs":50,"background":false,"timeout":5,"pty":true,"elevated":false,"host":"Sandbox","security":"allowlist","ask":"on-miss"}"#,
+        );
         assert_eq!(r.command, "ls");
         assert_eq!(r.yield_ms, Some(50.0));
         assert_eq!(r.pty, Some(true));
@@ -115,9 +118,18 @@ mod tests {
 
     #[test]
     fn validation() {
-        assert_eq!(req(r#"{"command":"  "}"#).validate(), Err(RequestError::EmptyCommand));
-        assert_eq!(req(r#"{"command":"a\u0000b"}"#).validate(), Err(RequestError::NulInCommand));
-        assert_eq!(req(r#"{"command":"ls","host":"node"}"#).validate(), Err(RequestError::NodeUnsupported));
+        assert_eq!(
+            req(r#"{"command":"  "}"#).validate(),
+            Err(RequestError::EmptyCommand)
+        );
+        assert_eq!(
+            req(r#"{"command":"a\u0000b"}"#).validate(),
+            Err(RequestError::NulInCommand)
+        );
+        assert_eq!(
+            req(r#"{"command":"ls","host":"node"}"#).validate(),
+            Err(RequestError::NodeUnsupported)
+        );
         assert!(req(r#"{"command":"ls","host":"mars"}"#).validate().is_ok());
     }
 
@@ -140,13 +152,34 @@ mod tests {
     #[test]
     fn yield_and_timeout_rules() {
         assert_eq!(req(r#"{"command":"x"}"#).yield_window_ms(10_000), 10_000);
-        assert_eq!(req(r#"{"command":"x","yieldMs":1}"#).yield_window_ms(10_000), 10);
-        assert_eq!(req(r#"{"command":"x","yieldMs":999999}"#).yield_window_ms(10_000), 120_000);
+        assert_eq!(
+            req(r#"{"command":"x","yieldMs":1}"#).yield_window_ms(10_000),
+            10
+        );
+        assert_eq!(
+            req(r#"{"command":"x","yieldMs":999999}"#).yield_window_ms(10_000),
+            120_000
+        );
         assert_eq!(req(r#"{"command":"x"}"#).timeout_secs(1800), Some(1800));
-        assert_eq!(req(r#"{"command":"x","timeout":0}"#).timeout_secs(1800), None);
-        assert_eq!(req(r#"{"command":"x","timeout":2.5}"#).timeout_secs(1800), Some(3));
-        assert_eq!(req(r#"{"command":"x","background":true}"#).timeout_secs(1800), None);
-        assert_eq!(req(r#"{"command":"x","yieldMs":100}"#).timeout_secs(1800), None);
-        assert_eq!(req(r#"{"command":"x","background":true,"timeout":7}"#).timeout_secs(1800), Some(7));
+        assert_eq!(
+            req(r#"{"command":"x","timeout":0}"#).timeout_secs(1800),
+            None
+        );
+        assert_eq!(
+            req(r#"{"command":"x","timeout":2.5}"#).timeout_secs(1800),
+            Some(3)
+        );
+        assert_eq!(
+            req(r#"{"command":"x","background":true}"#).timeout_secs(1800),
+            None
+        );
+        assert_eq!(
+            req(r#"{"command":"x","yieldMs":100}"#).timeout_secs(1800),
+            None
+        );
+        assert_eq!(
+            req(r#"{"command":"x","background":true,"timeout":7}"#).timeout_secs(1800),
+            Some(7)
+        );
     }
 }

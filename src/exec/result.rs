@@ -31,7 +31,10 @@ impl ToolResult {
     }
 
     pub fn status(&self) -> &str {
-        self.details.get("status").and_then(Value::as_str).unwrap_or("")
+        self.details
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
 
     /// Failed statuses map to MCP `isError` and a non-zero CLI exit.
@@ -65,7 +68,11 @@ pub fn finished_result(
     } else {
         aggregated.trim_end_matches('\n').to_string()
     };
-    let status = if exit.success() { "completed" } else { "failed" };
+    let status = if exit.success() {
+        "completed"
+    } else {
+        "failed"
+    };
     let text = if exit.timed_out {
         let secs = timeout_secs.unwrap_or(0);
         format!(
@@ -96,7 +103,13 @@ pub fn finished_result(
 }
 
 /// The result of a command that moved to the background.
-pub fn running_result(id: &str, pid: Option<u32>, started_at_ms: i64, cwd: &str, tail: String) -> ToolResult {
+pub fn running_result(
+    id: &str,
+    pid: Option<u32>,
+    started_at_ms: i64,
+    cwd: &str,
+    tail: String,
+) -> ToolResult {
     let pid_text = pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into());
     let text = format!(
         "Command still running (session {id}, pid {pid_text}). Use process (list/poll/log/write/kill/clear/remove) for follow-up."
@@ -132,8 +145,18 @@ mod tests {
         let rows = [
             (exit(Some(0), None, false), "hi\n", "completed", "hi"),
             (exit(Some(0), None, false), "", "completed", "(no output)"),
-            (exit(Some(3), None, false), "hi\n", "failed", "hi\n\nCommand exited with code 3"),
-            (exit(None, Some("SIGKILL"), false), "x", "failed", "x\n\nCommand aborted by signal SIGKILL"),
+            (
+                exit(Some(3), None, false),
+                "hi\n",
+                "failed",
+                "hi\n\nCommand exited with code 3",
+            ),
+            (
+                exit(None, Some("SIGKILL"), false),
+                "x",
+                "failed",
+                "x\n\nCommand aborted by signal SIGKILL",
+            ),
         ];
         for (e, out, status, text) in rows {
             let r = finished_result(&e, out.into(), false, 5, "/workspace", Some(10));
@@ -141,7 +164,14 @@ mod tests {
             assert_eq!(r.text(), text);
             assert_eq!(r.details["cwd"], "/workspace");
         }
-        let r = finished_result(&exit(None, Some("SIGTERM"), true), "".into(), false, 5, "/w", Some(2));
+        let r = finished_result(
+            &exit(None, Some("SIGTERM"), true),
+            "".into(),
+            false,
+            5,
+            "/w",
+            Some(2),
+        );
         assert!(r.text().contains("Command timed out after 2 seconds"));
         assert_eq!(r.details["timedOut"], true);
         assert!(r.is_error());
@@ -162,8 +192,15 @@ mod tests {
 
     #[test]
     fn warnings_prefix_the_text() {
-        let r = finished_result(&exit(Some(0), None, false), "ok".into(), false, 1, "/w", None)
-            .with_warnings(&["config changed".into()]);
+        let r = finished_result(
+            &exit(Some(0), None, false),
+            "ok".into(),
+            false,
+            1,
+            "/w",
+            None,
+        )
+        .with_warnings(&["config changed".into()]);
         assert_eq!(r.text(), "Warning: config changed\nok");
     }
 }

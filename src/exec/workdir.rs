@@ -10,7 +10,9 @@ use crate::session::WORKSPACE_MOUNT;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum WorkdirError {
-    #[error("use workdir `{requested}`: it leaves the workspace (allowed root: {root} or {host_root})")]
+    #[error(
+        "use workdir `{requested}`: it leaves the workspace (allowed root: {root} or {host_root})"
+    )]
     Escapes {
         requested: String,
         root: String,
@@ -52,7 +54,9 @@ pub fn map_workdir(requested: Option<&str>, host_workspace: &Path) -> Result<Str
         return Err(escapes());
     }
     let host = host_workspace.join(&rel);
-    let real_root = host_workspace.canonicalize().unwrap_or_else(|_| host_workspace.to_path_buf());
+    let real_root = host_workspace
+        .canonicalize()
+        .unwrap_or_else(|_| host_workspace.to_path_buf());
     let real = match host.canonicalize() {
         Ok(r) => r,
         Err(_) => {

@@ -41,7 +41,11 @@ impl EventBus {
 /// `Exec completed (<id8>, code N) :: <tail>` / `Exec failed (<id8>, signal S) :: <tail>`.
 pub fn exit_event(id: &str, exit: &ExitInfo, tail: &str) -> String {
     let id8: String = id.chars().take(8).collect();
-    let verdict = if exit.success() { "completed" } else { "failed" };
+    let verdict = if exit.success() {
+        "completed"
+    } else {
+        "failed"
+    };
     let how = match (&exit.signal, exit.code) {
         (Some(sig), _) => format!("signal {sig}"),
         (None, Some(code)) => format!("code {code}"),
@@ -76,9 +80,17 @@ mod tests {
     #[test]
     fn event_texts() {
         let rows = [
-            (exit(Some(0), None), "a\n b\n", "Exec completed (warm-riv, code 0) :: a b"),
+            (
+                exit(Some(0), None),
+                "a\n b\n",
+                "Exec completed (warm-riv, code 0) :: a b",
+            ),
             (exit(Some(3), None), "", "Exec failed (warm-riv, code 3)"),
-            (exit(None, Some("SIGTERM")), "x", "Exec failed (warm-riv, signal SIGTERM) :: x"),
+            (
+                exit(None, Some("SIGTERM")),
+                "x",
+                "Exec failed (warm-riv, signal SIGTERM) :: x",
+            ),
         ];
         for (e, tail, want) in rows {
             assert_eq!(exit_event("warm-river", &e, tail), want);

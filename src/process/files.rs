@@ -161,9 +161,15 @@ mod tests {
     async fn create_then_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let files = RunFiles::new(dir.path(), "p");
-        let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
+        let (uid, gid) = (
+            nix::unistd::getuid().as_raw(),
+            nix::unistd::getgid().as_raw(),
+        );
         files.create(uid, gid).unwrap();
-        assert!(files.create(uid, gid).is_err(), "the log is created exclusively");
+        assert!(
+            files.create(uid, gid).is_err(),
+            "the log is created exclusively"
+        );
         std::fs::write(dir.path().join("p.exit"), "3").unwrap();
         std::fs::write(dir.path().join("p.pid"), "17\n").unwrap();
         assert_eq!(files.read_exit(), Some(3));

@@ -75,7 +75,12 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(runtime: Arc<dyn Runtime>, store: Arc<Store>, limits: Limits, events: EventBus) -> Arc<Self> {
+    pub fn new(
+        runtime: Arc<dyn Runtime>,
+        store: Arc<Store>,
+        limits: Limits,
+        events: EventBus,
+    ) -> Arc<Self> {
         Arc::new(Self {
             runtime,
             store,
@@ -127,7 +132,8 @@ impl Registry {
             started_at_ms: now_ms(),
             timeout_secs: spec.timeout_secs,
         };
-        self.store.insert_process(&row_for(&info, &spec.run_dir, spec.background))?;
+        self.store
+            .insert_process(&row_for(&info, &spec.run_dir, spec.background))?;
         let exec = ExecSpec {
             argv: script::argv(&id, &spec.command, spec.pty),
             env: spec.env.clone(),
@@ -143,7 +149,12 @@ impl Registry {
                 return Err(e.into());
             }
         };
-        let (proc, control) = new_proc(info, OutputState::new(self.limits.max_output_chars, spec.secrets), spec.background, !spec.pty || started.tty.is_some());
+        let (proc, control) = new_proc(
+            info,
+            OutputState::new(self.limits.max_output_chars, spec.secrets),
+            spec.background,
+            !spec.pty || started.tty.is_some(),
+        );
         if spec.pty {
             proc.resize(30, 120);
         }
@@ -247,14 +258,20 @@ impl Registry {
             // It ended while no moat watched it: record the exit now, so the first look after
             // a restart already shows the final state.
             if let Some(code) = files.read_exit() {
-                let status = if code == 0 { ProcessStatus::Completed } else { ProcessStatus::Failed };
+                let status = if code == 0 {
+                    ProcessStatus::Completed
+                } else {
+                    ProcessStatus::Failed
+                };
                 let finished = std::fs::metadata(files.log_path())
                     .and_then(|m| m.modified())
                     .ok()
                     .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                     .map(|d| d.as_millis() as i64)
                     .unwrap_or_else(now_ms);
-                let _ = self.store.finish_process(&row.id, status, Some(code), None, false, finished);
+                let _ =
+                    self.store
+                        .finish_process(&row.id, status, Some(code), None, false, finished);
                 row.status = status;
                 row.exit_code = Some(code);
                 row.finished_at_ms = Some(finished);
@@ -322,7 +339,10 @@ fn new_proc(
     output: OutputState,
     background: bool,
     stdin_open: bool,
-) -> (Arc<Proc>, mpsc::UnboundedReceiver<crate::process::proc::Control>) {
+) -> (
+    Arc<Proc>,
+    mpsc::UnboundedReceiver<crate::process::proc::Control>,
+) {
     let (control, rx) = mpsc::unbounded_channel();
     let proc = Arc::new(Proc {
         info,

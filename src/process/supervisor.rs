@@ -58,15 +58,10 @@ impl Supervisor {
     pub async fn run(mut self) {
         let mut buf = vec![0u8; READ_CHUNK];
         let mut punched_to = first_data_offset(&self.log);
-        let deadline = self
-            .proc
-            .info
-            .timeout_secs
-            .filter(|t| *t > 0)
-            .map(|t| {
-                let elapsed = (now_ms() - self.proc.info.started_at_ms).max(0) as u64;
-                tokio::time::Instant::now() + Duration::from_millis((t * 1000).saturating_sub(elapsed))
-            });
+        let deadline = self.proc.info.timeout_secs.filter(|t| *t > 0).map(|t| {
+            let elapsed = (now_ms() - self.proc.info.started_at_ms).max(0) as u64;
+            tokio::time::Instant::now() + Duration::from_millis((t * 1000).saturating_sub(elapsed))
+        });
         let mut timed_out = false;
         let mut kill_sent = false;
         let mut escalated = false;
@@ -75,7 +70,14 @@ impl Supervisor {
         let (exec_id, mut finished): (Option<String>, Pin<Box<dyn Future<Output = ()> + Send>>) =
             match std::mem::replace(&mut self.watch, ExitWatch::Recovered) {
                 ExitWatch::Exec { exec_id, finished } => (Some(exec_id), finished),
-                ExitWatch::Recovered => (None, Box::pin(recovered_exit(self.runtime.clone(), self.proc.info.container.clone(), self.files.clone()))),
+                ExitWatch::Recovered => (
+                    None,
+                    Box::pin(recovered_exit(
+                        self.runtime.clone(),
+                        self.proc.info.container.clone(),
+                        self.files.clone(),
+                    )),
+                ),
             };
         let (mut tty_out, mut tty_in) = match self.tty.take() {
             Some(t) => (Some(t.output), Some(t.input)),
@@ -151,7 +153,9 @@ impl Supervisor {
         }
         // Drain what the terminal still holds, then the rest of the log.
         if let Some(mut out) = tty_out {
-            while let Ok(Some(bytes)) = tokio::time::timeout(Duration::from_millis(200), out.next()).await {
+            while let Ok(Some(bytes)) =
+                tokio::time::timeout(Duration::from_millis(200), out.next()).await
+            {
                 match bytes {
                     Ok(b) => {
                         let _ = append(&self.log, &b);
@@ -162,7 +166,12 @@ impl Supervisor {
         }
         if kill_sent {
             // Let the kill helper finish so "nothing is left" holds when we report the exit.
-            if let Ok(Some(k)) = tokio::time::timeout(Duration::from_millis(KILL_GRACE_MS + 2000), kill_done_rx.recv()).await {
+            if let Ok(Some(k)) = tokio::time::timeout(
+                Duration::from_millis(KILL_GRACE_MS + 2000),
+                kill_done_rx.recv(),
+            )
+            .await
+            {
                 escalated |= k;
             }
         }
@@ -326,7 +335,11 @@ async fn recovered_exit(runtime: Arc<dyn Runtime>, container: String, files: Run
         if ticks % 10 == 0 {
             let alive = match files.read_pgid() {
                 Some(pgid) => {
-                    let argv = vec!["sh".into(), "-c".into(), format!("kill -0 -{pgid} 2>/dev/null && echo alive")];
+                    let argv = vec![
+                        "sh".into(),
+                        "-c".into(),
+                        format!("kill -0 -{pgid} 2>/dev/null && echo alive"),
+                    ];
                     match runtime.exec_capture(&container, argv, None).await {
                         Ok((_, out)) => String::from_utf8_lossy(&out).contains("alive"),
                         Err(_) => false,

@@ -27,7 +27,10 @@ impl RuntimeError {
         matches!(
             self,
             RuntimeError::Engine {
-                source: bollard::errors::Error::DockerResponseServerError { status_code: 404 | 409, .. },
+                source: bollard::errors::Error::DockerResponseServerError {
+                    status_code: 404 | 409,
+                    ..
+                },
                 ..
             }
         )

@@ -17,8 +17,14 @@ pub enum Call {
     Create(String),
     Start(String),
     Remove(String),
-    Exec { container: String, argv: Vec<String> },
-    Capture { container: String, argv: Vec<String> },
+    Exec {
+        container: String,
+        argv: Vec<String>,
+    },
+    Capture {
+        container: String,
+        argv: Vec<String>,
+    },
 }
 
 type Handler = dyn Fn(&ExecSpec) + Send + Sync;
@@ -44,7 +50,10 @@ impl FakeRuntime {
     }
 
     /// Runs `handler` synchronously for every `exec`, before it reports "finished".
-    pub fn with_exec_handler(mut self, handler: impl Fn(&ExecSpec) + Send + Sync + 'static) -> Self {
+    pub fn with_exec_handler(
+        mut self,
+        handler: impl Fn(&ExecSpec) + Send + Sync + 'static,
+    ) -> Self {
         self.on_exec = Some(Arc::new(handler));
         self
     }
@@ -88,7 +97,9 @@ impl Runtime for FakeRuntime {
     }
 
     async fn list_containers(&self, label: &str) -> Result<Vec<ContainerInfo>, RuntimeError> {
-        let (key, value) = label.split_once('=').map_or((label, None), |(k, v)| (k, Some(v)));
+        let (key, value) = label
+            .split_once('=')
+            .map_or((label, None), |(k, v)| (k, Some(v)));
         let s = self.state.lock().unwrap();
         Ok(s.containers
             .values()
@@ -170,7 +181,12 @@ impl Runtime for FakeRuntime {
         Ok(Some(0))
     }
 
-    async fn resize_exec(&self, _exec_id: &str, _rows: u16, _cols: u16) -> Result<(), RuntimeError> {
+    async fn resize_exec(
+        &self,
+        _exec_id: &str,
+        _rows: u16,
+        _cols: u16,
+    ) -> Result<(), RuntimeError> {
         Ok(())
     }
 

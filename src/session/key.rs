@@ -46,7 +46,13 @@ impl ContainerName {
     pub fn for_key(key: &str) -> Self {
         let mut readable: String = key
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
             .collect();
         readable.truncate(40);
         let readable = readable.trim_matches('-');
@@ -70,7 +76,16 @@ mod tests {
         for k in ok {
             assert!(validate_key(k).is_ok(), "{k}");
         }
-        let bad = ["", "a b", "a/b", "ä", "a\0b", "a;rm", &"k".repeat(129), "$(id)"];
+        let bad = [
+            "",
+            "a b",
+            "a/b",
+            "ä",
+            "a\0b",
+            "a;rm",
+            &"k".repeat(129),
+            "$(id)",
+        ];
         for k in bad {
             assert!(validate_key(k).is_err(), "{k:?}");
         }
@@ -83,17 +98,29 @@ mod tests {
             let n = ContainerName::for_key(key);
             assert!(n.name.len() <= 63, "{}", n.name);
             assert!(n.name.starts_with("moat-"));
-            assert!(n.slug.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
+            assert!(n
+                .slug
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
             assert_eq!(n, ContainerName::for_key(key));
         }
         // Keys differing only in case or punctuation still get different names.
-        assert_ne!(ContainerName::for_key("Main").name, ContainerName::for_key("main").name);
-        assert_ne!(ContainerName::for_key("a.b").name, ContainerName::for_key("a-b").name);
+        assert_ne!(
+            ContainerName::for_key("Main").name,
+            ContainerName::for_key("main").name
+        );
+        assert_ne!(
+            ContainerName::for_key("a.b").name,
+            ContainerName::for_key("a-b").name
+        );
     }
 
     #[test]
     fn scopes() {
-        assert_eq!(container_key("agent1:chat:7", Scope::Session), "agent1:chat:7");
+        assert_eq!(
+            container_key("agent1:chat:7", Scope::Session),
+            "agent1:chat:7"
+        );
         assert_eq!(container_key("agent1:chat:7", Scope::Agent), "agent:agent1");
         assert_eq!(container_key("agent1:chat:7", Scope::Shared), "shared");
     }

@@ -70,7 +70,12 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    pub fn new(runtime: Arc<dyn Runtime>, store: Arc<Store>, config: Arc<Config>, home: Home) -> Self {
+    pub fn new(
+        runtime: Arc<dyn Runtime>,
+        store: Arc<Store>,
+        config: Arc<Config>,
+        home: Home,
+    ) -> Self {
         Self {
             runtime,
             store,
@@ -126,7 +131,8 @@ impl Sessions {
             return Ok(c);
         }
         let container = self.ensure_slow(&key, &names).await?;
-        self.store.touch_session(session, &container.name, now_ms())?;
+        self.store
+            .touch_session(session, &container.name, now_ms())?;
         self.ready.lock().unwrap().insert(key, container.clone());
         Ok(container)
     }
@@ -148,7 +154,11 @@ impl Sessions {
         Ok(existed)
     }
 
-    async fn ensure_slow(&self, key: &str, names: &ContainerName) -> Result<SessionContainer, SessionError> {
+    async fn ensure_slow(
+        &self,
+        key: &str,
+        names: &ContainerName,
+    ) -> Result<SessionContainer, SessionError> {
         let sandbox = &self.config.sandbox;
         let workspace = self.workspace_dir(&names.slug);
         let run_dir = self.home.run_dir(&names.slug);
@@ -201,7 +211,14 @@ impl Sessions {
                 // Nothing half-set-up is left behind: the next command retries from scratch.
                 let _ = self.runtime.remove_container(&id).await;
                 let text = String::from_utf8_lossy(&output);
-                let tail: String = text.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+                let tail: String = text
+                    .chars()
+                    .rev()
+                    .take(2000)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
                 return Err(SessionError::Setup { code, output: tail });
             }
         }
@@ -274,7 +291,11 @@ mod tests {
         let a = s.ensure("main").await.unwrap();
         let b = s.ensure("main").await.unwrap();
         assert_eq!(a.id, b.id);
-        let creates = fake.calls().iter().filter(|c| matches!(c, Call::Create(_))).count();
+        let creates = fake
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, Call::Create(_)))
+            .count();
         assert_eq!(creates, 1);
         assert!(a.workspace.is_dir() && a.run_dir.is_dir());
     }
@@ -299,7 +320,12 @@ mod tests {
         let fake = FakeRuntime::new();
         let store = Arc::new(Store::in_memory().unwrap());
         let mk = |config: Config| {
-            Sessions::new(Arc::new(fake.clone()), store.clone(), Arc::new(config), Home::at(dir.path()))
+            Sessions::new(
+                Arc::new(fake.clone()),
+                store.clone(),
+                Arc::new(config),
+                Home::at(dir.path()),
+            )
         };
         let a = mk(Config::default()).ensure("main").await.unwrap();
         let mut changed = Config::default();
@@ -307,9 +333,15 @@ mod tests {
         // Used just now: kept, with a warning naming the fix.
         let b = mk(changed.clone()).ensure("main").await.unwrap();
         assert_eq!(a.id, b.id);
-        assert!(b.warning.as_deref().unwrap().contains("moat sessions rm main"));
+        assert!(b
+            .warning
+            .as_deref()
+            .unwrap()
+            .contains("moat sessions rm main"));
         // Not used for a while: recreated.
-        store.touch_session("main", &a.name, now_ms() - RECENT_USE_MS - 1).unwrap();
+        store
+            .touch_session("main", &a.name, now_ms() - RECENT_USE_MS - 1)
+            .unwrap();
         let c = mk(changed).ensure("main").await.unwrap();
         assert_ne!(a.id, c.id);
         assert!(c.warning.is_none());

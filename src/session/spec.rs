@@ -31,7 +31,10 @@ pub fn labels(key: &str, hash: &str, created_at_ms: i64) -> BTreeMap<String, Str
         (MOAT_LABEL.to_string(), key.to_string()),
         (HASH_LABEL.to_string(), hash.to_string()),
         (CREATED_LABEL.to_string(), created_at_ms.to_string()),
-        (VERSION_LABEL.to_string(), env!("CARGO_PKG_VERSION").to_string()),
+        (
+            VERSION_LABEL.to_string(),
+            env!("CARGO_PKG_VERSION").to_string(),
+        ),
     ])
 }
 
@@ -109,15 +112,27 @@ mod tests {
     #[test]
     fn defaults_are_hardened() {
         let s = SandboxConfig::default();
-        let spec = build_spec(&s, "moat-x", "x", Path::new("/h/ws"), Path::new("/h/run"), 1);
+        let spec = build_spec(
+            &s,
+            "moat-x",
+            "x",
+            Path::new("/h/ws"),
+            Path::new("/h/run"),
+            1,
+        );
         assert!(spec.read_only_root);
         assert_eq!(spec.network, "none");
         assert_eq!(spec.user, "1000:1000");
         assert_eq!(spec.pids_limit, 512);
         assert_eq!(spec.memory_bytes, 2 << 30);
-        assert!(spec.security_opt.contains(&"no-new-privileges:true".to_string()));
+        assert!(spec
+            .security_opt
+            .contains(&"no-new-privileges:true".to_string()));
         assert!(spec.env.contains(&"LANG=C.UTF-8".to_string()));
-        assert_eq!(spec.tmpfs.keys().collect::<Vec<_>>(), ["/run", "/tmp", "/var/tmp"]);
+        assert_eq!(
+            spec.tmpfs.keys().collect::<Vec<_>>(),
+            ["/run", "/tmp", "/var/tmp"]
+        );
         assert_eq!(spec.mounts[0].target, "/workspace");
         assert!(!spec.mounts[0].read_only);
         assert_eq!(spec.labels[MOAT_LABEL], "x");

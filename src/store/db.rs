@@ -7,8 +7,7 @@ use super::error::SqlContext;
 use super::StoreError;
 
 /// Schema steps, applied in order above the stored `PRAGMA user_version`.
-const MIGRATIONS: &[&str] = &[
-    "CREATE TABLE sessions (
+const MIGRATIONS: &[&str] = &["CREATE TABLE sessions (
         key TEXT PRIMARY KEY,
         container TEXT NOT NULL,
         created_at_ms INTEGER NOT NULL,
@@ -32,8 +31,7 @@ const MIGRATIONS: &[&str] = &[
         finished_at_ms INTEGER,
         read_offset INTEGER NOT NULL DEFAULT 0
      );
-     CREATE INDEX processes_session ON processes(session, started_at_ms);",
-];
+     CREATE INDEX processes_session ON processes(session, started_at_ms);"];
 
 /// See the module docs.
 pub struct Store {

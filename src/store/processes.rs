@@ -144,7 +144,9 @@ impl Store {
     pub fn running_processes(&self) -> Result<Vec<ProcessRow>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
-            .prepare(&format!("SELECT {COLUMNS} FROM processes WHERE status = 'running'"))
+            .prepare(&format!(
+                "SELECT {COLUMNS} FROM processes WHERE status = 'running'"
+            ))
             .ctx("list running processes")?;
         let rows = stmt.query_map([], row).ctx("list running processes")?;
         rows.collect::<Result<_, _>>().ctx("list running processes")
@@ -215,13 +217,21 @@ mod tests {
         s.insert_process(&sample("b", "s1", 2)).unwrap();
         s.insert_process(&sample("c", "s2", 3)).unwrap();
         assert_eq!(
-            s.processes("s1").unwrap().iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+            s.processes("s1")
+                .unwrap()
+                .iter()
+                .map(|p| p.id.as_str())
+                .collect::<Vec<_>>(),
             ["b", "a"]
         );
-        s.finish_process("a", ProcessStatus::Failed, Some(3), None, false, 9).unwrap();
+        s.finish_process("a", ProcessStatus::Failed, Some(3), None, false, 9)
+            .unwrap();
         s.set_read_offset("a", 42).unwrap();
         let a = s.process("a").unwrap().unwrap();
-        assert_eq!((a.status, a.exit_code, a.read_offset), (ProcessStatus::Failed, Some(3), 42));
+        assert_eq!(
+            (a.status, a.exit_code, a.read_offset),
+            (ProcessStatus::Failed, Some(3), 42)
+        );
         assert_eq!(s.running_processes().unwrap().len(), 2);
         assert!(s.process_id_taken("c"));
         s.delete_process("c").unwrap();

@@ -50,7 +50,9 @@ impl Store {
     pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
-            .prepare("SELECT key, container, created_at_ms, last_used_ms FROM sessions ORDER BY key")
+            .prepare(
+                "SELECT key, container, created_at_ms, last_used_ms FROM sessions ORDER BY key",
+            )
             .ctx("list sessions")?;
         let rows = stmt.query_map([], row).ctx("list sessions")?;
         rows.collect::<Result<_, _>>().ctx("list sessions")

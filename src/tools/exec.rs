@@ -6,13 +6,13 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::config::Config;
-use crate::policy::{
-    command_names, escape_display, evaluate, raise_ask, tighten_security, Ask, Decision, MapResolver,
-    Request as PolicyRequest, Security,
-};
 use crate::exec::{
     finished_result, map_workdir, merge_env, running_result, validate_env, EnvError, ExecRequest,
     HostChoice, RequestError, ToolResult, WorkdirError,
+};
+use crate::policy::{
+    command_names, escape_display, evaluate, raise_ask, tighten_security, Ask, Decision,
+    MapResolver, Request as PolicyRequest, Security,
 };
 use crate::process::{ProcessError, Registry, RunFiles, StartSpec};
 use crate::session::{SessionError, Sessions};
@@ -63,17 +63,35 @@ impl ExecTool {
     /// Applies the sandbox policy (SPEC §6). A request may only tighten `security` and raise
     /// `ask`. In allowlist mode names are resolved inside the container by walking PATH
     /// (never through functions or aliases), and what runs is the rebuilt plan.
-    async fn check_policy(&self, req: &ExecRequest, container: &str, cwd: &str) -> Result<Verdict, ExecError> {
+    async fn check_policy(
+        &self,
+        req: &ExecRequest,
+        container: &str,
+        cwd: &str,
+    ) -> Result<Verdict, ExecError> {
         let mut policy = self.config.policy.sandbox.clone();
-        policy.security = tighten_security(policy.security, req.security.as_deref().and_then(Security::parse_lenient));
+        policy.security = tighten_security(
+            policy.security,
+            req.security.as_deref().and_then(Security::parse_lenient),
+        );
         policy.ask = raise_ask(policy.ask, req.ask.as_deref().and_then(Ask::parse_lenient));
         let mut resolver = MapResolver::new();
         if policy.security == Security::Allowlist {
             let names = command_names(&req.command);
             if !names.is_empty() {
-                let mut argv = vec!["sh".to_string(), "-lc".to_string(), RESOLVE_SCRIPT.to_string(), "moat-resolve".to_string()];
+                let mut argv = vec![
+                    "sh".to_string(),
+                    "-lc".to_string(),
+                    RESOLVE_SCRIPT.to_string(),
+                    "moat-resolve".to_string(),
+                ];
                 argv.extend(names);
-                let (_, out) = self.sessions.runtime().exec_capture(container, argv, None).await.map_err(|e| ExecError::Process(e.into()))?;
+                let (_, out) = self
+                    .sessions
+                    .runtime()
+                    .exec_capture(container, argv, None)
+                    .await
+                    .map_err(|e| ExecError::Process(e.into()))?;
                 for line in String::from_utf8_lossy(&out).lines() {
                     if let Some((name, path)) = line.split_once('\t') {
                         resolver = resolver.with(name.to_string(), path.to_string());
@@ -81,7 +99,14 @@ impl ExecTool {
                 }
             }
         }
-        let eval = evaluate(&PolicyRequest { command: &req.command, cwd }, &policy, &resolver);
+        let eval = evaluate(
+            &PolicyRequest {
+                command: &req.command,
+                cwd,
+            },
+            &policy,
+            &resolver,
+        );
         Ok(match eval.decision {
             Decision::Allow => Verdict::Run(eval.plan.map(|p| p.command).unwrap_or_else(|| req.command.clone())),
             Decision::Ask { reason } => Verdict::Refuse(ToolResult::new(
@@ -97,7 +122,12 @@ impl ExecTool {
 
     /// Runs one `exec` call for `session`. `wait_to_end` makes a foreground call wait for the
     /// command however long it takes (the CLI's default), instead of yielding.
-    pub async fn run(&self, session: &str, req: &ExecRequest, wait_to_end: bool) -> Result<ToolResult, ExecError> {
+    pub async fn run(
+        &self,
+        session: &str,
+        req: &ExecRequest,
+        wait_to_end: bool,
+    ) -> Result<ToolResult, ExecError> {
         req.validate()?;
         validate_env(&req.env)?;
         if req.host()? == HostChoice::Host {
@@ -163,16 +193,29 @@ impl ExecTool {
                 files.wait_ready(Duration::from_secs(5)).await;
             }
             let tail = proc.lock().output.tail(2000);
-            return Ok(running_result(&proc.info.id, files.read_pgid(), proc.info.started_at_ms, &cwd, tail)
-                .with_warnings(&warnings));
+            return Ok(running_result(
+                &proc.info.id,
+                files.read_pgid(),
+                proc.info.started_at_ms,
+                &cwd,
+                tail,
+            )
+            .with_warnings(&warnings));
         }
         let (exit, aggregated, truncated) = {
             let st = proc.lock();
-            (st.exit.clone().expect("ended"), st.output.aggregated(), st.output.truncated())
+            (
+                st.exit.clone().expect("ended"),
+                st.output.aggregated(),
+                st.output.truncated(),
+            )
         };
         // A foreground run's result is its whole record: nothing is kept for `process`.
         self.registry.forget(&proc);
         let duration = exit.finished_at_ms - started;
-        Ok(finished_result(&exit, aggregated, truncated, duration, &cwd, timeout_secs).with_warnings(&warnings))
+        Ok(
+            finished_result(&exit, aggregated, truncated, duration, &cwd, timeout_secs)
+                .with_warnings(&warnings),
+        )
     }
 }

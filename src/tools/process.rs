@@ -89,11 +89,26 @@ impl ProcessTool {
         if action == "list" {
             return self.list(session);
         }
-        const KNOWN: &[&str] = &["poll", "log", "write", "send-keys", "submit", "paste", "kill", "clear", "remove"];
+        const KNOWN: &[&str] = &[
+            "poll",
+            "log",
+            "write",
+            "send-keys",
+            "submit",
+            "paste",
+            "kill",
+            "clear",
+            "remove",
+        ];
         if !KNOWN.contains(&action.as_str()) {
             return failed(format!("Unknown action {}", req.action));
         }
-        let Some(id) = req.session_id.as_deref().map(str::trim).filter(|s| !s.is_empty()) else {
+        let Some(id) = req
+            .session_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        else {
             return failed("sessionId is required for this action.");
         };
         let Some(p) = self.registry.get(session, id) else {
@@ -113,7 +128,10 @@ impl ProcessTool {
                     p.close_stdin().await;
                 }
                 let suffix = if closing { " (stdin closed)" } else { "" };
-                ToolResult::new(format!("Wrote {len} bytes to session {id}{suffix}."), json!({"status": "running", "sessionId": id}))
+                ToolResult::new(
+                    format!("Wrote {len} bytes to session {id}{suffix}."),
+                    json!({"status": "running", "sessionId": id}),
+                )
             }
             "send-keys" => {
                 let mut bytes = Vec::new();
@@ -140,13 +158,19 @@ impl ProcessTool {
                 if let Some(r) = self.input(&p, bytes).await {
                     return r;
                 }
-                ToolResult::new(format!("Sent {n} bytes to session {id}."), json!({"status": "running", "sessionId": id}))
+                ToolResult::new(
+                    format!("Sent {n} bytes to session {id}."),
+                    json!({"status": "running", "sessionId": id}),
+                )
             }
             "submit" => {
                 if let Some(r) = self.input(&p, b"\r".to_vec()).await {
                     return r;
                 }
-                ToolResult::new(format!("Submitted session {id} (sent CR)."), json!({"status": "running", "sessionId": id}))
+                ToolResult::new(
+                    format!("Submitted session {id} (sent CR)."),
+                    json!({"status": "running", "sessionId": id}),
+                )
             }
             "paste" => {
                 let text = req.text.clone().unwrap_or_default();
@@ -157,21 +181,30 @@ impl ProcessTool {
                 if let Some(r) = self.input(&p, bytes).await {
                     return r;
                 }
-                ToolResult::new(format!("Pasted {} chars to session {id}.", text.chars().count()), json!({"status": "running", "sessionId": id}))
+                ToolResult::new(
+                    format!("Pasted {} chars to session {id}.", text.chars().count()),
+                    json!({"status": "running", "sessionId": id}),
+                )
             }
             "kill" => {
                 if !p.is_running() {
                     return failed(format!("No active session found for {id}"));
                 }
                 p.kill().await;
-                ToolResult::new(format!("Killed session {id}."), json!({"status": "failed", "sessionId": id, "exitSignal": p.exit().and_then(|e| e.signal)}))
+                ToolResult::new(
+                    format!("Killed session {id}."),
+                    json!({"status": "failed", "sessionId": id, "exitSignal": p.exit().and_then(|e| e.signal)}),
+                )
             }
             "clear" => {
                 if p.is_running() {
                     return failed(format!("No finished session found for {id}"));
                 }
                 self.registry.forget(&p);
-                ToolResult::new(format!("Cleared session {id}."), json!({"status": "completed"}))
+                ToolResult::new(
+                    format!("Cleared session {id}."),
+                    json!({"status": "completed"}),
+                )
             }
             "remove" => {
                 let running = p.is_running();
@@ -180,7 +213,10 @@ impl ProcessTool {
                 }
                 self.registry.forget(&p);
                 let suffix = if running { " (terminated)" } else { "" };
-                ToolResult::new(format!("Removed session {id}{suffix}."), json!({"status": "completed"}))
+                ToolResult::new(
+                    format!("Removed session {id}{suffix}."),
+                    json!({"status": "completed"}),
+                )
             }
             _ => unreachable!("checked above"),
         }
@@ -189,7 +225,10 @@ impl ProcessTool {
     fn list(&self, session: &str) -> ToolResult {
         let procs = self.registry.list(session);
         if procs.is_empty() {
-            return ToolResult::new("No running or recent sessions.".into(), json!({"status": "completed", "sessions": []}));
+            return ToolResult::new(
+                "No running or recent sessions.".into(),
+                json!({"status": "completed", "sessions": []}),
+            );
         }
         let now = now_ms();
         let mut lines = Vec::new();
@@ -200,7 +239,13 @@ impl ProcessTool {
             let runtime = end - p.info.started_at_ms;
             let status = status_of(p);
             let cmd: String = p.info.command.chars().take(120).collect();
-            lines.push(format!("{} {:<9} {} :: {}", p.info.id, status, runtime_text(runtime), cmd.replace('\n', " ")));
+            lines.push(format!(
+                "{} {:<9} {} :: {}",
+                p.info.id,
+                status,
+                runtime_text(runtime),
+                cmd.replace('\n', " ")
+            ));
             rows.push(json!({
                 "sessionId": p.info.id,
                 "status": status,
@@ -213,14 +258,18 @@ impl ProcessTool {
                 "exitSignal": exit.as_ref().and_then(|e| e.signal.clone()),
             }));
         }
-        ToolResult::new(lines.join("\n"), json!({"status": "completed", "sessions": rows}))
+        ToolResult::new(
+            lines.join("\n"),
+            json!({"status": "completed", "sessions": rows}),
+        )
     }
 
     async fn poll(&self, p: &Arc<Proc>, wait_ms: u64) -> ToolResult {
         let wait = Duration::from_millis(wait_ms.min(120_000));
         if wait > Duration::ZERO {
             // Return as soon as there is something new, or the process ended.
-            p.wait_for(wait, |s| s.exit.is_some() || s.output.has_pending()).await;
+            p.wait_for(wait, |s| s.exit.is_some() || s.output.has_pending())
+                .await;
         }
         let (text, offset, retry) = {
             let mut st = p.lock();
@@ -235,7 +284,11 @@ impl ProcessTool {
             (text, offset, retry)
         };
         self.registry.record_drain(p, offset);
-        let body = if text.trim().is_empty() { "(no new output)".to_string() } else { text.trim_end().to_string() };
+        let body = if text.trim().is_empty() {
+            "(no new output)".to_string()
+        } else {
+            text.trim_end().to_string()
+        };
         let status = status_of(p);
         let exit = p.exit();
         let mut details = json!({
@@ -270,12 +323,23 @@ impl ProcessTool {
 fn log(p: &Proc, offset: Option<usize>, limit: Option<usize>) -> ToolResult {
     let (aggregated, total_chars, truncated) = {
         let st = p.lock();
-        (st.output.aggregated(), st.output.total_chars(), st.output.truncated())
+        (
+            st.output.aggregated(),
+            st.output.total_chars(),
+            st.output.truncated(),
+        )
     };
     let status = status_of(p);
     if aggregated.is_empty() {
-        let text = if status == "running" { "(no output yet)" } else { "(no output recorded)" };
-        return ToolResult::new(text.into(), json!({"status": status, "totalLines": 0, "totalChars": 0}));
+        let text = if status == "running" {
+            "(no output yet)"
+        } else {
+            "(no output recorded)"
+        };
+        return ToolResult::new(
+            text.into(),
+            json!({"status": status, "totalLines": 0, "totalChars": 0}),
+        );
     }
     let pg = page(&aggregated, offset, limit);
     let exit = p.exit();

@@ -90,7 +90,14 @@ impl TestMoat {
     }
 
     pub async fn exec(&self, session: &str, command: &str) -> ToolResult {
-        self.exec_req(session, ExecRequest { command: command.into(), ..Default::default() }).await
+        self.exec_req(
+            session,
+            ExecRequest {
+                command: command.into(),
+                ..Default::default()
+            },
+        )
+        .await
     }
 
     pub async fn exec_req(&self, session: &str, req: ExecRequest) -> ToolResult {

@@ -25,11 +25,9 @@ impl DockerRuntime {
             ..Default::default()
         };
         // `build_image(…, None)` panics inside bollard; the context is always passed.
-        let mut stream = self.docker.build_image(
-            options,
-            None,
-            Some(bollard::body_full(context.into())),
-        );
+        let mut stream =
+            self.docker
+                .build_image(options, None, Some(bollard::body_full(context.into())));
         while let Some(item) = stream.next().await {
             let info = item.map_err(|e| RuntimeError::engine(format!("build image {tag}"), e))?;
             if let Some(line) = info.stream.as_deref() {

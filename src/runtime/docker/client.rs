@@ -2,7 +2,8 @@ use async_trait::async_trait;
 use bollard::Docker;
 
 use crate::runtime::{
-    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, Progress, Runtime, RuntimeError,
+    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, Progress, Runtime,
+    RuntimeError,
 };
 
 /// The real engine. Cheap to clone: bollard's client is an `Arc` inside.
@@ -19,7 +20,10 @@ impl DockerRuntime {
         let docker = Docker::connect_with_defaults()
             .map_err(RuntimeError::Connect)?
             .with_timeout(std::time::Duration::from_secs(120));
-        let docker = docker.negotiate_version().await.map_err(RuntimeError::Connect)?;
+        let docker = docker
+            .negotiate_version()
+            .await
+            .map_err(RuntimeError::Connect)?;
         Ok(Self { docker })
     }
 }
@@ -37,9 +41,9 @@ impl Runtime for DockerRuntime {
     async fn image_exists(&self, image: &str) -> Result<bool, RuntimeError> {
         match self.docker.inspect_image(image).await {
             Ok(_) => Ok(true),
-            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {
-                Ok(false)
-            }
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(false),
             Err(e) => Err(RuntimeError::engine(format!("inspect image {image}"), e)),
         }
     }
@@ -74,11 +78,18 @@ impl Runtime for DockerRuntime {
             .inspect_exec(exec_id)
             .await
             .map_err(|e| RuntimeError::engine(format!("inspect exec {exec_id}"), e))?;
-        Ok(if inspect.running == Some(true) { None } else { inspect.exit_code })
+        Ok(if inspect.running == Some(true) {
+            None
+        } else {
+            inspect.exit_code
+        })
     }
 
     async fn resize_exec(&self, exec_id: &str, rows: u16, cols: u16) -> Result<(), RuntimeError> {
-        let options = bollard::query_parameters::ResizeExecOptions { h: rows as i32, w: cols as i32 };
+        let options = bollard::query_parameters::ResizeExecOptions {
+            h: rows as i32,
+            w: cols as i32,
+        };
         self.docker
             .resize_exec(exec_id, options)
             .await

@@ -17,7 +17,11 @@ impl DockerRuntime {
                 let state = c.state.as_ref();
                 Ok(Some(ContainerInfo {
                     id: c.id.unwrap_or_default(),
-                    name: c.name.unwrap_or_default().trim_start_matches('/').to_string(),
+                    name: c
+                        .name
+                        .unwrap_or_default()
+                        .trim_start_matches('/')
+                        .to_string(),
                     running: state.and_then(|s| s.running).unwrap_or(false),
                     state: state
                         .and_then(|s| s.status.map(|st| st.to_string()))
@@ -30,9 +34,9 @@ impl DockerRuntime {
                         .collect(),
                 }))
             }
-            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {
-                Ok(None)
-            }
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
             Err(e) => Err(RuntimeError::engine(format!("inspect container {name}"), e)),
         }
     }
@@ -40,7 +44,10 @@ impl DockerRuntime {
     pub(super) async fn list(&self, label: &str) -> Result<Vec<ContainerInfo>, RuntimeError> {
         let options = ListContainersOptions {
             all: true,
-            filters: Some(HashMap::from([("label".to_string(), vec![label.to_string()])])),
+            filters: Some(HashMap::from([(
+                "label".to_string(),
+                vec![label.to_string()],
+            )])),
             ..Default::default()
         };
         let list = self
@@ -135,9 +142,9 @@ impl DockerRuntime {
         };
         match self.docker.remove_container(id, Some(options)).await {
             Ok(()) => Ok(()),
-            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {
-                Ok(())
-            }
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
             Err(e) => Err(RuntimeError::engine(format!("remove container {id}"), e)),
         }
     }

@@ -68,9 +68,7 @@ impl DockerRuntime {
         let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<bytes::Bytes>>(64);
         tokio::spawn(async move {
             while let Some(item) = output.next().await {
-                let item = item
-                    .map(|o| o.into_bytes())
-                    .map_err(std::io::Error::other);
+                let item = item.map(|o| o.into_bytes()).map_err(std::io::Error::other);
                 if tx.send(item).await.is_err() {
                     break;
                 }
