@@ -74,9 +74,33 @@ pub fn load_from_str(
 }
 
 impl Config {
+    /// Deserializes the merged document. It is re-rendered to text first so a type error can
+    /// quote the offending `key = value` line (a bare table carries no positions).
     fn deserialize_table(doc: Table) -> Result<Config, String> {
-        use serde::Deserialize;
-        Config::deserialize(doc).map_err(|e| e.message().to_string())
+        let text = toml::to_string(&doc).map_err(|e| e.to_string())?;
+        toml::from_str::<Config>(&text).map_err(|e| {
+            let line = e
+                .span()
+                .and_then(|r| {
+                    text[..r.start.min(text.len())]
+                        .lines()
+                        .last()
+                        .map(str::to_string)
+                })
+                .filter(|l| !l.trim().is_empty())
+                .or_else(|| {
+                    e.span().and_then(|r| {
+                        text[r.start.min(text.len())..]
+                            .lines()
+                            .next()
+                            .map(str::to_string)
+                    })
+                });
+            match line {
+                Some(l) => format!("{} (at `{}`)", e.message(), l.trim()),
+                None => e.message().to_string(),
+            }
+        })
     }
 }
 

@@ -78,9 +78,13 @@ pub fn map_workdir(requested: Option<&str>, host_workspace: &Path) -> Result<Str
         });
     }
     let inside = real.strip_prefix(&real_root).unwrap_or(Path::new(""));
-    let mut out = PathBuf::from(WORKSPACE_MOUNT);
-    out.push(inside);
-    Ok(out.display().to_string())
+    if inside.as_os_str().is_empty() {
+        return Ok(WORKSPACE_MOUNT.to_string());
+    }
+    Ok(Path::new(WORKSPACE_MOUNT)
+        .join(inside)
+        .display()
+        .to_string())
 }
 
 #[cfg(test)]
