@@ -49,3 +49,21 @@ async fn profile_function_cannot_hijack_an_allowlisted_name() {
     assert!(r.text().starts_with("Exec denied"), "{}", r.text());
     assert!(m.docker_exec("a", "ls /workspace").contains("visible-file"));
 }
+
+#[tokio::test]
+async fn operator_session_override_tightens_the_config() {
+    let Some(m) = common::moat("t-override", Config::default()).await else {
+        return;
+    };
+    assert_eq!(m.exec("a", "echo ok").await.status(), "completed");
+    let over = moat::store::SessionPolicy {
+        security: Some("deny".into()),
+        ask: None,
+        loosen: false,
+    };
+    m.app.store.set_session_policy(&m.key("a"), &over).unwrap();
+    let r = m.exec("a", "echo ok").await;
+    assert!(r.text().starts_with("Exec denied"), "{}", r.text());
+    // Another session is unaffected.
+    assert_eq!(m.exec("b", "echo ok").await.status(), "completed");
+}

@@ -121,6 +121,23 @@ pub enum SessionsCommand {
     },
     /// Remove a session's container (its workspace stays).
     Rm { key: String },
+    /// Set an operator policy override for a session (tightens the config unless --loosen).
+    Set {
+        key: String,
+        #[arg(long)]
+        security: Option<String>,
+        #[arg(long)]
+        ask: Option<String>,
+        /// Let the override be looser than the configured policy.
+        #[arg(long)]
+        loosen: bool,
+    },
+    /// Show a session's container and its effective policy levels.
+    Show {
+        key: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]

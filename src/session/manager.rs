@@ -90,6 +90,10 @@ impl Sessions {
         &self.runtime
     }
 
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
     pub fn config(&self) -> &Config {
         &self.config
     }

@@ -7,7 +7,8 @@ use super::error::SqlContext;
 use super::StoreError;
 
 /// Schema steps, applied in order above the stored `PRAGMA user_version`.
-const MIGRATIONS: &[&str] = &["CREATE TABLE sessions (
+const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE sessions (
         key TEXT PRIMARY KEY,
         container TEXT NOT NULL,
         created_at_ms INTEGER NOT NULL,
@@ -31,7 +32,14 @@ const MIGRATIONS: &[&str] = &["CREATE TABLE sessions (
         finished_at_ms INTEGER,
         read_offset INTEGER NOT NULL DEFAULT 0
      );
-     CREATE INDEX processes_session ON processes(session, started_at_ms);"];
+     CREATE INDEX processes_session ON processes(session, started_at_ms);",
+    "CREATE TABLE session_policy (
+        key TEXT PRIMARY KEY,
+        security TEXT,
+        ask TEXT,
+        loosen INTEGER NOT NULL DEFAULT 0
+     );",
+];
 
 /// See the module docs.
 pub struct Store {

@@ -11,4 +11,4 @@ mod sessions;
 pub use db::{now_ms, Store};
 pub use error::StoreError;
 pub use processes::{ProcessRow, ProcessStatus};
-pub use sessions::SessionRow;
+pub use sessions::{SessionPolicy, SessionRow};

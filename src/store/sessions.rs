@@ -66,6 +66,45 @@ impl Store {
     }
 }
 
+/// An operator's per-session policy override (`moat sessions set`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionPolicy {
+    pub security: Option<String>,
+    pub ask: Option<String>,
+    /// The operator allowed the override to be looser than the config.
+    pub loosen: bool,
+}
+
+impl Store {
+    pub fn set_session_policy(&self, key: &str, p: &SessionPolicy) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "INSERT INTO session_policy (key, security, ask, loosen) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(key) DO UPDATE SET security = ?2, ask = ?3, loosen = ?4",
+                params![key, p.security, p.ask, p.loosen],
+            )
+            .ctx("record session policy")?;
+        Ok(())
+    }
+
+    pub fn session_policy(&self, key: &str) -> Result<Option<SessionPolicy>, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT security, ask, loosen FROM session_policy WHERE key = ?1",
+                [key],
+                |r| {
+                    Ok(SessionPolicy {
+                        security: r.get(0)?,
+                        ask: r.get(1)?,
+                        loosen: r.get(2)?,
+                    })
+                },
+            )
+            .optional()
+            .ctx("read session policy")
+    }
+}
+
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
         key: r.get(0)?,
@@ -88,6 +127,14 @@ mod tests {
         assert_eq!((row.created_at_ms, row.last_used_ms), (10, 20));
         assert_eq!(s.container_last_used("moat-a").unwrap(), Some(20));
         s.forget_session("a").unwrap();
+        assert!(s.session_policy("a").unwrap().is_none());
+        let p = SessionPolicy {
+            security: Some("allowlist".into()),
+            ask: None,
+            loosen: false,
+        };
+        s.set_session_policy("a", &p).unwrap();
+        assert_eq!(s.session_policy("a").unwrap(), Some(p));
         assert!(s.session("a").unwrap().is_none());
     }
 }

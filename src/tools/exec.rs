@@ -65,11 +65,25 @@ impl ExecTool {
     /// (never through functions or aliases), and what runs is the rebuilt plan.
     async fn check_policy(
         &self,
+        session: &str,
         req: &ExecRequest,
         container: &str,
         cwd: &str,
     ) -> Result<Verdict, ExecError> {
         let mut policy = self.config.policy.sandbox.clone();
+        // The operator's per-session override: it tightens the config, or replaces it when
+        // the operator said `--loosen`.
+        if let Ok(Some(o)) = self.sessions.store().session_policy(session) {
+            let sec = o.security.as_deref().and_then(Security::parse_lenient);
+            let ask = o.ask.as_deref().and_then(Ask::parse_lenient);
+            if o.loosen {
+                policy.security = sec.unwrap_or(policy.security);
+                policy.ask = ask.unwrap_or(policy.ask);
+            } else {
+                policy.security = tighten_security(policy.security, sec);
+                policy.ask = raise_ask(policy.ask, ask);
+            }
+        }
         policy.security = tighten_security(
             policy.security,
             req.security.as_deref().and_then(Security::parse_lenient),
@@ -140,7 +154,10 @@ impl ExecTool {
         let cwd = map_workdir(req.workdir.as_deref(), &container.workspace)?;
         let sandbox = &self.config.sandbox;
         let env = merge_env(&sandbox.env, &req.env, &sandbox.path_prepend);
-        let command = match self.check_policy(req, &container.name, &cwd).await? {
+        let command = match self
+            .check_policy(session, req, &container.name, &cwd)
+            .await?
+        {
             Verdict::Run(command) => command,
             Verdict::Refuse(result) => return Ok(result),
         };
