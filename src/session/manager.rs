@@ -182,8 +182,8 @@ impl Sessions {
                         names.name
                     ));
                 }
+                self.prepare_dirs(&workspace, &run_dir)?;
                 if !existing.running {
-                    self.prepare_dirs(&workspace, &run_dir)?;
                     self.runtime.start_container(&existing.id).await?;
                 }
                 return Ok(SessionContainer {
