@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use moat::config::Config;
 use moat::exec::ExecRequest;
-use moat::tools::{ProcessRequest, ProcessTool};
+use moat::tools::ProcessRequest;
 
 fn preq(action: &str, id: &str) -> ProcessRequest {
     ProcessRequest {
@@ -22,22 +22,14 @@ async fn background_poll_sees_every_line_once_then_log_pages() {
     let Some(m) = common::moat("t-bg", Config::default()).await else {
         return;
     };
-    let req = ExecRequest {
-        command: "for i in 1 2 3 4 5; do echo $i; sleep 1; done".into(),
-        background: Some(true),
-        ..Default::default()
-    };
-    let r = m.exec_req("a", req).await;
-    assert_eq!(r.status(), "running");
-    let id = r.details["sessionId"].as_str().unwrap().to_string();
-    let tool = ProcessTool {
-        registry: m.app.registry.clone(),
-    };
+    let id = m
+        .background("a", "for i in 1 2 3 4 5; do echo $i; sleep 1; done")
+        .await;
     let mut seen = String::new();
     for _ in 0..30 {
         let mut q = preq("poll", &id);
         q.timeout = Some(2000);
-        let p = tool.run(&m.key("a"), &q).await;
+        let p = m.process("a", &q).await;
         let body = p.text().split("\n\nProcess").next().unwrap();
         if body != "(no new output)" {
             seen.push_str(body);
@@ -54,10 +46,10 @@ async fn background_poll_sees_every_line_once_then_log_pages() {
     let mut q = preq("log", &id);
     q.offset = Some(1);
     q.limit = Some(2);
-    assert!(tool.run(&m.key("a"), &q).await.text().starts_with("2\n3"));
-    let list = tool
-        .run(
-            &m.key("a"),
+    assert!(m.process("a", &q).await.text().starts_with("2\n3"));
+    let list = m
+        .process(
+            "a",
             &ProcessRequest {
                 action: "list".into(),
                 ..Default::default()
@@ -66,15 +58,15 @@ async fn background_poll_sees_every_line_once_then_log_pages() {
         .await;
     assert!(list.text().contains(&id));
     // Other sessions cannot see it.
-    let other = tool.run(&m.key("b"), &preq("poll", &id)).await;
+    let other = m.process("b", &preq("poll", &id)).await;
     assert_eq!(other.text(), format!("No session found for {id}"));
     // clear forgets it.
     assert_eq!(
-        tool.run(&m.key("a"), &preq("clear", &id)).await.text(),
+        m.process("a", &preq("clear", &id)).await.text(),
         format!("Cleared session {id}.")
     );
-    assert!(tool
-        .run(&m.key("a"), &preq("poll", &id))
+    assert!(m
+        .process("a", &preq("poll", &id))
         .await
         .text()
         .starts_with("No session found"));
@@ -85,32 +77,19 @@ async fn write_and_eof_reach_a_non_pty_cat() {
     let Some(m) = common::moat("t-stdin", Config::default()).await else {
         return;
     };
-    let r = m
-        .exec_req(
-            "a",
-            ExecRequest {
-                command: "cat; echo done".into(),
-                background: Some(true),
-                ..Default::default()
-            },
-        )
-        .await;
-    let id = r.details["sessionId"].as_str().unwrap().to_string();
-    let tool = ProcessTool {
-        registry: m.app.registry.clone(),
-    };
+    let id = m.background("a", "cat; echo done").await;
     let mut w = preq("write", &id);
     w.data = Some("hello\n".into());
     w.eof = Some(true);
     assert_eq!(
-        tool.run(&m.key("a"), &w).await.text(),
+        m.process("a", &w).await.text(),
         format!("Wrote 6 bytes to session {id} (stdin closed).")
     );
     let mut q = preq("poll", &id);
     q.timeout = Some(5000);
-    let p = tool.run(&m.key("a"), &q).await;
+    let p = m.process("a", &q).await;
     let p = if p.status() == "running" {
-        tool.run(&m.key("a"), &q).await
+        m.process("a", &q).await
     } else {
         p
     };
@@ -123,29 +102,16 @@ async fn kill_leaves_no_process_and_remove_forgets() {
     let Some(m) = common::moat("t-kill", Config::default()).await else {
         return;
     };
-    let r = m
-        .exec_req(
-            "a",
-            ExecRequest {
-                command: "sleep 900 & sleep 901".into(),
-                background: Some(true),
-                ..Default::default()
-            },
-        )
-        .await;
-    let id = r.details["sessionId"].as_str().unwrap().to_string();
-    let tool = ProcessTool {
-        registry: m.app.registry.clone(),
-    };
-    let k = tool.run(&m.key("a"), &preq("kill", &id)).await;
+    let id = m.background("a", "sleep 900 & sleep 901").await;
+    let k = m.process("a", &preq("kill", &id)).await;
     assert_eq!(k.text(), format!("Killed session {id}."));
     let ps = m.docker_exec("a", "ps -eo args");
     assert!(!ps.contains("sleep 90"), "{ps}");
-    let p = tool.run(&m.key("a"), &preq("poll", &id)).await;
+    let p = m.process("a", &preq("poll", &id)).await;
     assert_eq!(p.status(), "failed");
     assert!(p.text().contains("signal SIGTERM"), "{}", p.text());
-    assert!(tool
-        .run(&m.key("a"), &preq("remove", &id))
+    assert!(m
+        .process("a", &preq("remove", &id))
         .await
         .text()
         .starts_with("Removed session"));
@@ -165,14 +131,11 @@ async fn yield_moves_a_foreground_command_to_the_background_without_losing_outpu
     assert_eq!(r.status(), "running");
     assert!(r.details["tail"].as_str().unwrap().contains("early"));
     let id = r.details["sessionId"].as_str().unwrap().to_string();
-    let tool = ProcessTool {
-        registry: m.app.registry.clone(),
-    };
     let mut q = preq("poll", &id);
     q.timeout = Some(5000);
     let mut all = String::new();
     for _ in 0..5 {
-        let p = tool.run(&m.key("a"), &q).await;
+        let p = m.process("a", &q).await;
         all.push_str(p.text());
         if p.status() != "running" {
             break;
@@ -239,10 +202,7 @@ async fn output_and_exit_survive_sigkill_of_moat() {
     let _ = daemon.wait();
     tokio::time::sleep(Duration::from_secs(4)).await;
     // A fresh moat (this test's App never saw the process) finds everything.
-    let tool = ProcessTool {
-        registry: m.app.registry.clone(),
-    };
-    let log = tool.run(&session, &preq("log", &id)).await;
+    let log = m.process("a", &preq("log", &id)).await;
     assert_eq!(log.text(), "line1\nline2\nline3");
     assert_eq!(log.details["exitCode"], 7);
     assert_eq!(log.status(), "failed");

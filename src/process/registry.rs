@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch};
@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, watch};
 use super::events::EventBus;
 use super::files::RunFiles;
 use super::output::OutputState;
-use super::proc::{ExitInfo, Proc, ProcInfo, ProcState};
+use super::proc::{Control, ExitInfo, Proc, ProcInfo, ProcState};
 use super::script;
 use super::supervisor::{ExitWatch, Supervisor};
 use crate::runtime::{ExecSpec, Runtime, RuntimeError};
@@ -72,6 +72,8 @@ pub struct Registry {
     events: EventBus,
     /// Live processes by id. A std mutex: never held across `.await`.
     procs: Mutex<HashMap<String, Arc<Proc>>>,
+    /// When `start` last swept (`list` always does).
+    last_sweep_ms: AtomicI64,
 }
 
 impl Registry {
@@ -87,6 +89,7 @@ impl Registry {
             limits,
             events,
             procs: Mutex::new(HashMap::new()),
+            last_sweep_ms: AtomicI64::new(0),
         })
     }
 
@@ -100,7 +103,11 @@ impl Registry {
 
     /// Starts a command; returns as soon as it runs.
     pub async fn start(self: &Arc<Self>, spec: StartSpec) -> Result<Arc<Proc>, ProcessError> {
-        self.sweep(&spec.session);
+        // Sweeping reads the session's index; on the exec hot path do it at most every 30 s.
+        let now = now_ms();
+        if now - self.last_sweep_ms.swap(now, Ordering::Relaxed) > 30_000 {
+            self.sweep(&spec.session);
+        }
         let id = {
             let procs = self.procs.lock().unwrap();
             crate::names::generate(|c| procs.contains_key(c) || self.store.process_id_taken(c))
@@ -159,25 +166,13 @@ impl Registry {
             proc.resize(30, 120);
         }
         let finished = started.finished;
-        let supervisor = Supervisor {
-            proc: proc.clone(),
-            files,
-            log,
-            stdin,
-            tty: started.tty,
-            watch: ExitWatch::Exec {
-                exec_id: started.id,
-                finished: Box::pin(async move {
-                    let _ = finished.await;
-                }),
-            },
-            runtime: self.runtime.clone(),
-            store: self.store.clone(),
-            events: self.events.clone(),
-            control,
-            spill_max: self.limits.spill_max,
+        let watch = ExitWatch::Exec {
+            exec_id: started.id,
+            finished: Box::pin(async move {
+                let _ = finished.await;
+            }),
         };
-        tokio::spawn(supervisor.run());
+        self.supervise(&proc, files, log, stdin, started.tty, watch, control);
         self.procs.lock().unwrap().insert(id, proc.clone());
         Ok(proc)
     }
@@ -294,24 +289,42 @@ impl Registry {
             let Some(log) = log else {
                 return None;
             };
-            let supervisor = Supervisor {
-                proc: proc.clone(),
-                files,
-                log,
-                stdin: None,
-                tty: None,
-                watch: ExitWatch::Recovered,
-                runtime: self.runtime.clone(),
-                store: self.store.clone(),
-                events: self.events.clone(),
-                control,
-                spill_max: self.limits.spill_max,
-            };
-            tokio::spawn(supervisor.run());
+            self.supervise(&proc, files, log, None, None, ExitWatch::Recovered, control);
         }
         let mut procs = self.procs.lock().unwrap();
         // Another caller may have attached it meanwhile; keep the first.
         Some(procs.entry(row.id).or_insert(proc).clone())
+    }
+
+    /// Hands a process to its owner task.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each argument is one resource the task takes over"
+    )]
+    fn supervise(
+        &self,
+        proc: &Arc<Proc>,
+        files: RunFiles,
+        log: std::fs::File,
+        stdin: Option<tokio::net::unix::pipe::Sender>,
+        tty: Option<crate::runtime::ExecTty>,
+        watch: ExitWatch,
+        control: mpsc::UnboundedReceiver<Control>,
+    ) {
+        let supervisor = Supervisor {
+            proc: proc.clone(),
+            files,
+            log,
+            stdin,
+            tty,
+            watch,
+            runtime: self.runtime.clone(),
+            store: self.store.clone(),
+            events: self.events.clone(),
+            control,
+            spill_max: self.limits.spill_max,
+        };
+        tokio::spawn(supervisor.run());
     }
 
     /// Drops finished processes past their TTL, and the oldest beyond the per-session count.
@@ -339,10 +352,7 @@ fn new_proc(
     output: OutputState,
     background: bool,
     stdin_open: bool,
-) -> (
-    Arc<Proc>,
-    mpsc::UnboundedReceiver<crate::process::proc::Control>,
-) {
+) -> (Arc<Proc>, mpsc::UnboundedReceiver<Control>) {
     let (control, rx) = mpsc::unbounded_channel();
     let proc = Arc::new(Proc {
         info,

@@ -43,7 +43,9 @@ pub struct ContainerName {
 }
 
 impl ContainerName {
-    pub fn for_key(key: &str) -> Self {
+    /// Names for `key` in the moat whose home is `home`: two moats (two `MOAT_HOME`s) on one
+    /// engine never share, or adopt, each other's containers.
+    pub fn for_key(key: &str, home: &str) -> Self {
         let mut readable: String = key
             .chars()
             .map(|c| {
@@ -57,7 +59,11 @@ impl ContainerName {
         readable.truncate(40);
         let readable = readable.trim_matches('-');
         let readable = if readable.is_empty() { "s" } else { readable };
-        let hash = hex::encode(Sha256::digest(key.as_bytes()));
+        let mut hasher = Sha256::new();
+        hasher.update(home.as_bytes());
+        hasher.update([0]);
+        hasher.update(key.as_bytes());
+        let hash = hex::encode(hasher.finalize());
         let slug = format!("{readable}-{}", &hash[..8]);
         Self {
             name: format!("moat-{slug}"),
@@ -95,23 +101,31 @@ mod tests {
     fn names_are_bounded_unique_and_stable() {
         let long = "Z".repeat(128);
         for key in ["main", "Main", "agent:main:1", &long, "...", "a.b"] {
-            let n = ContainerName::for_key(key);
+            let n = ContainerName::for_key(key, "/h");
             assert!(n.name.len() <= 63, "{}", n.name);
             assert!(n.name.starts_with("moat-"));
             assert!(n
                 .slug
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
-            assert_eq!(n, ContainerName::for_key(key));
+            assert_eq!(n, ContainerName::for_key(key, "/h"));
         }
         // Keys differing only in case or punctuation still get different names.
         assert_ne!(
-            ContainerName::for_key("Main").name,
-            ContainerName::for_key("main").name
+            ContainerName::for_key("Main", "/h").name,
+            ContainerName::for_key("main", "/h").name
         );
         assert_ne!(
-            ContainerName::for_key("a.b").name,
-            ContainerName::for_key("a-b").name
+            ContainerName::for_key("a.b", "/h").name,
+            ContainerName::for_key("a-b", "/h").name
+        );
+    }
+
+    #[test]
+    fn homes_do_not_share_containers() {
+        assert_ne!(
+            ContainerName::for_key("main", "/h").name,
+            ContainerName::for_key("main", "/g").name
         );
     }
 

@@ -101,7 +101,7 @@ impl Sessions {
     /// The names a session's container has, whether or not it exists yet.
     pub fn names(&self, session: &str) -> (String, ContainerName) {
         let key = container_key(session, self.config.sandbox.scope);
-        let name = ContainerName::for_key(&key);
+        let name = ContainerName::for_key(&key, &self.home.root().display().to_string());
         (key, name)
     }
 

@@ -14,6 +14,7 @@ use moat::exec::{ExecRequest, ToolResult};
 use moat::home::Home;
 use moat::runtime::docker::DockerRuntime;
 use moat::runtime::Runtime;
+use moat::tools::{ProcessRequest, ProcessTool};
 
 pub struct TestMoat {
     pub app: App,
@@ -106,6 +107,26 @@ impl TestMoat {
             .run(&self.key(session), &req, true)
             .await
             .unwrap_or_else(|e| panic!("exec {:?} failed: {e}", req.command))
+    }
+
+    /// Starts `command` in the background; returns its process id.
+    pub async fn background(&self, session: &str, command: &str) -> String {
+        let req = ExecRequest {
+            command: command.into(),
+            background: Some(true),
+            ..Default::default()
+        };
+        let r = self.exec_req(session, req).await;
+        assert_eq!(r.status(), "running", "{}", r.text());
+        r.details["sessionId"].as_str().unwrap().to_string()
+    }
+
+    /// One `process` tool call in `session`.
+    pub async fn process(&self, session: &str, req: &ProcessRequest) -> ToolResult {
+        let tool = ProcessTool {
+            registry: self.app.registry.clone(),
+        };
+        tool.run(&self.key(session), req).await
     }
 
     pub fn container(&self, session: &str) -> String {
