@@ -17,6 +17,7 @@ pub mod output;
 pub mod policy;
 pub mod process;
 pub mod runtime;
+pub mod server;
 pub mod session;
 pub mod store;
 pub mod tools;

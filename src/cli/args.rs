@@ -28,6 +28,8 @@ pub enum Command {
     /// Show the effective configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Serve the HTTP API on $MOAT_HOME/moat.sock (and TCP with tokens).
+    Serve(ServeArgs),
     /// Measure exec latency, cold start and output throughput against plain docker.
     Bench(BenchArgs),
 }
@@ -205,4 +207,11 @@ pub struct BenchArgs {
     pub flood_bytes: u64,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Also listen on TCP (overrides serve.tcp); requests there need a bearer token.
+    #[arg(long)]
+    pub tcp: Option<std::net::SocketAddr>,
 }

@@ -7,6 +7,7 @@ mod exec;
 mod image;
 mod policy;
 mod process;
+mod serve;
 mod sessions;
 
 use std::process::ExitCode;
@@ -69,5 +70,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench(a) => bench::run(home, a).await,
+        Command::Serve(a) => serve::run(home, a).await,
     }
 }

@@ -17,6 +17,36 @@ pub struct Config {
     pub process: ProcessConfig,
     /// Which commands may run (see docs/policy.md).
     pub policy: PolicyConfig,
+    /// `moat serve`: listeners and bearer tokens.
+    pub serve: ServeConfig,
+}
+
+/// The HTTP API. The unix socket (`$MOAT_HOME/moat.sock`, 0600) is the operator's channel
+/// and needs no token; TCP is off unless `tcp` is set, and then every request needs a token.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeConfig {
+    /// TCP listen address such as `127.0.0.1:7878`; empty = unix socket only.
+    pub tcp: String,
+    /// Bearer token with operator rights over TCP (any session, approvals). Empty = none.
+    pub operator_token: String,
+    /// Bearer tokens for agents, each bound to one session.
+    pub agents: Vec<AgentToken>,
+}
+
+/// An agent's credential: whoever holds it acts as this agent in this session only.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentToken {
+    pub token: String,
+    /// The session key every request with this token runs in.
+    pub session: String,
+    /// Agent id, for audit and the `agent` scope.
+    pub agent: String,
+    /// Channel the agent speaks for (e.g. `slack`) and the sender id, checked by the
+    /// elevated gates.
+    pub provider: String,
+    pub sender: String,
 }
 
 /// Policy per host. Only the sandbox runs commands today.

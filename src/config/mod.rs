@@ -12,7 +12,8 @@ mod validate;
 
 pub use error::ConfigError;
 pub use file::{
-    Config, ExecConfig, PolicyConfig, ProcessConfig, SandboxConfig, Scope, WorkspaceAccess,
+    AgentToken, Config, ExecConfig, PolicyConfig, ProcessConfig, SandboxConfig, Scope, ServeConfig,
+    WorkspaceAccess,
 };
 pub use load::{load, load_from_str, ConfigSource};
 pub use size::parse_size;

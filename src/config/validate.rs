@@ -91,6 +91,33 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
         .sandbox
         .validate()
         .map_err(|e| invalid("policy.sandbox", e.to_string()))?;
+    let serve = &config.serve;
+    if !serve.tcp.is_empty() && serve.tcp.parse::<std::net::SocketAddr>().is_err() {
+        return Err(invalid(
+            "serve.tcp",
+            format!("`{}` is not an address such as 127.0.0.1:7878", serve.tcp),
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, a) in serve.agents.iter().enumerate() {
+        let key = format!("serve.agents[{i}]");
+        if a.token.len() < 16 {
+            return Err(invalid(&key, "token must be at least 16 characters".into()));
+        }
+        if a.token == serve.operator_token || !seen.insert(a.token.as_str()) {
+            return Err(invalid(
+                &key,
+                "token is already used by another identity".into(),
+            ));
+        }
+        crate::session::validate_key(&a.session).map_err(|e| invalid(&key, e.to_string()))?;
+    }
+    if !serve.operator_token.is_empty() && serve.operator_token.len() < 16 {
+        return Err(invalid(
+            "serve.operator_token",
+            "must be at least 16 characters".into(),
+        ));
+    }
     if !(60..=10_800).contains(&config.process.ttl_secs) {
         return Err(invalid(
             "process.ttl_secs",

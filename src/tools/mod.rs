@@ -5,4 +5,4 @@ mod exec;
 mod process;
 
 pub use exec::{ExecError, ExecTool};
-pub use process::{ProcessRequest, ProcessTool};
+pub use process::{ProcessRequest, ProcessTool, ACTIONS};

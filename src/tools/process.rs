@@ -41,6 +41,20 @@ pub struct ProcessRequest {
     pub timeout: Option<u64>,
 }
 
+/// Every action the tool knows (SPEC §5).
+pub const ACTIONS: &[&str] = &[
+    "list",
+    "poll",
+    "log",
+    "write",
+    "send-keys",
+    "submit",
+    "paste",
+    "kill",
+    "clear",
+    "remove",
+];
+
 /// Empty-poll back-off (SPEC §5): 5 s → 10 s → 30 s → 60 s, reset by output.
 const RETRY_MS: [u64; 4] = [5_000, 10_000, 30_000, 60_000];
 

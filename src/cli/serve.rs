@@ -1,0 +1,35 @@
+use std::process::ExitCode;
+
+use anyhow::Context;
+use moat::app::App;
+use moat::home::Home;
+use moat::server::{serve, ServerState};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio_util::sync::CancellationToken;
+
+use super::args::ServeArgs;
+
+pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let app = App::open(home).await.context("start moat")?;
+    let state = ServerState::new(app);
+    let shutdown = CancellationToken::new();
+    let sd = shutdown.clone();
+    tokio::spawn(async move {
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        sd.cancel();
+    });
+    serve(state, a.tcp, shutdown, |at| {
+        eprintln!("moat {} serving on {at}", env!("CARGO_PKG_VERSION"))
+    })
+    .await?;
+    Ok(ExitCode::SUCCESS)
+}

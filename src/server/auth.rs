@@ -1,0 +1,148 @@
+//! Who is calling. The unix socket is 0600 inside the operator's 0700 `$MOAT_HOME`, so a
+//! connection there is the operator. Over TCP a bearer token names the operator or one agent.
+
+use axum::http::HeaderMap;
+use axum::http::StatusCode;
+
+use super::error::ApiError;
+use crate::config::{AgentToken, ServeConfig};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Identity {
+    Operator,
+    Agent(AgentToken),
+}
+
+impl Identity {
+    /// Whether this identity may act in `session`.
+    pub fn may_use(&self, session: &str) -> bool {
+        match self {
+            Identity::Operator => true,
+            Identity::Agent(a) => a.session == session,
+        }
+    }
+
+    pub fn check_session(&self, session: &str) -> Result<(), ApiError> {
+        if self.may_use(session) {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                format!("this token is not allowed to use session {session}"),
+            ))
+        }
+    }
+
+    pub fn require_operator(&self) -> Result<(), ApiError> {
+        match self {
+            Identity::Operator => Ok(()),
+            Identity::Agent(_) => Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "only the operator may do this; agent tokens cannot",
+            )),
+        }
+    }
+}
+
+/// Where the request came in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Transport {
+    Unix,
+    Tcp,
+}
+
+/// Resolves the caller. Tokens are compared in constant time.
+pub fn identify(
+    transport: Transport,
+    headers: &HeaderMap,
+    config: &ServeConfig,
+) -> Result<Identity, ApiError> {
+    let token = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    match (transport, token) {
+        (_, Some(t)) if !config.operator_token.is_empty() && eq(t, &config.operator_token) => {
+            Ok(Identity::Operator)
+        }
+        (_, Some(t)) => config
+            .agents
+            .iter()
+            .find(|a| eq(t, &a.token))
+            .map(|a| Identity::Agent(a.clone()))
+            .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "unknown bearer token")),
+        (Transport::Unix, None) => Ok(Identity::Operator),
+        (Transport::Tcp, None) => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a bearer token is required (Authorization: Bearer <token>)",
+        )),
+    }
+}
+
+fn eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> ServeConfig {
+        ServeConfig {
+            tcp: String::new(),
+            operator_token: "operator-token-0123456789".into(),
+            agents: vec![AgentToken {
+                token: "agent-token-0123456789".into(),
+                session: "s1".into(),
+                ..Default::default()
+            }],
+        }
+    }
+
+    fn headers(token: Option<&str>) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Some(t) = token {
+            h.insert("authorization", format!("Bearer {t}").parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn identities() {
+        let c = config();
+        assert_eq!(
+            identify(Transport::Unix, &headers(None), &c).unwrap(),
+            Identity::Operator
+        );
+        assert_eq!(
+            identify(Transport::Tcp, &headers(None), &c)
+                .unwrap_err()
+                .status,
+            StatusCode::UNAUTHORIZED
+        );
+        assert_eq!(
+            identify(
+                Transport::Tcp,
+                &headers(Some("operator-token-0123456789")),
+                &c
+            )
+            .unwrap(),
+            Identity::Operator
+        );
+        let agent = identify(Transport::Tcp, &headers(Some("agent-token-0123456789")), &c).unwrap();
+        assert!(agent.may_use("s1") && !agent.may_use("s2"));
+        assert!(agent.require_operator().is_err());
+        assert_eq!(
+            identify(Transport::Tcp, &headers(Some("nope")), &c)
+                .unwrap_err()
+                .status,
+            StatusCode::UNAUTHORIZED
+        );
+        // An empty operator token never matches an empty bearer.
+        let mut c = config();
+        c.operator_token.clear();
+        assert!(identify(Transport::Tcp, &headers(Some("")), &c).is_err());
+    }
+}

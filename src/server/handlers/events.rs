@@ -1,0 +1,38 @@
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::Extension;
+use futures::{Stream, StreamExt};
+use tokio_stream::wrappers::BroadcastStream;
+
+use super::caller;
+use crate::server::auth::Transport;
+use crate::server::error::ApiError;
+use crate::server::ServerState;
+
+/// `GET /v1/sessions/{session}/events`: server-sent events for the session (`event: exec`,
+/// `data: Exec completed (…) :: …`). A subscriber that falls behind skips old events.
+pub async fn events(
+    State(state): State<Arc<ServerState>>,
+    Extension(transport): Extension<Transport>,
+    Path(session): Path<String>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    caller(&state, transport, &headers, Some(&session))?;
+    let rx = state.app.registry.events().subscribe();
+    let stream = BroadcastStream::new(rx).filter_map(move |ev| {
+        let session = session.clone();
+        async move {
+            match ev {
+                Ok(ev) if ev.session == session => {
+                    Some(Ok(Event::default().event("exec").data(ev.text)))
+                }
+                _ => None,
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}

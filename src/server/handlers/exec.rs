@@ -1,0 +1,44 @@
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::{Extension, Json};
+
+use super::{caller, json_body};
+use crate::exec::{ExecRequest, ToolResult};
+use crate::server::auth::Transport;
+use crate::server::error::ApiError;
+use crate::server::ServerState;
+use crate::session::SessionError;
+use crate::tools::ExecError;
+
+/// `POST /v1/sessions/{session}/exec` with an `exec` request; answers the tool result.
+pub async fn exec(
+    State(state): State<Arc<ServerState>>,
+    Extension(transport): Extension<Transport>,
+    Path(session): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<ToolResult>, ApiError> {
+    caller(&state, transport, &headers, Some(&session))?;
+    let req: ExecRequest = json_body(body)?;
+    match state.app.exec.run(&session, &req, false).await {
+        Ok(result) => Ok(Json(result)),
+        Err(e) => Err(ApiError::new(status_of(&e), format!("failed to {e}"))),
+    }
+}
+
+/// Bad input is the caller's (4xx); the engine or the disk failing is ours (5xx).
+fn status_of(e: &ExecError) -> StatusCode {
+    match e {
+        ExecError::Request(_)
+        | ExecError::Env(_)
+        | ExecError::Workdir(_)
+        | ExecError::HostUnavailable => StatusCode::BAD_REQUEST,
+        ExecError::Session(SessionError::Key(_)) => StatusCode::BAD_REQUEST,
+        ExecError::Session(SessionError::NoImage(_)) => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}

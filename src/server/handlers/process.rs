@@ -1,0 +1,47 @@
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::{Extension, Json};
+
+use super::{caller, json_body};
+use crate::exec::ToolResult;
+use crate::server::auth::Transport;
+use crate::server::error::ApiError;
+use crate::server::ServerState;
+use crate::tools::{ProcessRequest, ACTIONS};
+
+/// `POST /v1/sessions/{session}/process` with a `process` request; answers the tool result.
+/// Malformed calls (unknown action, missing `sessionId`) are 400s; a well-formed call about
+/// a process that does not exist is a 200 with a failed result, as the tool says.
+pub async fn process(
+    State(state): State<Arc<ServerState>>,
+    Extension(transport): Extension<Transport>,
+    Path(session): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<ToolResult>, ApiError> {
+    caller(&state, transport, &headers, Some(&session))?;
+    let req: ProcessRequest = json_body(body)?;
+    let action = req.action.trim().to_ascii_lowercase();
+    if !ACTIONS.contains(&action.as_str()) {
+        return Err(ApiError::bad_request(format!(
+            "Unknown action {} (one of: {})",
+            req.action,
+            ACTIONS.join(", ")
+        )));
+    }
+    if action != "list"
+        && req
+            .session_id
+            .as_deref()
+            .is_none_or(|s| s.trim().is_empty())
+    {
+        return Err(ApiError::bad_request(
+            "sessionId is required for this action.",
+        ));
+    }
+    Ok(Json(state.process.run(&session, &req).await))
+}

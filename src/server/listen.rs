@@ -1,0 +1,93 @@
+//! Owns the listeners: the operator's unix socket (always) and TCP (when configured).
+
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::auth::Transport;
+use super::routes::{router, ServerState};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("listen on {what}")]
+    Bind {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("listen on {0}: another moat is already serving there")]
+    InUse(String),
+    #[error("serve on TCP: set serve.operator_token or serve.agents, since TCP callers must present a token")]
+    NoTokens,
+}
+
+/// Serves until `shutdown` is cancelled. `tcp` overrides `serve.tcp`.
+pub async fn serve(
+    state: Arc<ServerState>,
+    tcp: Option<SocketAddr>,
+    shutdown: CancellationToken,
+    ready: impl FnOnce(&str),
+) -> Result<(), ServeError> {
+    let config = &state.app.config.serve;
+    let tcp = tcp.or_else(|| config.tcp.parse().ok());
+    if tcp.is_some() && config.operator_token.is_empty() && config.agents.is_empty() {
+        return Err(ServeError::NoTokens);
+    }
+    let path = state.app.home.socket();
+    if path.exists() {
+        // A socket that still answers belongs to a running moat; a dead one is stale.
+        if tokio::net::UnixStream::connect(&path).await.is_ok() {
+            return Err(ServeError::InUse(path.display().to_string()));
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+    let unix = tokio::net::UnixListener::bind(&path).map_err(|source| ServeError::Bind {
+        what: path.display().to_string(),
+        source,
+    })?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(|source| {
+        ServeError::Bind {
+            what: path.display().to_string(),
+            source,
+        }
+    })?;
+    let recovered = state.app.registry.recover_all();
+    tracing::info!(recovered, "re-attached running processes");
+    let mut tasks = Vec::new();
+    let unix_app = router(state.clone(), Transport::Unix);
+    let sd = shutdown.clone();
+    tasks.push(tokio::spawn(async move {
+        axum::serve(unix, unix_app)
+            .with_graceful_shutdown(sd.cancelled_owned())
+            .await
+    }));
+    let mut where_ = format!("unix:{}", path.display());
+    if let Some(addr) = tcp {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Bind {
+                what: addr.to_string(),
+                source,
+            })?;
+        let bound = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        where_.push_str(&format!(" tcp:{bound}"));
+        let tcp_app = router(state.clone(), Transport::Tcp);
+        let sd = shutdown.clone();
+        tasks.push(tokio::spawn(async move {
+            axum::serve(listener, tcp_app)
+                .with_graceful_shutdown(sd.cancelled_owned())
+                .await
+        }));
+    }
+    ready(&where_);
+    for t in tasks {
+        let _ = t.await;
+    }
+    let _ = std::fs::remove_file(&path);
+    Ok(())
+}
