@@ -28,7 +28,7 @@ impl Drop for TestMoat {
         let _ = std::process::Command::new("sh")
             .arg("-c")
             .arg(format!(
-                "docker ps -aq --filter name=moat-{} | xargs -r docker rm -f >/dev/null 2>&1",
+                "docker ps -aq --filter name=moat-{}- | xargs -r docker rm -f >/dev/null 2>&1",
                 self.prefix
             ))
             .status();

@@ -1,0 +1,272 @@
+//! `moat serve` as a separate process, spoken to over TCP and its unix socket: malformed
+//! requests get JSON 4xx answers and the server keeps serving; tokens are enforced; the exit
+//! event arrives over server-sent events.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const OPERATOR: &str = "operator-token-0123456789";
+const AGENT: &str = "agent-token-abcdefghijkl";
+
+struct Server {
+    child: Child,
+    addr: String,
+    /// Session keys of this test start with it, and so do its container names.
+    prefix: &'static str,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "docker ps -aq --filter name=moat-{}- | xargs -r docker rm -f >/dev/null 2>&1",
+                self.prefix
+            ))
+            .status();
+    }
+}
+
+async fn server(prefix: &'static str) -> Option<Server> {
+    common::engine().await?;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("moat.toml"),
+        format!("[serve]\noperator_token = \"{OPERATOR}\"\n[[serve.agents]]\ntoken = \"{AGENT}\"\nsession = \"{prefix}-agent\"\nagent = \"a1\"\n"),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_moat"))
+        .args(["serve", "--tcp", "127.0.0.1:0"])
+        .env("MOAT_HOME", dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.rsplit("tcp:").next().unwrap().trim().to_string();
+    assert!(addr.starts_with("127.0.0.1:"), "{line}");
+    Some(Server {
+        child,
+        addr,
+        prefix,
+        _dir: dir,
+    })
+}
+
+/// One HTTP/1.1 request with `Connection: close`; returns (status, body).
+fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let _ = s.write_all(body);
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn json(body: &str) -> serde_json::Value {
+    // Bodies may be chunked; the JSON object is the part between the first { and last }.
+    let start = body.find('{').unwrap_or(0);
+    let end = body.rfind('}').map(|e| e + 1).unwrap_or(body.len());
+    serde_json::from_str(&body[start..end]).unwrap_or(serde_json::Value::Null)
+}
+
+#[tokio::test]
+async fn malformed_requests_get_json_4xx_and_the_server_keeps_serving() {
+    let Some(s) = server("http-bad").await else {
+        return;
+    };
+    let exec = "/v1/sessions/http-bad-a/exec";
+    let process = "/v1/sessions/http-bad-a/process";
+    let big = vec![b'a'; 2 << 20];
+    let cases: Vec<(&str, &[u8], u16, &str)> = vec![
+        (exec, b"{bad json", 400, "parse the request body"),
+        (
+            exec,
+            br#"{"command":"echo","bogus":1}"#,
+            400,
+            "unknown field `bogus`",
+        ),
+        (exec, &big, 413, "length limit"),
+        (exec, br#"{"command":"a\u0000b"}"#, 400, "NUL"),
+        (
+            exec,
+            br#"{"command":""}"#,
+            400,
+            "Provide a command to start.",
+        ),
+        (
+            exec,
+            br#"{"command":"true","env":{"BAD-KEY":"x"}}"#,
+            400,
+            "BAD-KEY",
+        ),
+        (
+            process,
+            br#"{"action":"dance"}"#,
+            400,
+            "Unknown action dance",
+        ),
+        (
+            process,
+            br#"{"action":"poll"}"#,
+            400,
+            "sessionId is required",
+        ),
+        (
+            "/v1/sessions/bad%20key/exec",
+            br#"{"command":"true"}"#,
+            400,
+            "session key",
+        ),
+    ];
+    for (path, body, status, needle) in cases {
+        let (got, text) = http(&s.addr, "POST", path, Some(OPERATOR), body);
+        assert_eq!(got, status, "{path} {text}");
+        let err = json(&text)["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(err.contains(needle), "{path}: {err}");
+        // The next valid request still succeeds.
+        let (ok, text) = http(
+            &s.addr,
+            "POST",
+            exec,
+            Some(OPERATOR),
+            br#"{"command":"echo alive"}"#,
+        );
+        assert_eq!(ok, 200, "{text}");
+        assert_eq!(json(&text)["content"][0]["text"], "alive");
+    }
+    let (got, _) = http(&s.addr, "GET", "/v1/nope", Some(OPERATOR), b"");
+    assert_eq!(got, 404);
+}
+
+#[tokio::test]
+async fn tokens_are_enforced() {
+    let Some(s) = server("http-tok").await else {
+        return;
+    };
+    let body = br#"{"command":"echo hi"}"#;
+    assert_eq!(
+        http(
+            &s.addr,
+            "POST",
+            "/v1/sessions/http-tok-agent/exec",
+            None,
+            body
+        )
+        .0,
+        401
+    );
+    assert_eq!(
+        http(
+            &s.addr,
+            "POST",
+            "/v1/sessions/http-tok-agent/exec",
+            Some("wrong-token-000000000"),
+            body
+        )
+        .0,
+        401
+    );
+    assert_eq!(
+        http(
+            &s.addr,
+            "POST",
+            "/v1/sessions/http-tok-other/exec",
+            Some(AGENT),
+            body
+        )
+        .0,
+        403
+    );
+    let (status, text) = http(
+        &s.addr,
+        "POST",
+        "/v1/sessions/http-tok-agent/exec",
+        Some(AGENT),
+        body,
+    );
+    assert_eq!(status, 200, "{text}");
+    let (_, list) = http(&s.addr, "GET", "/v1/sessions", Some(AGENT), b"");
+    let sessions = json(&list)["sessions"].clone();
+    assert!(
+        sessions
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["session"] == "http-tok-agent"),
+        "{sessions}"
+    );
+}
+
+#[tokio::test]
+async fn exit_event_arrives_over_sse() {
+    let Some(s) = server("http-ev").await else {
+        return;
+    };
+    let mut sse = TcpStream::connect(&s.addr).unwrap();
+    sse.write_all(
+        format!("GET /v1/sessions/http-ev-a/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {OPERATOR}\r\nAccept: text/event-stream\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    sse.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut reader = BufReader::new(sse);
+    let mut first = String::new();
+    reader.read_line(&mut first).unwrap();
+    assert!(first.contains("200"), "{first}");
+    let (status, text) = http(
+        &s.addr,
+        "POST",
+        "/v1/sessions/http-ev-a/exec",
+        Some(OPERATOR),
+        br#"{"command":"echo finished-marker; exit 2","background":true}"#,
+    );
+    assert_eq!(status, 200, "{text}");
+    let id = json(&text)["details"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut seen = String::new();
+    for _ in 0..200 {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        if line.starts_with("data:") && line.contains("Exec failed") {
+            seen = line;
+            break;
+        }
+    }
+    let id8: String = id.chars().take(8).collect();
+    assert!(
+        seen.contains(&format!("Exec failed ({id8}, code 2) :: finished-marker")),
+        "{seen:?}"
+    );
+}
