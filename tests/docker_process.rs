@@ -207,3 +207,49 @@ async fn output_and_exit_survive_sigkill_of_moat() {
     assert_eq!(log.details["exitCode"], 7);
     assert_eq!(log.status(), "failed");
 }
+
+#[tokio::test]
+async fn finished_processes_are_evicted_by_ttl_and_count() {
+    let mut config = Config::default();
+    config.process.max_finished = 2;
+    let Some(m) = common::moat("t-evict", config).await else {
+        return;
+    };
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let id = m.background("a", &format!("echo {i}")).await;
+        let p = m.app.registry.get(&m.key("a"), &id).unwrap();
+        assert!(p.wait_exit(Duration::from_secs(10)).await);
+        ids.push(id);
+    }
+    // Count: only the newest two finished processes remain.
+    let text = list(&m).await;
+    assert!(!text.contains(&ids[0]), "{text}");
+    assert!(text.contains(&ids[1]) && text.contains(&ids[2]), "{text}");
+    // TTL: a process that ended longer ago than the TTL is gone.
+    let old = moat::store::now_ms() - 31 * 60 * 1000;
+    m.app
+        .store
+        .finish_process(
+            &ids[1],
+            moat::store::ProcessStatus::Completed,
+            Some(0),
+            None,
+            false,
+            old,
+        )
+        .unwrap();
+    let text = list(&m).await;
+    assert!(!text.contains(&ids[1]), "{text}");
+    assert!(text.contains(&ids[2]), "{text}");
+    let p = m.process("a", &preq("poll", &ids[1])).await;
+    assert!(p.text().starts_with("No session found"), "{}", p.text());
+}
+
+async fn list(m: &common::TestMoat) -> String {
+    let req = ProcessRequest {
+        action: "list".into(),
+        ..Default::default()
+    };
+    m.process("a", &req).await.text().to_string()
+}
