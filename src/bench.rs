@@ -179,3 +179,138 @@ pub async fn run(
         flood_peak_rss_mib: peak,
     })
 }
+
+/// Figures for the process layer (`moat bench --processes`).
+#[derive(Debug, Serialize)]
+pub struct ProcessReport {
+    pub concurrent_execs: usize,
+    pub concurrent_all_ok: bool,
+    pub concurrent_total_ms: f64,
+    pub poll_samples: usize,
+    pub poll_latency_p50_ms: f64,
+    pub poll_latency_p90_ms: f64,
+    pub idle_sessions: usize,
+    pub rss_before_mib: f64,
+    pub rss_idle_sessions_mib: f64,
+}
+
+impl ProcessReport {
+    pub fn render(&self) -> String {
+        format!(
+            "{} concurrent execs into one session: {:.0} ms in total, all succeeded: {}\n\
+             line written in the container → waiting poll returns it ({} samples): p50 {:.1} ms, p90 {:.1} ms\n\
+             moat RSS: {:.1} MiB before, {:.1} MiB with {} idle sessions\n",
+            self.concurrent_execs, self.concurrent_total_ms, self.concurrent_all_ok,
+            self.poll_samples, self.poll_latency_p50_ms, self.poll_latency_p90_ms,
+            self.rss_before_mib, self.rss_idle_sessions_mib, self.idle_sessions,
+        )
+    }
+}
+
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+pub async fn run_processes(
+    home: Home,
+    concurrent: usize,
+    idle_sessions: usize,
+    progress: impl Fn(&str),
+) -> Result<ProcessReport, BenchError> {
+    use std::sync::Arc;
+    let app = Arc::new(App::open(home).await?);
+    let rss_before = rss_mib();
+    let key = format!("bench-proc-{}", std::process::id());
+    app.exec.run(&key, &request("true"), true).await?;
+
+    progress(&format!("{concurrent} concurrent execs"));
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..concurrent {
+        let app = app.clone();
+        let key = key.clone();
+        tasks.push(tokio::spawn(async move {
+            let r = app
+                .exec
+                .run(&key, &request(&format!("echo run-{i}")), true)
+                .await;
+            matches!(r, Ok(r) if r.text() == format!("run-{i}"))
+        }));
+    }
+    let mut all_ok = true;
+    for t in tasks {
+        all_ok &= t.await.unwrap_or(false);
+    }
+    let concurrent_ms = t.elapsed().as_secs_f64() * 1000.0;
+
+    progress("poll latency");
+    let req = ExecRequest {
+        command: "for i in $(seq 1 40); do sleep 0.2; date +%s%N; done".into(),
+        background: Some(true),
+        ..Default::default()
+    };
+    let r = app.exec.run(&key, &req, false).await?;
+    let id = r.details["sessionId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let tool = crate::tools::ProcessTool {
+        registry: app.registry.clone(),
+    };
+    let mut latencies = Vec::new();
+    loop {
+        let poll = crate::tools::ProcessRequest {
+            action: "poll".into(),
+            session_id: Some(id.clone()),
+            timeout: Some(5000),
+            ..Default::default()
+        };
+        let p = tool.run(&key, &poll).await;
+        let now_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i128)
+            .unwrap_or(0);
+        // Only the newest line of a poll measures the wake-up; older ones waited for it.
+        if let Some(ns) = p
+            .text()
+            .lines()
+            .filter_map(|l| l.trim().parse::<i128>().ok())
+            .last()
+        {
+            latencies.push((now_ns - ns) as f64 / 1e6);
+        }
+        if p.status() != "running" {
+            break;
+        }
+    }
+
+    progress(&format!("{idle_sessions} idle sessions"));
+    let mut keys = Vec::new();
+    for i in 0..idle_sessions {
+        let k = format!("bench-idle-{}-{i}", std::process::id());
+        app.exec.run(&k, &request("true"), true).await?;
+        keys.push(k);
+    }
+    let rss_idle = rss_mib();
+    for k in keys.iter().chain(std::iter::once(&key)) {
+        app.sessions.remove(k).await.ok();
+    }
+    let samples = latencies.len();
+    Ok(ProcessReport {
+        concurrent_execs: concurrent,
+        concurrent_all_ok: all_ok,
+        concurrent_total_ms: concurrent_ms,
+        poll_samples: samples,
+        poll_latency_p50_ms: percentile(&mut latencies, 0.5),
+        poll_latency_p90_ms: percentile(&mut latencies, 0.9),
+        idle_sessions,
+        rss_before_mib: rss_before,
+        rss_idle_sessions_mib: rss_idle,
+    })
+}

@@ -205,6 +205,15 @@ pub struct BenchArgs {
     /// Bytes of output for the flood test.
     #[arg(long, default_value_t = 1 << 30)]
     pub flood_bytes: u64,
+    /// Measure the process layer instead: concurrent execs, poll latency, idle-session RSS.
+    #[arg(long)]
+    pub processes: bool,
+    /// Concurrent execs for --processes.
+    #[arg(long, default_value_t = 50)]
+    pub concurrent: usize,
+    /// Idle sessions for --processes.
+    #[arg(long, default_value_t = 100)]
+    pub idle_sessions: usize,
     #[arg(long)]
     pub json: bool,
 }
