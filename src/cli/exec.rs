@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use moat::app::App;
-use moat::exec::ExecRequest;
+use moat::exec::{ExecRequest, ToolResult};
 use moat::home::Home;
 
 use super::args::ExecArgs;
@@ -28,8 +28,13 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         ask: a.ask,
         ..Default::default()
     };
-    let app = App::open(home).await.context("start moat")?;
-    let result = app.exec.run(&a.session, &req, true).await?;
+    let result = match daemon_exec(&home, &a.session, &req).await? {
+        Some(r) => r,
+        None => {
+            let app = App::open(home).await.context("start moat")?;
+            app.exec.run(&a.session, &req, true).await?
+        }
+    };
     if a.json {
         println!("{}", serde_json::to_string(&result)?);
     } else if result.status() == "running" {
@@ -55,4 +60,49 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(1),
     };
     Ok(ExitCode::from(code as u8))
+}
+
+/// Runs through a running `moat serve` when there is one. The daemon yields long commands to
+/// the background; unless the user asked for that, follow the process to its end so the CLI
+/// still prints the whole output and exits with the command's code.
+async fn daemon_exec(
+    home: &Home,
+    session: &str,
+    req: &ExecRequest,
+) -> anyhow::Result<Option<ToolResult>> {
+    let path = format!("/v1/sessions/{session}/exec");
+    let Some(result) = super::daemon::post(home, &path, &serde_json::to_value(req)?).await? else {
+        return Ok(None);
+    };
+    let chose_background = req.background == Some(true) || req.yield_ms.is_some();
+    if result.status() != "running" || chose_background {
+        return Ok(Some(result));
+    }
+    let id = result.details["sessionId"].clone();
+    let process = format!("/v1/sessions/{session}/process");
+    loop {
+        let poll = serde_json::json!({"action": "poll", "sessionId": id, "timeout": 120000});
+        let Some(p) = super::daemon::post(home, &process, &poll).await? else {
+            anyhow::bail!("follow process {id}: moat serve stopped");
+        };
+        if p.status() != "running" {
+            // The CLI printed it all: nothing is left for `process` to show.
+            let clear = serde_json::json!({"action": "clear", "sessionId": id});
+            super::daemon::post(home, &process, &clear).await?;
+            let exit = moat::process::ExitInfo {
+                code: p.details["exitCode"].as_i64(),
+                signal: p.details["exitSignal"].as_str().map(str::to_string),
+                timed_out: false,
+                finished_at_ms: 0,
+            };
+            let aggregated = p.details["aggregated"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let cwd = result.details["cwd"].as_str().unwrap_or_default();
+            return Ok(Some(moat::exec::finished_result(
+                &exit, aggregated, false, 0, cwd, None,
+            )));
+        }
+    }
 }

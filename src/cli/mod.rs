@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod daemon;
 mod doctor;
 mod exec;
 mod image;

@@ -1,27 +1,30 @@
 //! The tool result object (SPEC §2): `{content: [{type: "text", text}], details}`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::process::ExitInfo;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolResult {
     pub content: Vec<Content>,
     pub details: Value,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Content {
     #[serde(rename = "type")]
-    pub kind: &'static str,
+    pub kind: String,
     pub text: String,
 }
 
 impl ToolResult {
     pub fn new(text: String, details: Value) -> Self {
         Self {
-            content: vec![Content { kind: "text", text }],
+            content: vec![Content {
+                kind: "text".into(),
+                text,
+            }],
             details,
         }
     }

@@ -12,7 +12,7 @@ use crate::process::{Proc, Registry};
 use crate::store::now_ms;
 
 /// Parameters of one `process` call.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProcessRequest {
     pub action: String,
