@@ -56,6 +56,7 @@ pub async fn serve(
     let recovered = state.app.registry.recover_all();
     tracing::info!(recovered, "re-attached running processes");
     let mut tasks = Vec::new();
+    tokio::spawn(prune_loop(state.clone(), shutdown.clone()));
     let unix_app = router(state.clone(), Transport::Unix);
     let sd = shutdown.clone();
     tasks.push(tokio::spawn(async move {
@@ -90,4 +91,25 @@ pub async fn serve(
     }
     let _ = std::fs::remove_file(&path);
     Ok(())
+}
+
+/// The pruner's owner task: one pass at start, then every ten minutes, until shutdown.
+async fn prune_loop(state: Arc<ServerState>, shutdown: CancellationToken) {
+    let sandbox = &state.app.config.sandbox;
+    loop {
+        let removed = crate::session::prune_once(
+            state.app.runtime.as_ref(),
+            &state.app.store,
+            sandbox.prune_idle_hours,
+            sandbox.prune_max_age_days,
+        )
+        .await;
+        for name in removed {
+            state.app.sessions.forget_container(&name);
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(std::time::Duration::from_secs(600)) => {}
+        }
+    }
 }

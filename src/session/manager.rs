@@ -147,6 +147,11 @@ impl Sessions {
         self.ready.lock().unwrap().remove(&key);
     }
 
+    /// Drops a container from the cache after something else removed it (the pruner).
+    pub fn forget_container(&self, name: &str) {
+        self.ready.lock().unwrap().retain(|_, c| c.name != name);
+    }
+
     /// Removes a session's container; its workspace stays on disk.
     pub async fn remove(&self, session: &str) -> Result<bool, SessionError> {
         validate_key(session)?;
