@@ -15,7 +15,7 @@ use super::events::EventBus;
 use super::files::RunFiles;
 use super::output::OutputState;
 use super::proc::{Control, ExitInfo, Proc, ProcInfo, ProcState};
-use super::script;
+use super::script::{self, PTY_SIZE};
 use super::supervisor::{ExitWatch, Supervisor};
 use crate::runtime::{ExecSpec, Runtime, RuntimeError};
 use crate::store::{now_ms, ProcessRow, ProcessStatus, Store, StoreError};
@@ -147,6 +147,7 @@ impl Registry {
             workdir: Some(spec.cwd.clone()),
             user: None,
             tty: spec.pty,
+            console_size: spec.pty.then_some(PTY_SIZE),
         };
         let started = match self.runtime.exec(&spec.container, exec).await {
             Ok(s) => s,
@@ -163,7 +164,10 @@ impl Registry {
             !spec.pty || started.tty.is_some(),
         );
         if spec.pty {
-            proc.resize(30, 120);
+            // Engine 20.10 (API 1.41) ignores the start's ConsoleSize; a resize after the start
+            // is what sizes its terminal (the engine holds it until the exec has started). The
+            // PTY wrapper covers a command that asks before this arrives.
+            proc.resize(PTY_SIZE.0, PTY_SIZE.1);
         }
         let finished = started.finished;
         let watch = ExitWatch::Exec {

@@ -41,9 +41,19 @@ exit "$s""#;
 /// short-lived CLI would otherwise leave the command waiting forever).
 ///
 /// For PTY processes the terminal must stay the command's stdio, so the wrapper only records
-/// the group id and replaces itself with the login shell.
+/// the group id and replaces itself with the login shell. There is no exit file: the exit
+/// status is the exec's own (`Runtime::exec_exit_code`).
+///
+/// It also gives the terminal its default size when it has none yet. Engine 20.10 (API 1.41)
+/// ignores the start request's `ConsoleSize`, and moat's resize after the start races with the
+/// command: a `stty size` run at once would otherwise see `0 0`. A size set meanwhile (moat's
+/// resize got there first) is left alone. Keep the numbers in step with [`PTY_SIZE`].
 const PTY_WRAPPER: &str = r#"printf '%s' "$$" > "/run/moat/$1.pid"
+[ "$(stty size 2>/dev/null)" = "0 0" ] && stty rows 30 cols 120 2>/dev/null
 exec sh -lc "$2""#;
+
+/// A PTY's initial size, rows × cols (SPEC §5: 120×30).
+pub const PTY_SIZE: (u16, u16) = (30, 120);
 
 const PRELUDE: &str = r#"if [ -n "${MOAT_PATH_PREPEND-}" ]; then PATH="$MOAT_PATH_PREPEND:$PATH"; export PATH; fi; unset MOAT_PATH_PREPEND"#;
 
@@ -97,6 +107,14 @@ mod tests {
             assert!(a[2].contains(RUN_DIR));
             assert!(a[2].contains(r#"sh -lc "$2""#));
         }
+    }
+
+    #[test]
+    fn pty_wrapper_sets_the_default_size() {
+        let a = argv("id", "true", true);
+        let (rows, cols) = PTY_SIZE;
+        assert!(a[2].contains(&format!("stty rows {rows} cols {cols}")));
+        assert!(!argv("id", "true", false)[2].contains("stty"));
     }
 
     #[test]

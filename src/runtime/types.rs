@@ -63,6 +63,9 @@ pub struct ExecSpec {
     pub user: Option<String>,
     /// Run in a pseudo-terminal; the raw stream is then returned in [`ExecStarted::tty`].
     pub tty: bool,
+    /// Initial terminal size (rows, cols) for `tty`. Engines before API 1.42 ignore it, so
+    /// callers resize after the start as well.
+    pub console_size: Option<(u16, u16)>,
 }
 
 /// The terminal side of a PTY exec.

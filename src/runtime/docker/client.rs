@@ -10,6 +10,10 @@ use crate::runtime::{
 #[derive(Clone)]
 pub struct DockerRuntime {
     pub(super) docker: Docker,
+    /// The engine's unix socket, for starting TTY execs without bollard's decoder (see
+    /// `hijack`). `None` for a non-unix `DOCKER_HOST`: those keep bollard's TTY path, whose
+    /// output stalls on chunks that start with 0x00–0x02.
+    pub(super) socket: Option<std::path::PathBuf>,
 }
 
 impl DockerRuntime {
@@ -24,7 +28,8 @@ impl DockerRuntime {
             .negotiate_version()
             .await
             .map_err(RuntimeError::Connect)?;
-        Ok(Self { docker })
+        let socket = super::hijack::unix_socket(std::env::var("DOCKER_HOST").ok().as_deref());
+        Ok(Self { docker, socket })
     }
 }
 

@@ -2,14 +2,22 @@
 //!
 //! Non-PTY commands run with `tty: false`: their output reaches moat through files (see
 //! `process::files`), so the attached stream only tells us when the command ended. A PTY
-//! exec returns its raw terminal stream instead.
+//! exec returns its raw terminal stream instead, read from a connection moat hijacks itself
+//! (see `hijack` for why not through bollard).
+
+use std::path::Path;
 
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use bytes::BytesMut;
 use futures::StreamExt;
-use tokio::sync::oneshot;
+use tokio::io::AsyncReadExt;
+use tokio::sync::{mpsc, oneshot};
 
-use super::DockerRuntime;
+use super::{hijack, DockerRuntime};
 use crate::runtime::{ExecSpec, ExecStarted, ExecTty, RuntimeError};
+
+/// Read size for the raw terminal stream.
+const TTY_READ: usize = 32 * 1024;
 
 impl DockerRuntime {
     pub(super) async fn start_exec(
@@ -33,6 +41,20 @@ impl DockerRuntime {
             .create_exec(container, options)
             .await
             .map_err(|e| RuntimeError::engine(format!("create exec in {container}"), e))?;
+        if spec.tty {
+            if let Some(socket) = &self.socket {
+                return self
+                    .start_tty(container, socket, created.id, spec.console_size)
+                    .await;
+            }
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!(
+                    "DOCKER_HOST is not a unix socket: PTY output goes through bollard's \
+                     decoder, which stalls on output that starts with bytes 0x00-0x02"
+                )
+            });
+        }
         let started = self
             .docker
             .start_exec(
@@ -65,7 +87,7 @@ impl DockerRuntime {
                 tty: None,
             });
         }
-        let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<bytes::Bytes>>(64);
+        let (tx, rx) = mpsc::channel::<std::io::Result<bytes::Bytes>>(64);
         tokio::spawn(async move {
             while let Some(item) = output.next().await {
                 let item = item.map(|o| o.into_bytes()).map_err(std::io::Error::other);
@@ -81,6 +103,61 @@ impl DockerRuntime {
             tty: Some(ExecTty {
                 output: Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)),
                 input,
+            }),
+        })
+    }
+
+    /// Starts a created TTY exec over a hijacked connection: raw bytes both ways, and
+    /// `finished` fires when the engine closes the stream (the command ended).
+    async fn start_tty(
+        &self,
+        container: &str,
+        socket: &Path,
+        exec_id: String,
+        console_size: Option<(u16, u16)>,
+    ) -> Result<ExecStarted, RuntimeError> {
+        let version = self.docker.client_version().to_string();
+        let hijacked = hijack::start_tty(socket, Some(&version), &exec_id, console_size)
+            .await
+            .map_err(|e| RuntimeError::engine(format!("start exec in {container}"), e.into()))?;
+        let (done_tx, done_rx) = oneshot::channel();
+        let (tx, rx) = mpsc::channel::<std::io::Result<bytes::Bytes>>(64);
+        let hijack::Hijacked {
+            first,
+            mut read,
+            write,
+        } = hijacked;
+        tokio::spawn(async move {
+            // Once nobody listens, keep reading anyway: `finished` means the stream ended.
+            let mut listening = first.is_empty() || tx.send(Ok(first)).await.is_ok();
+            let mut buf = BytesMut::with_capacity(TTY_READ);
+            loop {
+                buf.reserve(TTY_READ);
+                match read.read_buf(&mut buf).await {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        let chunk = buf.split().freeze();
+                        if listening {
+                            listening = tx.send(Ok(chunk)).await.is_ok();
+                        }
+                    }
+                    Err(e) => {
+                        if listening {
+                            let _ = tx.send(Err(e)).await;
+                        }
+                        break;
+                    }
+                }
+            }
+            drop(tx);
+            let _ = done_tx.send(());
+        });
+        Ok(ExecStarted {
+            id: exec_id,
+            finished: done_rx,
+            tty: Some(ExecTty {
+                output: Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)),
+                input: Box::pin(write),
             }),
         })
     }

@@ -4,5 +4,6 @@ mod build;
 mod client;
 mod containers;
 mod exec;
+mod hijack;
 
 pub use client::DockerRuntime;
