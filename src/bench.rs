@@ -280,8 +280,8 @@ pub async fn run_processes(
         if let Some(ns) = p
             .text()
             .lines()
-            .filter_map(|l| l.trim().parse::<i128>().ok())
-            .last()
+            .rev()
+            .find_map(|l| l.trim().parse::<i128>().ok())
         {
             latencies.push((now_ns - ns) as f64 / 1e6);
         }

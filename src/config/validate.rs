@@ -237,7 +237,8 @@ mod tests {
 
     #[test]
     fn dangerous_settings_name_their_key() {
-        let cases: Vec<(fn(&mut Config), &str)> = vec![
+        type Mutation = fn(&mut Config);
+        let cases: Vec<(Mutation, &str)> = vec![
             (|c| c.sandbox.network = "host".into(), "sandbox.network"),
             (
                 |c| c.sandbox.network = "container:abc".into(),

@@ -290,9 +290,7 @@ impl Registry {
         } else {
             // stdin cannot be re-attached: its writer closed with the moat that started it.
             proc.lock().stdin_open = false;
-            let Some(log) = log else {
-                return None;
-            };
+            let log = log?;
             self.supervise(&proc, files, log, None, None, ExitWatch::Recovered, control);
         }
         let mut procs = self.procs.lock().unwrap();

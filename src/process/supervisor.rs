@@ -332,7 +332,7 @@ async fn recovered_exit(runtime: Arc<dyn Runtime>, container: String, files: Run
         if files.read_exit().is_some() {
             return;
         }
-        if ticks % 10 == 0 {
+        if ticks.is_multiple_of(10) {
             let alive = match files.read_pgid() {
                 Some(pgid) => {
                     let argv = vec![

@@ -140,8 +140,10 @@ mod tests {
 
     #[test]
     fn workspace_access_modes() {
-        let mut s = SandboxConfig::default();
-        s.workspace_access = WorkspaceAccess::Ro;
+        let mut s = SandboxConfig {
+            workspace_access: WorkspaceAccess::Ro,
+            ..Default::default()
+        };
         let spec = build_spec(&s, "n", "k", Path::new("/w"), Path::new("/r"), 1);
         assert!(spec.mounts[0].read_only);
         s.workspace_access = WorkspaceAccess::None;

@@ -6,7 +6,7 @@
 //! starts with 0x00, 0x01 or 0x02 (NUL, Ctrl-A, Ctrl-B: a program that draws with them, or
 //! simply a write that happens to begin with one) has its first 8 bytes taken as a header
 //! with a huge length, and the rest of the stream stalls until EOF. A long-running PTY session
-//! then shows nothing (see `shared/reference/rust-ecosystem.md` §1.6 item 3).
+//! then shows nothing (seen on Engine 20.10 with bollard 0.21.1; `tests/docker_pty.rs` covers it).
 //!
 //! So for a TTY exec moat speaks HTTP/1.1 over the engine's unix socket directly: it sends the
 //! start request with `Connection: Upgrade` / `Upgrade: tcp`, reads the status line and the
