@@ -28,6 +28,11 @@ pub enum Command {
     /// Show the effective configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Follow a session's events (needs a running `moat serve`).
+    Events {
+        #[arg(long, env = "MOAT_SESSION", default_value = "main")]
+        session: String,
+    },
     /// Serve the HTTP API on $MOAT_HOME/moat.sock (and TCP with tokens).
     Serve(ServeArgs),
     /// Measure exec latency, cold start and output throughput against plain docker.

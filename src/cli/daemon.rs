@@ -8,7 +8,9 @@ use anyhow::{bail, Context};
 use moat::exec::ToolResult;
 use moat::home::Home;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::process::ExitCode;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// `None` when no daemon listens on `$MOAT_HOME/moat.sock`.
 pub async fn post(home: &Home, path: &str, body: &Value) -> anyhow::Result<Option<ToolResult>> {
@@ -80,4 +82,28 @@ fn dechunk(body: &str) -> String {
         rest = after[n..].trim_start_matches("\r\n");
     }
     out
+}
+
+/// Prints a session's events as they arrive; events only exist inside a running daemon.
+pub async fn follow_events(home: &Home, session: &str) -> anyhow::Result<ExitCode> {
+    moat::session::validate_key(session)?;
+    let socket = home.socket();
+    let Ok(mut stream) = tokio::net::UnixStream::connect(&socket).await else {
+        bail!(
+            "follow events: moat serve is not running on {} (start it with `moat serve`)",
+            socket.display()
+        );
+    };
+    let head = format!("GET /v1/sessions/{session}/events HTTP/1.1\r\nHost: moat\r\nAccept: text/event-stream\r\n\r\n");
+    stream
+        .write_all(head.as_bytes())
+        .await
+        .context("subscribe to events")?;
+    let mut lines = BufReader::new(stream).lines();
+    while let Some(line) = lines.next_line().await.context("read events")? {
+        if let Some(data) = line.strip_prefix("data:") {
+            println!("{}", data.trim_start());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

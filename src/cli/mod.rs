@@ -72,5 +72,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Bench(a) => bench::run(home, a).await,
         Command::Serve(a) => serve::run(home, a).await,
+        Command::Events { session } => daemon::follow_events(&home, &session).await,
     }
 }
