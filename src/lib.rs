@@ -10,6 +10,7 @@ pub mod bench;
 pub mod config;
 pub mod exec;
 pub mod home;
+pub mod host;
 pub mod image;
 pub mod keys;
 pub mod names;

@@ -7,6 +7,7 @@ mod env;
 mod error;
 mod file;
 mod load;
+mod sections;
 mod size;
 mod validate;
 
@@ -15,4 +16,5 @@ pub use file::{
     Config, ExecConfig, PolicyConfig, ProcessConfig, SandboxConfig, Scope, WorkspaceAccess,
 };
 pub use load::{load, load_from_str, ConfigSource};
+pub use sections::{ApprovalsConfig, ElevatedConfig, ElevatedLevel, SecretConfig, SkillConfig};
 pub use size::parse_size;

@@ -74,6 +74,15 @@ impl Default for Policy {
 }
 
 impl Policy {
+    /// The host defaults (SPEC §6): allowlist mode, asking on a miss.
+    pub fn host_default() -> Self {
+        Self {
+            security: Security::Allowlist,
+            ask: Ask::OnMiss,
+            ..Self::default()
+        }
+    }
+
     /// Checks every list for entries that could never work as intended.
     ///
     /// [`evaluate`](super::evaluate) tolerates bad entries (they simply never match), so
