@@ -6,6 +6,7 @@
 //! shared foundations; `output`, `keys` and `names` are pure helpers.
 
 pub mod app;
+pub mod approvals;
 pub mod bench;
 pub mod config;
 pub mod exec;

@@ -39,6 +39,10 @@ pub struct Policy {
     /// Directories an executable may resolve from; anything else (the workspace, `/tmp`, a
     /// relative path) could be a file the agent wrote itself.
     pub trusted_dirs: Vec<String>,
+    /// Entries added at run time rather than by configuration, each with the rule text explain
+    /// reports for it: enabled skills' binaries, executables an operator approved for good.
+    #[serde(skip)]
+    pub labeled_allowlist: Vec<(String, String)>,
 }
 
 /// The default safe bins (SPEC §6).
@@ -69,6 +73,7 @@ impl Default for Policy {
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
+            labeled_allowlist: Vec::new(),
         }
     }
 }
