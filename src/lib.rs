@@ -19,6 +19,8 @@ pub mod output;
 pub mod policy;
 pub mod process;
 pub mod runtime;
+pub mod secrets;
 pub mod session;
+pub mod skills;
 pub mod store;
 pub mod tools;

@@ -68,6 +68,9 @@ pub struct StartSpec {
     pub secrets: Vec<(String, String)>,
     /// Owner of the log and FIFO on the host (the sandbox user).
     pub owner: (u32, u32),
+    /// Publish `Exec completed|failed …` when it ends in the background. Off for approved
+    /// plans, whose waiter reports `Exec finished …` itself.
+    pub notify_exit: bool,
 }
 
 pub struct Registry {
@@ -211,6 +214,7 @@ impl Registry {
             spec.background,
             !spec.pty || started.tty.is_some(),
         );
+        proc.lock().notify_exit = spec.notify_exit;
         if spec.pty {
             proc.resize(30, 120);
         }
@@ -413,6 +417,7 @@ fn new_proc(
             empty_polls: 0,
             term: crate::keys::TermModes::new(),
             stdin_open,
+            notify_exit: true,
         }),
         changed: watch::channel(0).0,
         control,
