@@ -41,6 +41,20 @@ pub fn moat_in(dir: tempfile::TempDir, config: Config) -> HostMoat {
     HostMoat { app, dir }
 }
 
+/// A moat over an existing home directory that outlives it.
+pub fn moat_at(path: &std::path::Path, config: Config) -> HostMoat {
+    let home = Home::at(path);
+    let source = ConfigSource {
+        file: None,
+        overrides: vec![],
+    };
+    let app = App::with_runtime(home, config, source, Arc::new(FakeRuntime::new())).unwrap();
+    HostMoat {
+        app,
+        dir: tempfile::tempdir().unwrap(),
+    }
+}
+
 pub fn req(command: &str) -> ExecRequest {
     ExecRequest {
         command: command.into(),
