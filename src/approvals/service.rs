@@ -117,10 +117,12 @@ impl Approvals {
         &self.store
     }
 
-    /// Registers a pending approval (UUID v7 id) and audits the request.
+    /// Registers a pending approval (random UUID id) and audits the request.
     pub fn create(&self, n: NewApproval) -> Result<ApprovalRow, ApprovalError> {
         let now = now_ms();
-        let id = uuid::Uuid::now_v7().to_string();
+        // Random (v4), not time-ordered (v7): the slug is the first 8 characters, and a v7 id's
+        // first 8 are its timestamp, shared by every approval made within about a minute.
+        let id = uuid::Uuid::new_v4().to_string();
         let row = ApprovalRow {
             id: id.clone(),
             session: n.session,

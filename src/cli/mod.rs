@@ -1,5 +1,7 @@
 //! Command-line interface. One file per subcommand; `anyhow` only lives here.
 
+mod allowlist;
+mod approvals;
 mod args;
 mod bench;
 mod doctor;
@@ -8,6 +10,7 @@ mod image;
 mod policy;
 mod process;
 mod sessions;
+mod skills;
 
 use std::process::ExitCode;
 
@@ -69,5 +72,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench(a) => bench::run(home, a).await,
+        Command::Approvals(a) => approvals::run(home, a),
+        Command::Allowlist(a) => allowlist::run(home, a),
+        Command::Skills(a) => skills::run(home, a),
     }
 }
