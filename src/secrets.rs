@@ -79,6 +79,16 @@ impl Secrets {
             .collect()
     }
 
+    /// The variables of moat's own environment secrets are read from: host commands never
+    /// inherit them (a secret reaches only the sessions and hosts listed for it).
+    pub fn source_vars(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|(_, s, _)| !s.env.is_empty())
+            .map(|(_, s, _)| s.env.clone())
+            .collect()
+    }
+
     /// A source the process registry uses for processes re-attached after a restart.
     pub fn source(self: &Arc<Self>) -> crate::process::SecretSource {
         let me = self.clone();

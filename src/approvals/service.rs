@@ -504,6 +504,15 @@ impl Approvals {
         Ok(self.store.audit_log(approval, limit)?)
     }
 
+    /// `text` with every secret value replaced by `[REDACTED:NAME]`.
+    pub fn redact(&self, text: &str) -> String {
+        if self.redactor.is_empty() {
+            text.to_string()
+        } else {
+            self.redactor.redact_all(text)
+        }
+    }
+
     /// A command as operators see it: secrets replaced, control, bidi and invisible characters
     /// escaped, never truncated.
     pub fn display(&self, text: &str) -> String {

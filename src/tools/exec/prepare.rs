@@ -202,6 +202,9 @@ impl ExecTool {
         let path = host::merge_path(&host::split_path(&login), &host::split_path(&own));
         let prepend = host::merge_path(&self.config.elevated.path_prepend, &path);
         let mut base = host::inherited(std::env::vars());
+        for var in self.secrets.source_vars() {
+            base.remove(&var);
+        }
         base.insert("PATH".into(), path.join(":"));
         let secrets = self.secrets.for_target(session, true);
         base.extend(secrets.iter().cloned());

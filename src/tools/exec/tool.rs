@@ -88,7 +88,17 @@ impl ExecTool {
         let target = crate::exec::target(req, &self.config.elevated, caller, session)?;
         let prepared = self.prepare(session, req, target).await?;
         let eval = prepared.evaluate(&req.command);
-        match eval.decision.clone() {
+        // Reasons quote the command: no secret value may leave through them.
+        let decision = match eval.decision.clone() {
+            Decision::Deny { reason } => Decision::Deny {
+                reason: self.approvals.redact(&reason),
+            },
+            Decision::Ask { reason } => Decision::Ask {
+                reason: self.approvals.redact(&reason),
+            },
+            d => d,
+        };
+        match decision {
             Decision::Allow => {
                 let plan = eval
                     .plan
