@@ -319,3 +319,40 @@ async fn a_plan_that_changed_after_approval_is_refused() {
         )
         .is_err());
 }
+
+#[tokio::test]
+async fn expiry_with_fallback_full_or_allowlist() {
+    // full: the plan runs when nobody decides; never looser than the security in force, so
+    // it takes a full-security policy that asks every time.
+    let mut c = config(ElevatedLevel::Off);
+    c.approvals.timeout_secs = 1;
+    c.approvals.ask_fallback = moat::policy::Security::Full;
+    c.policy.host.security = moat::policy::Security::Full;
+    c.policy.host.ask = moat::policy::Ask::Always;
+    let m = moat(c);
+    let mut events = m.events();
+    let (cmd, marker) = touch(&m.scratch(), "fallback-full");
+    let r = m.exec(req(&cmd)).await;
+    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let ev = event_with(&mut events, &id, 10).await;
+    assert!(ev.starts_with("Exec finished"), "{ev}");
+    assert!(marker.exists());
+    assert_eq!(
+        m.app.approvals.get(&id).unwrap().decision.as_deref(),
+        Some("fallback")
+    );
+
+    // allowlist (and full clamped to the allowlist mode in force): only what the allowlist
+    // covers would run; this is a miss.
+    let mut c = config(ElevatedLevel::Off);
+    c.approvals.timeout_secs = 1;
+    c.approvals.ask_fallback = moat::policy::Security::Full;
+    let m = moat(c);
+    let mut events = m.events();
+    let (cmd, marker) = touch(&m.scratch(), "fallback-allowlist");
+    let r = m.exec(req(&cmd)).await;
+    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let ev = event_with(&mut events, &id, 10).await;
+    assert!(ev.contains("approval-timeout (allowlist-miss)"), "{ev}");
+    assert!(!marker.exists());
+}

@@ -504,6 +504,32 @@ impl Approvals {
         Ok(self.store.audit_log(approval, limit)?)
     }
 
+    /// The JSON shape of an approval for operators (CLI `--json`, HTTP API): displays are
+    /// escaped and redacted, never truncated.
+    pub fn to_json(&self, r: &ApprovalRow) -> serde_json::Value {
+        serde_json::json!({
+            "id": r.id,
+            "slug": r.id.chars().take(8).collect::<String>(),
+            "status": r.status,
+            "session": r.session,
+            "requester": r.requester,
+            "agent": r.agent,
+            "host": r.target,
+            "command": self.display(&r.command),
+            "plan": self.display(&r.plan),
+            "reason": self.display(&r.reason),
+            "allowedDecisions": r.allowed.split(',').collect::<Vec<_>>(),
+            "createdAtMs": r.created_at_ms,
+            "expiresAtMs": r.expires_at_ms,
+            "decision": r.decision,
+            "decidedBy": r.decided_by,
+            "decidedAtMs": r.decided_at_ms,
+            "usedAtMs": r.used_at_ms,
+            "processId": r.process_id,
+            "binding": serde_json::from_str::<serde_json::Value>(&r.binding).unwrap_or_default(),
+        })
+    }
+
     /// `text` with every secret value replaced by `[REDACTED:NAME]`.
     pub fn redact(&self, text: &str) -> String {
         if self.redactor.is_empty() {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use moat::approvals::{ApprovalDecision, Approvals, Decider};
 use moat::home::Home;
-use moat::store::{ApprovalRow, Store};
+use moat::store::Store;
 use serde_json::json;
 
 use super::args::ApprovalsCommand;
@@ -46,30 +46,6 @@ fn when(ms: Option<i64>) -> String {
     }
 }
 
-fn row_json(a: &Approvals, r: &ApprovalRow) -> serde_json::Value {
-    json!({
-        "id": r.id,
-        "slug": &r.id[..8.min(r.id.len())],
-        "status": r.status,
-        "session": r.session,
-        "requester": r.requester,
-        "agent": r.agent,
-        "host": r.target,
-        "command": a.display(&r.command),
-        "plan": a.display(&r.plan),
-        "reason": r.reason,
-        "allowedDecisions": r.allowed.split(',').collect::<Vec<_>>(),
-        "createdAtMs": r.created_at_ms,
-        "expiresAtMs": r.expires_at_ms,
-        "decision": r.decision,
-        "decidedBy": r.decided_by,
-        "decidedAtMs": r.decided_at_ms,
-        "usedAtMs": r.used_at_ms,
-        "processId": r.process_id,
-        "binding": serde_json::from_str::<serde_json::Value>(&r.binding).unwrap_or_default(),
-    })
-}
-
 pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
     let a = open(&home)?;
     match cmd {
@@ -81,7 +57,7 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
             };
             let rows = a.list(filter)?;
             if json {
-                let v: Vec<_> = rows.iter().map(|r| row_json(&a, r)).collect();
+                let v: Vec<_> = rows.iter().map(|r| a.to_json(r)).collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else if rows.is_empty() {
                 println!(
@@ -107,7 +83,7 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
             let r = a.get(&id)?;
             let audit = a.audit_log(Some(&r.id), 100)?;
             if json {
-                let mut v = row_json(&a, &r);
+                let mut v = a.to_json(&r);
                 v["audit"] = audit
                     .iter()
                     .map(|e| json!({"atMs": e.at_ms, "kind": e.kind, "actor": e.actor, "detail": e.detail}))
