@@ -168,7 +168,15 @@ impl Approvals {
     }
 
     /// Approvals, newest first (`status` filters: pending, approved, denied, expired, used).
+    /// Pending approvals past their expiry are marked expired first, so the list never offers
+    /// one that can no longer be decided.
     pub fn list(&self, status: Option<&str>) -> Result<Vec<ApprovalRow>, ApprovalError> {
+        let now = now_ms();
+        for row in self.store.approvals(Some("pending"), 500)? {
+            if now >= row.expires_at_ms {
+                self.expire(&row.id)?;
+            }
+        }
         Ok(self.store.approvals(status, 500)?)
     }
 
