@@ -119,7 +119,11 @@ impl ExecTool {
             Decision::Deny { reason } => Ok(ToolResult::new(
                 format!(
                     "Exec denied ({}, {}): {}",
-                    prepared.label(),
+                    if prepared.on_host() {
+                        "host"
+                    } else {
+                        "sandbox"
+                    },
                     crate::policy::escape_display(&reason),
                     self.approvals.display(&req.command)
                 ),
