@@ -40,7 +40,13 @@ pub fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("moat: failed to {e:#}");
+            let msg = format!("{e:#}");
+            // Contract texts (SPEC §7) are complete sentences, not "failed to …" fragments.
+            if msg.starts_with("Security Violation") {
+                eprintln!("moat: {msg}");
+            } else {
+                eprintln!("moat: failed to {msg}");
+            }
             ExitCode::from(2)
         }
     }
