@@ -2,11 +2,13 @@
 
 use std::sync::Arc;
 
+use crate::approvals::Approvals;
 use crate::config::{self, Config, ConfigError, ConfigSource};
 use crate::home::Home;
 use crate::process::{EventBus, Limits, Registry};
 use crate::runtime::docker::DockerRuntime;
 use crate::runtime::{Runtime, RuntimeError};
+use crate::secrets::Secrets;
 use crate::session::Sessions;
 use crate::store::{Store, StoreError};
 use crate::tools::ExecTool;
@@ -19,6 +21,8 @@ pub enum AppError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Secrets(#[from] crate::secrets::SecretsError),
     #[error("create {path}")]
     Home {
         path: String,
@@ -36,6 +40,8 @@ pub struct App {
     pub runtime: Arc<dyn Runtime>,
     pub sessions: Arc<Sessions>,
     pub registry: Arc<Registry>,
+    pub approvals: Arc<Approvals>,
+    pub secrets: Arc<Secrets>,
     pub exec: ExecTool,
 }
 
@@ -72,10 +78,16 @@ impl App {
             max_finished: config.process.max_finished,
         };
         let registry = Registry::new(runtime.clone(), store.clone(), limits, EventBus::default());
+        let secrets = Arc::new(Secrets::load(&config)?);
+        registry.set_secret_source(secrets.source());
+        let approvals = Arc::new(Approvals::new(store.clone(), secrets.all()));
         let exec = ExecTool {
             sessions: sessions.clone(),
             registry: registry.clone(),
             config: config.clone(),
+            approvals: approvals.clone(),
+            secrets: secrets.clone(),
+            home: home.clone(),
         };
         Ok(Self {
             home,
@@ -85,6 +97,8 @@ impl App {
             runtime,
             sessions,
             registry,
+            approvals,
+            secrets,
             exec,
         })
     }

@@ -58,10 +58,22 @@ impl Home {
         self.root.join("run").join(container_slug)
     }
 
+    /// Run directory of host processes (logs, stdin FIFOs, exit codes); never mounted anywhere.
+    pub fn host_run_dir(&self) -> PathBuf {
+        self.root.join("host-run")
+    }
+
     pub fn ensure_root(&self) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.root)?;
         use std::os::unix::fs::PermissionsExt;
         // The socket, database and logs are the operator's; nobody else reads them.
         std::fs::set_permissions(&self.root, std::fs::Permissions::from_mode(0o700))
     }
+}
+
+/// Creates `dir` (and parents) and makes it private to moat's user.
+pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }

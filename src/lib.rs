@@ -6,10 +6,12 @@
 //! shared foundations; `output`, `keys` and `names` are pure helpers.
 
 pub mod app;
+pub mod approvals;
 pub mod bench;
 pub mod config;
 pub mod exec;
 pub mod home;
+pub mod host;
 pub mod image;
 pub mod keys;
 pub mod names;
@@ -17,7 +19,9 @@ pub mod output;
 pub mod policy;
 pub mod process;
 pub mod runtime;
+pub mod secrets;
 pub mod server;
 pub mod session;
+pub mod skills;
 pub mod store;
 pub mod tools;

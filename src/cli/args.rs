@@ -37,6 +37,91 @@ pub enum Command {
     Serve(ServeArgs),
     /// Measure exec latency, cold start and output throughput against plain docker.
     Bench(BenchArgs),
+    /// Pending and decided approvals: list, show, approve, deny (operator only).
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
+    /// Allowlist entries added at run time (allow-always, or by hand).
+    #[command(subcommand)]
+    Allowlist(AllowlistCommand),
+    /// Skills: named sets of binaries that enabling allowlists.
+    #[command(subcommand)]
+    Skills(SkillsCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ApprovalsCommand {
+    /// Approvals, newest first.
+    List {
+        /// Only this status: pending, approved, denied, expired, used.
+        #[arg(long)]
+        status: Option<String>,
+        /// Every approval, not only pending ones.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One approval in full, with its audit trail.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Allow a pending approval to run once (or, with --always, allowlist it for good).
+    Approve {
+        id: String,
+        #[arg(long)]
+        always: bool,
+    },
+    /// Refuse a pending approval.
+    Deny { id: String },
+    /// The audit log: requests, decisions, elevated runs, allowlist and skill changes.
+    Audit {
+        /// Only entries of this approval.
+        #[arg(long)]
+        id: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AllowlistCommand {
+    /// Run-time entries (configured ones live in moat.toml).
+    List {
+        /// sandbox or host (default: both).
+        #[arg(long)]
+        host: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add an absolute executable path (glob), or with --command one exact command.
+    Add {
+        /// sandbox or host.
+        #[arg(long, default_value = "host")]
+        host: String,
+        /// Treat ENTRY as an exact command line rather than a path.
+        #[arg(long)]
+        command: bool,
+        entry: String,
+    },
+    /// Remove an entry by id or by its text.
+    Rm { entry: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SkillsCommand {
+    /// Configured skills and whether each is enabled.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Enable a configured skill (its binaries become allowlisted).
+    Enable { name: String },
+    /// Disable a skill.
+    Disable { name: String },
 }
 
 #[derive(Args, Debug)]
@@ -68,6 +153,13 @@ pub struct ExecArgs {
     /// Raise the ask level (off, on-miss, always).
     #[arg(long)]
     pub ask: Option<String>,
+    /// Run on the host instead of the sandbox (needs `elevated.enabled` and this user in
+    /// `elevated.allow_from.cli`).
+    #[arg(long)]
+    pub elevated: bool,
+    /// Where to run: sandbox or host.
+    #[arg(long)]
+    pub host: Option<String>,
     /// Print the exact tool result object as JSON.
     #[arg(long)]
     pub json: bool,

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use moat::app::App;
-use moat::exec::{ExecRequest, ToolResult};
+use moat::exec::{Caller, ExecRequest, ToolResult};
 use moat::home::Home;
 
 use super::args::ExecArgs;
@@ -26,13 +26,24 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         pty: a.pty.then_some(true),
         security: a.security,
         ask: a.ask,
-        ..Default::default()
+        elevated: a.elevated.then_some(true),
+        host: a.host,
     };
     let result = match daemon_exec(&home, &a.session, &req).await? {
+        // The daemon holds the approval's waiter and runs the plan once it is decided; its
+        // outcome reaches `moat events`.
         Some(r) => r,
         None => {
             let app = App::open(home).await.context("start moat")?;
-            app.exec.run(&a.session, &req, true).await?
+            let mut events = app.registry.events().subscribe();
+            let result = app
+                .exec
+                .run_for(&Caller::cli(), &a.session, &req, true)
+                .await?;
+            if result.status() == "approval-pending" {
+                return wait_for_approval(&result, &mut events, a.json).await;
+            }
+            result
         }
     };
     if a.json {
@@ -60,6 +71,52 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(1),
     };
     Ok(ExitCode::from(code as u8))
+}
+
+/// The approval was registered: this moat holds its waiter, so it stays until an operator
+/// decides (`moat approvals approve|deny`) or the approval expires, then reports the outcome.
+async fn wait_for_approval(
+    pending: &ToolResult,
+    events: &mut tokio::sync::broadcast::Receiver<moat::process::SessionEvent>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let id = pending.details["approvalId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    if json {
+        println!("{}", serde_json::to_string(pending)?);
+    } else {
+        eprintln!("{}", pending.text());
+        eprintln!("moat: waiting for an operator's decision (Ctrl-C leaves it pending)");
+    }
+    let needle = format!("id={id},");
+    loop {
+        let event = match events.recv().await {
+            Ok(e) => e,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(e) => anyhow::bail!("follow approval {id}: {e}"),
+        };
+        if !event.text.contains(&needle) {
+            continue;
+        }
+        if json {
+            println!("{}", serde_json::json!({"event": event.text}));
+        } else {
+            println!("{}", event.text);
+        }
+        if event.text.starts_with("Exec denied") {
+            return Ok(ExitCode::from(1));
+        }
+        if let Some(rest) = event.text.strip_prefix("Exec finished") {
+            let head = rest.lines().next().unwrap_or_default();
+            let code = head
+                .rsplit_once("code ")
+                .and_then(|(_, c)| c.trim_end_matches(')').parse::<i64>().ok())
+                .unwrap_or(1);
+            return Ok(ExitCode::from(code.clamp(0, 255) as u8));
+        }
+    }
 }
 
 /// Runs through a running `moat serve` when there is one. The daemon yields long commands to

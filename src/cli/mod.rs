@@ -1,5 +1,7 @@
 //! Command-line interface. One file per subcommand; `anyhow` only lives here.
 
+mod allowlist;
+mod approvals;
 mod args;
 mod bench;
 mod daemon;
@@ -10,6 +12,7 @@ mod policy;
 mod process;
 mod serve;
 mod sessions;
+mod skills;
 
 use std::process::ExitCode;
 
@@ -39,7 +42,13 @@ pub fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("moat: failed to {e:#}");
+            let msg = format!("{e:#}");
+            // Contract texts (SPEC §7) are complete sentences, not "failed to …" fragments.
+            if msg.starts_with("Security Violation") {
+                eprintln!("moat: {msg}");
+            } else {
+                eprintln!("moat: failed to {msg}");
+            }
             ExitCode::from(2)
         }
     }
@@ -73,5 +82,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(a) => bench::run(home, a).await,
         Command::Serve(a) => serve::run(home, a).await,
         Command::Events { session } => daemon::follow_events(&home, &session).await,
+        Command::Approvals(a) => approvals::run(home, a),
+        Command::Allowlist(a) => allowlist::run(home, a),
+        Command::Skills(a) => skills::run(home, a),
     }
 }

@@ -18,12 +18,12 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("explain for host `{}`: use sandbox or host", a.host);
     }
     let (config, _) = moat::config::load(&home.config_file())?;
-    let mut policy = config.policy.sandbox.clone();
-    if a.host.trim() == "host" {
-        // The host defaults (SPEC §6): allowlist with approval on a miss.
-        policy.security = Security::Allowlist;
-        policy.ask = Ask::OnMiss;
-    }
+    let on_host = a.host.trim() == "host";
+    let mut policy = if on_host {
+        config.policy.host.clone()
+    } else {
+        config.policy.sandbox.clone()
+    };
     policy.security = tighten_security(
         policy.security,
         a.security.as_deref().and_then(Security::parse_lenient),
@@ -47,14 +47,34 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
     let command = a.command.join(" ");
     // Resolve names through this machine's trusted directories, as the host executor would;
     // for the sandbox this is an approximation of the image (see docs/policy.md).
+    home.ensure_root()?;
+    let store = moat::store::Store::open(&home.state_db())?;
+    let skills = if config.policy.auto_allow_skills {
+        moat::skills::states(&config, &store)?
+    } else {
+        Vec::new()
+    };
+    let mut names = moat::policy::command_names(&command);
+    names.extend(moat::skills::names(&skills));
     let mut resolver = MapResolver::new();
-    for name in moat::policy::command_names(&command) {
+    for name in names {
         for dir in &policy.trusted_dirs {
             let p = std::path::Path::new(dir).join(&name);
             if p.is_file() {
                 resolver = resolver.with(name.clone(), p.display().to_string());
                 break;
             }
+        }
+    }
+    // Enabled skills and the operator's run-time entries, named as the rule that matched.
+    policy
+        .labeled_allowlist
+        .extend(moat::skills::entries(&skills, &resolver));
+    let target = if on_host { "host" } else { "sandbox" };
+    for e in store.allowlist_entries(Some(target))? {
+        if e.command.is_none() {
+            let rule = format!("allowlist: {} ({} by {})", e.entry, e.source, e.added_by);
+            policy.labeled_allowlist.push((e.entry, rule));
         }
     }
     let eval = evaluate(

@@ -12,7 +12,14 @@ use super::ConfigError;
 
 /// Sections that take overrides; other `MOAT_*` variables (`MOAT_HOME`, `MOAT_SESSION`, …)
 /// belong to the CLI and are ignored here.
-const SECTIONS: &[&str] = &["sandbox", "exec", "process", "serve"];
+const SECTIONS: &[&str] = &[
+    "sandbox",
+    "exec",
+    "process",
+    "serve",
+    "elevated",
+    "approvals",
+];
 
 const ALIASES: &[(&str, &str, &str)] = &[
     ("MOAT_MAX_OUTPUT_CHARS", "exec", "max_output_chars"),

@@ -19,6 +19,14 @@ pub struct Config {
     pub policy: PolicyConfig,
     /// `moat serve`: listeners and bearer tokens.
     pub serve: ServeConfig,
+    /// Who may leave the sandbox and run commands on the host.
+    pub elevated: super::ElevatedConfig,
+    /// Pending approvals: expiry and what happens then.
+    pub approvals: super::ApprovalsConfig,
+    /// Named secret values injected into the env of listed sessions, redacted from output.
+    pub secrets: BTreeMap<String, super::SecretConfig>,
+    /// Named skills and the binaries they need.
+    pub skills: BTreeMap<String, super::SkillConfig>,
 }
 
 /// The HTTP API. The unix socket (`$MOAT_HOME/moat.sock`, 0600) is the operator's channel
@@ -49,12 +57,41 @@ pub struct AgentToken {
     pub sender: String,
 }
 
-/// Policy per host. Only the sandbox runs commands today.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+/// Policy per host.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct PolicyConfig {
     /// Policy for commands in session containers (default: security full, ask off).
     pub sandbox: crate::policy::Policy,
+    /// Policy for commands on the host (default: security allowlist, ask on-miss). Keys not
+    /// given keep the host defaults, not the sandbox ones.
+    #[serde(deserialize_with = "host_policy")]
+    pub host: crate::policy::Policy,
+    /// Enabled skills allowlist their binaries (by resolved path).
+    pub auto_allow_skills: bool,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self {
+            sandbox: crate::policy::Policy::default(),
+            host: crate::policy::Policy::host_default(),
+            auto_allow_skills: true,
+        }
+    }
+}
+
+/// Reads `[policy.host]` over the host defaults: a file that only sets `allowlist` must not
+/// silently get the sandbox's `security = "full"`.
+fn host_policy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<crate::policy::Policy, D::Error> {
+    use serde::de::Error;
+    let overlay = toml::Table::deserialize(d)?;
+    let mut base =
+        toml::Table::try_from(crate::policy::Policy::host_default()).map_err(D::Error::custom)?;
+    base.extend(overlay);
+    toml::Value::Table(base)
+        .try_into()
+        .map_err(D::Error::custom)
 }
 
 /// Which sessions share a container.

@@ -165,6 +165,44 @@ mod tests {
     }
 
     #[test]
+    fn host_policy_keeps_host_defaults() {
+        let c = load("[policy.host]\nallowlist = [\"git\"]\n", &[]).unwrap();
+        assert_eq!(c.policy.host.security, crate::policy::Security::Allowlist);
+        assert_eq!(c.policy.host.ask, crate::policy::Ask::OnMiss);
+        assert_eq!(c.policy.host.allowlist, ["git"]);
+        assert_eq!(c.policy.sandbox.security, crate::policy::Security::Full);
+        let err = load("[policy.host]\nsecrity = \"full\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("secrity"), "{err}");
+    }
+
+    #[test]
+    fn new_sections_parse() {
+        let text = r#"
+[elevated]
+enabled = true
+default_level = "full"
+allow_from = { cli = ["alice"] }
+[approvals]
+ask_fallback = "allowlist"
+[secrets.GH]
+env = "MOAT_TEST_GH"
+sessions = ["main"]
+[skills.json]
+bins = ["jq"]
+enabled = true
+"#;
+        let c = load(text, &[("MOAT_APPROVALS_TIMEOUT_SECS", "5")]).unwrap();
+        assert!(c.elevated.enabled);
+        assert_eq!(c.elevated.allow_from["cli"], ["alice"]);
+        assert_eq!(c.approvals.timeout_secs, 5);
+        assert_eq!(c.approvals.ask_fallback, crate::policy::Security::Allowlist);
+        assert_eq!(c.secrets["GH"].sessions, ["main"]);
+        assert!(c.skills["json"].enabled);
+    }
+
+    #[test]
     fn wrong_type_is_reported() {
         let err = load("[sandbox]\npids_limit = \"many\"\n", &[])
             .unwrap_err()

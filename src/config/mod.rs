@@ -7,6 +7,7 @@ mod env;
 mod error;
 mod file;
 mod load;
+mod sections;
 mod size;
 mod validate;
 
@@ -16,4 +17,5 @@ pub use file::{
     WorkspaceAccess,
 };
 pub use load::{load, load_from_str, ConfigSource};
+pub use sections::{ApprovalsConfig, ElevatedConfig, ElevatedLevel, SecretConfig, SkillConfig};
 pub use size::parse_size;

@@ -118,11 +118,96 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
             "must be at least 16 characters".into(),
         ));
     }
+    config
+        .policy
+        .host
+        .validate()
+        .map_err(|e| invalid("policy.host", e.to_string()))?;
+    validate_sections(config)?;
     if !(60..=10_800).contains(&config.process.ttl_secs) {
         return Err(invalid(
             "process.ttl_secs",
             format!("{} is outside [60, 10800] seconds", config.process.ttl_secs),
         ));
+    }
+    Ok(())
+}
+
+/// `[elevated]`, `[approvals]`, `[secrets.*]`, `[skills.*]`.
+fn validate_sections(config: &Config) -> Result<(), ConfigError> {
+    let invalid = |key: String, message: String| ConfigError::Invalid { key, message };
+    for entry in &config.elevated.path_prepend {
+        if !entry.starts_with('/') || entry.contains(':') {
+            return Err(invalid(
+                "elevated.path_prepend".into(),
+                format!("`{entry}` must be an absolute host path without `:`"),
+            ));
+        }
+    }
+    for (provider, ids) in &config.elevated.allow_from {
+        if ids.iter().any(|i| i.trim().is_empty()) {
+            return Err(invalid(
+                format!("elevated.allow_from.{provider}"),
+                "sender ids must not be empty".into(),
+            ));
+        }
+    }
+    if config.approvals.timeout_secs == 0 {
+        return Err(invalid(
+            "approvals.timeout_secs".into(),
+            "must be at least 1".into(),
+        ));
+    }
+    for (name, secret) in &config.secrets {
+        let key = |k: &str| format!("secrets.{name}{k}");
+        let mut chars = name.chars();
+        let name_ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with("MOAT_");
+        if !name_ok {
+            return Err(invalid(
+                key(""),
+                "the name is the env var it is injected as: ^[A-Za-z_][A-Za-z0-9_]*$, not MOAT_*"
+                    .into(),
+            ));
+        }
+        if secret.env.is_empty() == secret.file.is_empty() {
+            return Err(invalid(
+                key(""),
+                "set exactly one of `env` and `file`".into(),
+            ));
+        }
+        if !secret.file.is_empty() && !secret.file.starts_with('/') {
+            return Err(invalid(key(".file"), "must be an absolute path".into()));
+        }
+        for h in &secret.hosts {
+            let h = h.trim().to_ascii_lowercase();
+            if h != "sandbox" && h != "host" {
+                return Err(invalid(
+                    key(".hosts"),
+                    format!("`{h}` is not sandbox or host"),
+                ));
+            }
+        }
+    }
+    for (name, skill) in &config.skills {
+        for bin in &skill.bins {
+            let plain = !bin.is_empty()
+                && bin
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._+-/".contains(c))
+                && !bin.starts_with('-')
+                && (!bin.contains('/') || bin.starts_with('/'))
+                && !bin.split('/').any(|c| c == "." || c == "..");
+            if !plain {
+                return Err(invalid(
+                    format!("skills.{name}.bins"),
+                    format!("`{bin}` is not a plain command name or absolute path"),
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -268,6 +353,44 @@ mod tests {
                 "sandbox.path_prepend",
             ),
             (|c| c.process.ttl_secs = 5, "process.ttl_secs"),
+            (
+                |c| c.elevated.path_prepend = vec!["bin".into()],
+                "elevated.path_prepend",
+            ),
+            (|c| c.approvals.timeout_secs = 0, "approvals.timeout_secs"),
+            (
+                |c| {
+                    c.secrets.insert("BAD-NAME".into(), Default::default());
+                },
+                "secrets.BAD-NAME",
+            ),
+            (
+                |c| {
+                    c.secrets.insert("TOKEN".into(), Default::default());
+                },
+                "secrets.TOKEN",
+            ),
+            (
+                |c| {
+                    let s = crate::config::SecretConfig {
+                        env: "X".into(),
+                        hosts: vec!["moon".into()],
+                        ..Default::default()
+                    };
+                    c.secrets.insert("TOKEN".into(), s);
+                },
+                "secrets.TOKEN.hosts",
+            ),
+            (
+                |c| {
+                    let s = crate::config::SkillConfig {
+                        bins: vec!["../jq".into()],
+                        enabled: true,
+                    };
+                    c.skills.insert("json".into(), s);
+                },
+                "skills.json.bins",
+            ),
         ];
         for (mutate, key) in cases {
             let mut c = Config::default();

@@ -1,11 +1,13 @@
 //! The `exec` tool's contract: request parsing and validation, env rules, workdir mapping,
 //! and the result shape. Pure; `tools::exec` wires it to sessions and processes.
 
+mod elevated;
 mod env;
 mod request;
 mod result;
 mod workdir;
 
+pub use elevated::{target, Caller, ElevatedError, GateError, Target};
 pub use env::{merge_env, validate_env, EnvError};
 pub use request::{ExecRequest, HostChoice, RequestError};
 pub use result::{finished_result, running_result, ToolResult};

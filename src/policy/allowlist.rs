@@ -23,8 +23,10 @@ pub struct Candidate<'a> {
 /// One compiled entry.
 #[derive(Debug, Clone)]
 struct Entry {
-    /// The entry as configured, reported as the matching rule.
+    /// The entry as configured.
     text: String,
+    /// How explain names the rule that matched (`allowlist: <entry>`, `skill: <name> …`).
+    rule: String,
     /// Whether the entry is a bare name (matched against the typed name) or a path glob.
     bare: bool,
     /// The compiled glob.
@@ -59,18 +61,36 @@ impl Allowlist {
         }
     }
 
+    /// Adds entries that explain reports under their own rule text, e.g. the skill or the
+    /// approval that put them there. Unusable entries are dropped, as in `compile_lenient`.
+    pub fn with_labeled(mut self, entries: &[(String, String)]) -> Self {
+        for (entry, rule) in entries {
+            if let Ok(mut e) = compile_entry(entry) {
+                e.rule = rule.clone();
+                self.entries.push(e);
+            }
+        }
+        self
+    }
+
+    /// The rule text of the first entry that covers the candidate.
+    pub fn rule(&self, candidate: &Candidate<'_>) -> Option<&str> {
+        self.first(candidate).map(|e| e.rule.as_str())
+    }
+
     /// The first entry that covers the candidate.
     pub fn find(&self, candidate: &Candidate<'_>) -> Option<&str> {
-        self.entries
-            .iter()
-            .find(|entry| {
-                if entry.bare {
-                    candidate.via_path && entry.matcher.is_match(candidate.typed)
-                } else {
-                    entry.matcher.is_match(candidate.resolved)
-                }
-            })
-            .map(|entry| entry.text.as_str())
+        self.first(candidate).map(|entry| entry.text.as_str())
+    }
+
+    fn first(&self, candidate: &Candidate<'_>) -> Option<&Entry> {
+        self.entries.iter().find(|entry| {
+            if entry.bare {
+                candidate.via_path && entry.matcher.is_match(candidate.typed)
+            } else {
+                entry.matcher.is_match(candidate.resolved)
+            }
+        })
     }
 }
 
@@ -111,6 +131,7 @@ fn compile_entry(entry: &str) -> Result<Entry, PolicyError> {
         })?;
     Ok(Entry {
         text: entry.to_owned(),
+        rule: format!("allowlist: {entry}"),
         bare,
         matcher: glob.compile_matcher(),
     })

@@ -66,7 +66,8 @@ pub fn evaluate(req: &Request<'_>, policy: &Policy, resolver: &dyn Resolver) -> 
     let ctx = Context {
         policy,
         resolver,
-        allowlist: Allowlist::compile_lenient(&policy.allowlist),
+        allowlist: Allowlist::compile_lenient(&policy.allowlist)
+            .with_labeled(&policy.labeled_allowlist),
         deny: PatternSet::compile_lenient(&policy.deny_patterns),
         ask: PatternSet::compile_lenient(&policy.ask_patterns),
     };
@@ -476,8 +477,8 @@ fn cover(
         resolved,
         via_path,
     };
-    if let Some(entry) = ctx.allowlist.find(&candidate) {
-        return (SegmentOutcome::Allowed, format!("allowlist: {entry}"));
+    if let Some(rule) = ctx.allowlist.rule(&candidate) {
+        return (SegmentOutcome::Allowed, rule.to_owned());
     }
     let name = basename(resolved);
     if ctx.policy.safe_bins.iter().any(|s| s == name) {

@@ -39,6 +39,10 @@ pub struct Policy {
     /// Directories an executable may resolve from; anything else (the workspace, `/tmp`, a
     /// relative path) could be a file the agent wrote itself.
     pub trusted_dirs: Vec<String>,
+    /// Entries added at run time rather than by configuration, each with the rule text explain
+    /// reports for it: enabled skills' binaries, executables an operator approved for good.
+    #[serde(skip)]
+    pub labeled_allowlist: Vec<(String, String)>,
 }
 
 /// The default safe bins (SPEC §6).
@@ -69,11 +73,21 @@ impl Default for Policy {
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
+            labeled_allowlist: Vec::new(),
         }
     }
 }
 
 impl Policy {
+    /// The host defaults (SPEC §6): allowlist mode, asking on a miss.
+    pub fn host_default() -> Self {
+        Self {
+            security: Security::Allowlist,
+            ask: Ask::OnMiss,
+            ..Self::default()
+        }
+    }
+
     /// Checks every list for entries that could never work as intended.
     ///
     /// [`evaluate`](super::evaluate) tolerates bad entries (they simply never match), so

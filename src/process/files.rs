@@ -41,8 +41,9 @@ impl RunFiles {
         self.path("in")
     }
 
-    /// Creates the log (exclusively) and the stdin FIFO, owned by the sandbox user.
-    pub fn create(&self, uid: u32, gid: u32) -> io::Result<File> {
+    /// Creates the log (exclusively) and the stdin FIFO, handed to `owner` (the sandbox user)
+    /// when given; without one they stay moat's own, mode 0600.
+    pub fn create(&self, owner: Option<(u32, u32)>) -> io::Result<File> {
         let log = OpenOptions::new()
             .read(true)
             .write(true)
@@ -54,8 +55,10 @@ impl RunFiles {
         let _ = std::fs::remove_file(&fifo);
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
             .map_err(io::Error::from)?;
-        for p in [self.log_path(), fifo] {
-            crate::session::give_file_to_sandbox_user(&p, uid, gid)?;
+        if let Some((uid, gid)) = owner {
+            for p in [self.log_path(), fifo] {
+                crate::session::give_file_to_sandbox_user(&p, uid, gid)?;
+            }
         }
         Ok(log)
     }
@@ -165,9 +168,9 @@ mod tests {
             nix::unistd::getuid().as_raw(),
             nix::unistd::getgid().as_raw(),
         );
-        files.create(uid, gid).unwrap();
+        files.create(Some((uid, gid))).unwrap();
         assert!(
-            files.create(uid, gid).is_err(),
+            files.create(None).is_err(),
             "the log is created exclusively"
         );
         std::fs::write(dir.path().join("p.exit"), "3").unwrap();

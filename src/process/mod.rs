@@ -15,5 +15,5 @@ mod supervisor;
 pub use events::{exit_event, EventBus, SessionEvent};
 pub use files::RunFiles;
 pub use proc::{ExitInfo, Proc, ProcInfo, ProcState};
-pub use registry::{Limits, ProcessError, Registry, StartSpec};
+pub use registry::{Limits, ProcessError, Registry, SecretSource, StartSpec};
 pub use supervisor::{signal_name, KILL_GRACE_MS};

@@ -50,6 +50,8 @@ pub struct ProcState {
     /// Terminal modes seen in a PTY's output (application cursor keys).
     pub term: crate::keys::TermModes,
     pub stdin_open: bool,
+    /// Whether the supervisor publishes the exit event of a background run.
+    pub notify_exit: bool,
 }
 
 /// Requests to the owner task.

@@ -17,6 +17,7 @@ use super::output::OutputState;
 use super::proc::{Control, ExitInfo, Proc, ProcInfo, ProcState};
 use super::script::{self, PTY_SIZE};
 use super::supervisor::{ExitWatch, Supervisor};
+use crate::host::{HostRuntime, HOST_CONTAINER};
 use crate::runtime::{ExecSpec, Runtime, RuntimeError};
 use crate::store::{now_ms, ProcessRow, ProcessStatus, Store, StoreError};
 
@@ -45,12 +46,16 @@ pub struct Limits {
     pub max_finished: usize,
 }
 
+/// Secret `(name, value)` pairs for a session, on the host (`true`) or in its sandbox.
+pub type SecretSource = Arc<dyn Fn(&str, bool) -> Vec<(String, String)> + Send + Sync>;
+
 /// What to start.
 #[derive(Debug, Clone)]
 pub struct StartSpec {
     pub session: String,
+    /// The container, or [`HOST_CONTAINER`] for a host process.
     pub container: String,
-    /// Host side of `/run/moat` for that container.
+    /// Host side of `/run/moat` for that container (for a host process, its run directory).
     pub run_dir: PathBuf,
     /// The exact text to run (for allowlisted commands, the rebuilt plan).
     pub command: String,
@@ -63,10 +68,18 @@ pub struct StartSpec {
     pub secrets: Vec<(String, String)>,
     /// Owner of the log and FIFO on the host (the sandbox user).
     pub owner: (u32, u32),
+    /// Publish `Exec completed|failed …` when it ends in the background. Off for approved
+    /// plans, whose waiter reports `Exec finished …` itself.
+    pub notify_exit: bool,
 }
 
 pub struct Registry {
     runtime: Arc<dyn Runtime>,
+    /// Runs processes recorded under [`HOST_CONTAINER`] on this machine.
+    host: Arc<dyn Runtime>,
+    /// Secret values per (session, target), so a process re-attached after a restart is
+    /// redacted like the one that started it.
+    secrets: Mutex<Option<SecretSource>>,
     store: Arc<Store>,
     limits: Limits,
     events: EventBus,
@@ -85,12 +98,35 @@ impl Registry {
     ) -> Arc<Self> {
         Arc::new(Self {
             runtime,
+            host: Arc::new(HostRuntime::new()),
+            secrets: Mutex::new(None),
             store,
             limits,
             events,
             procs: Mutex::new(HashMap::new()),
             last_sweep_ms: AtomicI64::new(0),
         })
+    }
+
+    /// Where secrets for re-attached processes come from (set once by the app).
+    pub fn set_secret_source(&self, source: SecretSource) {
+        *self.secrets.lock().unwrap() = Some(source);
+    }
+
+    fn secrets_for(&self, session: &str, container: &str) -> Vec<(String, String)> {
+        match &*self.secrets.lock().unwrap() {
+            Some(f) => f(session, container == HOST_CONTAINER),
+            None => Vec::new(),
+        }
+    }
+
+    /// The engine for container processes, this machine for host ones.
+    fn runtime_for(&self, container: &str) -> Arc<dyn Runtime> {
+        if container == HOST_CONTAINER {
+            self.host.clone()
+        } else {
+            self.runtime.clone()
+        }
     }
 
     pub fn events(&self) -> &EventBus {
@@ -117,7 +153,9 @@ impl Registry {
             dir: spec.run_dir.clone(),
             source,
         };
-        let log = files.create(spec.owner.0, spec.owner.1).map_err(file_err)?;
+        let on_host = spec.container == HOST_CONTAINER;
+        let owner = (!on_host).then_some(spec.owner);
+        let log = files.create(owner).map_err(file_err)?;
         let stdin = if spec.pty {
             None
         } else {
@@ -141,15 +179,29 @@ impl Registry {
         };
         self.store
             .insert_process(&row_for(&info, &spec.run_dir, spec.background))?;
+        let argv = if on_host {
+            script::host_argv(
+                &spec.run_dir.display().to_string(),
+                &id,
+                &spec.command,
+                spec.pty,
+            )
+        } else {
+            script::argv(&id, &spec.command, spec.pty)
+        };
         let exec = ExecSpec {
-            argv: script::argv(&id, &spec.command, spec.pty),
+            argv,
             env: spec.env.clone(),
             workdir: Some(spec.cwd.clone()),
             user: None,
             tty: spec.pty,
             console_size: spec.pty.then_some(PTY_SIZE),
         };
-        let started = match self.runtime.exec(&spec.container, exec).await {
+        let started = match self
+            .runtime_for(&spec.container)
+            .exec(&spec.container, exec)
+            .await
+        {
             Ok(s) => s,
             Err(e) => {
                 files.remove();
@@ -163,6 +215,7 @@ impl Registry {
             spec.background,
             !spec.pty || started.tty.is_some(),
         );
+        proc.lock().notify_exit = spec.notify_exit;
         if spec.pty {
             // Engine 20.10 (API 1.41) ignores the start's ConsoleSize; a resize after the start
             // is what sizes its terminal (the engine holds it until the exec has started). The
@@ -247,7 +300,8 @@ impl Registry {
             started_at_ms: row.started_at_ms,
             timeout_secs: row.timeout_secs,
         };
-        let mut output = OutputState::new(self.limits.max_output_chars, Vec::new());
+        let secrets = self.secrets_for(&row.session, &row.container);
+        let mut output = OutputState::new(self.limits.max_output_chars, secrets);
         let log = files.open_log().ok();
         if let Some(log) = &log {
             replay(log, &mut output, row.read_offset);
@@ -320,7 +374,7 @@ impl Registry {
             stdin,
             tty,
             watch,
-            runtime: self.runtime.clone(),
+            runtime: self.runtime_for(&proc.info.container),
             store: self.store.clone(),
             events: self.events.clone(),
             control,
@@ -365,6 +419,7 @@ fn new_proc(
             empty_polls: 0,
             term: crate::keys::TermModes::new(),
             stdin_open,
+            notify_exit: true,
         }),
         changed: watch::channel(0).0,
         control,

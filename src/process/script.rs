@@ -75,6 +75,20 @@ pub fn argv(id: &str, command: &str, pty: bool) -> Vec<String> {
     ]
 }
 
+/// The argv for a host process: the same wrappers, with the host run directory passed as `$0`
+/// in place of the container's fixed mount (never pasted into the script text).
+pub fn host_argv(run_dir: &str, id: &str, command: &str, pty: bool) -> Vec<String> {
+    let wrapper = if pty { PTY_WRAPPER } else { WRAPPER };
+    vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        wrapper.replace("\"/run/moat/", "\"$0/"),
+        run_dir.into(),
+        id.into(),
+        login_script(command),
+    ]
+}
+
 /// A helper command that ends process group `pgid`: TERM, up to `grace_ms` for the group to
 /// go, then KILL. Runs as one exec so the grace period costs no extra round trips.
 pub fn kill_group_argv(pgid: u32, grace_ms: u64) -> Vec<String> {
@@ -115,6 +129,14 @@ mod tests {
         let (rows, cols) = PTY_SIZE;
         assert!(a[2].contains(&format!("stty rows {rows} cols {cols}")));
         assert!(!argv("id", "true", false)[2].contains("stty"));
+    }
+
+    #[test]
+    fn host_wrapper_takes_the_dir_as_an_argument() {
+        let a = host_argv("/h o'me/run", "id", "true", false);
+        assert!(!a[2].contains(RUN_DIR) && !a[2].contains("h o'me"));
+        assert!(a[2].contains(r#""$0/$1.pid""#));
+        assert_eq!(a[3], "/h o'me/run");
     }
 
     #[test]

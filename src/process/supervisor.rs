@@ -213,7 +213,7 @@ impl Supervisor {
             st.exit = Some(exit.clone());
             st.stdin_open = false;
             let event = exit_event(&self.proc.info.id, &exit, &st.output.tail(400));
-            (st.background, st.output.redact(&event))
+            (st.background && st.notify_exit, st.output.redact(&event))
         };
         if let Err(e) = self.store.finish_process(
             &self.proc.info.id,

@@ -5,7 +5,9 @@ use axum::http::HeaderMap;
 use axum::http::StatusCode;
 
 use super::error::ApiError;
+use crate::approvals::Decider;
 use crate::config::{AgentToken, ServeConfig};
+use crate::exec::Caller;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Identity {
@@ -30,6 +32,34 @@ impl Identity {
                 StatusCode::FORBIDDEN,
                 format!("this token is not allowed to use session {session}"),
             ))
+        }
+    }
+
+    /// The identity the elevated gates see. The socket's operator is the local user, as for
+    /// the CLI; a TCP operator token speaks for `http`/`operator`; an agent for its token's
+    /// provider and sender.
+    pub fn exec_caller(&self, transport: Transport) -> Caller {
+        match (self, transport) {
+            (Identity::Operator, Transport::Unix) => Caller::cli(),
+            (Identity::Operator, Transport::Tcp) => Caller {
+                provider: Some("http".into()),
+                sender: Some("operator".into()),
+                agent: None,
+            },
+            (Identity::Agent(a), _) => Caller {
+                provider: (!a.provider.is_empty()).then(|| a.provider.clone()),
+                sender: (!a.sender.is_empty()).then(|| a.sender.clone()),
+                agent: (!a.agent.is_empty()).then(|| a.agent.clone()),
+            },
+        }
+    }
+
+    /// Who decides approvals: the operator may; an agent's identity is refused (and audited)
+    /// by the approvals service itself.
+    pub fn decider(&self) -> Decider {
+        match self {
+            Identity::Operator => Decider::operator("operator", "http"),
+            Identity::Agent(a) => Decider::agent(format!("agent:{}", a.agent), "http"),
         }
     }
 

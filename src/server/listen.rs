@@ -54,7 +54,12 @@ pub async fn serve(
         }
     })?;
     let recovered = state.app.registry.recover_all();
-    tracing::info!(recovered, "re-attached running processes");
+    let approvals = state.app.exec.recover_approvals();
+    tracing::info!(
+        recovered,
+        approvals,
+        "re-attached processes and approval waiters"
+    );
     let mut tasks = Vec::new();
     tokio::spawn(prune_loop(state.clone(), shutdown.clone()));
     let unix_app = router(state.clone(), Transport::Unix);

@@ -43,6 +43,12 @@ pub fn router(state: Arc<ServerState>, transport: Transport) -> Router {
             "/v1/sessions/{session}/events",
             get(handlers::events::events),
         )
+        .route("/v1/approvals", get(handlers::approvals::list))
+        .route("/v1/approvals/{id}", get(handlers::approvals::show))
+        .route(
+            "/v1/approvals/{id}/decision",
+            post(handlers::approvals::decide),
+        )
         .fallback(handlers::not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(Extension(transport))

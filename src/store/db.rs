@@ -39,6 +39,56 @@ const MIGRATIONS: &[&str] = &[
         ask TEXT,
         loosen INTEGER NOT NULL DEFAULT 0
      );",
+    "CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        session TEXT NOT NULL,
+        requester TEXT NOT NULL,
+        agent TEXT,
+        target TEXT NOT NULL,
+        command TEXT NOT NULL,
+        plan TEXT NOT NULL,
+        binding TEXT NOT NULL,
+        request TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        allowed TEXT NOT NULL,
+        persist TEXT NOT NULL,
+        covered INTEGER NOT NULL,
+        created_at_ms INTEGER NOT NULL,
+        expires_at_ms INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        decision TEXT,
+        decided_by TEXT,
+        decided_at_ms INTEGER,
+        used_at_ms INTEGER,
+        process_id TEXT
+     );
+     CREATE INDEX approvals_status ON approvals(status, created_at_ms);
+     CREATE TABLE allowlist (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        target TEXT NOT NULL,
+        entry TEXT NOT NULL,
+        command TEXT,
+        source TEXT NOT NULL,
+        approval_id TEXT,
+        added_by TEXT NOT NULL,
+        added_at_ms INTEGER NOT NULL,
+        UNIQUE(target, entry)
+     );
+     CREATE TABLE audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at_ms INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        approval_id TEXT,
+        session TEXT,
+        actor TEXT NOT NULL,
+        detail TEXT NOT NULL
+     );
+     CREATE TABLE skill_state (
+        name TEXT PRIMARY KEY,
+        enabled INTEGER NOT NULL,
+        changed_by TEXT NOT NULL,
+        changed_at_ms INTEGER NOT NULL
+     );",
 ];
 
 /// See the module docs.

@@ -1,13 +1,20 @@
-//! moat's durable state in SQLite (`$MOAT_HOME/state.db`): sessions and the process index.
+//! moat's durable state in SQLite (`$MOAT_HOME/state.db`): sessions, the process index,
+//! approvals, the run-time allowlist, skill switches and the audit log.
 //!
 //! One connection behind a `std::sync::Mutex`: statements are short and never held across an
 //! `.await`, and WAL lets a second moat (the CLI next to `moat serve`) read concurrently.
 
+mod allowlist;
+mod approvals;
+mod audit;
 mod db;
 mod error;
 mod processes;
 mod sessions;
 
+pub use allowlist::AllowlistRow;
+pub use approvals::ApprovalRow;
+pub use audit::AuditRow;
 pub use db::{now_ms, Store};
 pub use error::StoreError;
 pub use processes::{ProcessRow, ProcessStatus};

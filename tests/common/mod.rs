@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod host;
+
 use std::sync::Arc;
 
 use moat::app::App;

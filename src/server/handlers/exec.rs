@@ -22,9 +22,14 @@ pub async fn exec(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<ToolResult>, ApiError> {
-    caller(&state, transport, &headers, Some(&session))?;
+    let who = caller(&state, transport, &headers, Some(&session))?;
     let req: ExecRequest = json_body(body)?;
-    match state.app.exec.run(&session, &req, false).await {
+    match state
+        .app
+        .exec
+        .run_for(&who.exec_caller(transport), &session, &req, false)
+        .await
+    {
         Ok(result) => Ok(Json(result)),
         Err(e) => Err(ApiError::new(status_of(&e), format!("failed to {e}"))),
     }
@@ -36,7 +41,12 @@ fn status_of(e: &ExecError) -> StatusCode {
         ExecError::Request(_)
         | ExecError::Env(_)
         | ExecError::Workdir(_)
-        | ExecError::HostUnavailable => StatusCode::BAD_REQUEST,
+        | ExecError::HostEnv(_)
+        | ExecError::HostWorkdir { .. } => StatusCode::BAD_REQUEST,
+        ExecError::Elevated(_) => StatusCode::FORBIDDEN,
+        ExecError::Approval(a) => {
+            StatusCode::from_u16(a.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+        }
         ExecError::Session(SessionError::Key(_)) => StatusCode::BAD_REQUEST,
         ExecError::Session(SessionError::NoImage(_)) => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,

@@ -1,5 +1,6 @@
 //! One file per endpoint group.
 
+pub mod approvals;
 pub mod events;
 pub mod exec;
 pub mod process;

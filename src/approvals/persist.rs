@@ -1,0 +1,158 @@
+//! What allow-always writes to the allowlist: the resolved executable of each segment, except
+//! for shells and interpreters, which would then run anything; for those (and for commands
+//! the parser could not resolve) an entry for the exact command instead.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::policy::Evaluation;
+
+/// Programs that run code they are handed: allowlisting one by path allows everything.
+const INTERPRETERS: &[&str] = &[
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "ksh",
+    "mksh",
+    "yash",
+    "fish",
+    "csh",
+    "tcsh",
+    "ash",
+    "busybox",
+    "toybox",
+    "python",
+    "pypy",
+    "node",
+    "nodejs",
+    "bun",
+    "deno",
+    "ruby",
+    "irb",
+    "perl",
+    "php",
+    "lua",
+    "luajit",
+    "tclsh",
+    "wish",
+    "rscript",
+    "r",
+    "julia",
+    "osascript",
+    "pwsh",
+    "powershell",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "sed",
+    "xargs",
+    "env",
+    "sudo",
+    "doas",
+    "su",
+    "pkexec",
+    "runuser",
+    "expect",
+    "make",
+    "gdb",
+];
+
+/// Whether the executable at `path` is a shell or interpreter (version suffixes ignored:
+/// `python3.11` counts as `python`).
+pub fn is_interpreter(path: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    INTERPRETERS.contains(&stem) || INTERPRETERS.contains(&base.as_str())
+}
+
+/// The allowlist entry that stands for exactly `command`.
+pub fn command_entry(command: &str) -> String {
+    let digest = Sha256::digest(command.trim().as_bytes());
+    format!("=command:{}", hex::encode(digest))
+}
+
+/// One entry allow-always adds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersistEntry {
+    pub entry: String,
+    /// For an exact-command entry, the command it stands for.
+    pub command: Option<String>,
+}
+
+/// The entries allow-always adds for `command` as evaluated.
+pub fn entries(eval: &Evaluation, command: &str) -> Vec<PersistEntry> {
+    let mut out: Vec<PersistEntry> = Vec::new();
+    let mut needs_exact = eval.segments.is_empty();
+    for segment in &eval.segments {
+        match &segment.resolved {
+            Some(path) if !is_interpreter(path) => {
+                if !out.iter().any(|e| &e.entry == path) {
+                    out.push(PersistEntry {
+                        entry: path.clone(),
+                        command: None,
+                    });
+                }
+            }
+            _ => needs_exact = true,
+        }
+    }
+    if needs_exact {
+        out.push(PersistEntry {
+            entry: command_entry(command),
+            command: Some(command.to_string()),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{evaluate, MapResolver, Policy, Request, Security};
+
+    fn eval(command: &str) -> Evaluation {
+        let policy = Policy {
+            security: Security::Allowlist,
+            ask: crate::policy::Ask::OnMiss,
+            ..Policy::default()
+        };
+        let resolver = MapResolver::new()
+            .with("jq", "/usr/bin/jq")
+            .with("sh", "/bin/sh")
+            .with("python3", "/usr/bin/python3")
+            .with("git", "/usr/bin/git");
+        evaluate(&Request { command, cwd: "/w" }, &policy, &resolver)
+    }
+
+    #[test]
+    fn interpreters() {
+        for (path, want) in [
+            ("/bin/sh", true),
+            ("/usr/bin/python3", true),
+            ("/usr/bin/python3.11", true),
+            ("/usr/bin/bash", true),
+            ("/usr/bin/jq", false),
+            ("/usr/bin/git", false),
+            ("/usr/bin/shred", false),
+        ] {
+            assert_eq!(is_interpreter(path), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn allow_always_entries() {
+        let e = entries(&eval("jq . | git status"), "jq . | git status");
+        let names: Vec<&str> = e.iter().map(|e| e.entry.as_str()).collect();
+        assert_eq!(names, ["/usr/bin/jq", "/usr/bin/git"]);
+        for cmd in ["sh -c 'echo hi'", "python3 -c 'print(1)'"] {
+            let e = entries(&eval(cmd), cmd);
+            assert_eq!(e.len(), 1, "{e:?}");
+            assert!(e[0].entry.starts_with("=command:"), "{e:?}");
+            assert_eq!(e[0].command.as_deref(), Some(cmd));
+        }
+        let e = entries(&eval("jq . $(id)"), "jq . $(id)");
+        assert!(e.iter().any(|e| e.entry.starts_with("=command:")), "{e:?}");
+    }
+}

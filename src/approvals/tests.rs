@@ -1,0 +1,216 @@
+//! The approval lifecycle against a real SQLite file.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::store::Store;
+
+fn binding(cwd: &str, env: &[&str], argv: &[&str]) -> Binding {
+    let env: Vec<String> = env.iter().map(|s| s.to_string()).collect();
+    Binding {
+        target: "host".into(),
+        plan: argv.join(" "),
+        argv: vec![argv.iter().map(|s| s.to_string()).collect()],
+        resolved: vec![Some(format!("/usr/bin/{}", argv[0]))],
+        cwd: cwd.into(),
+        env_hash: env_hash(&env),
+    }
+}
+
+fn new(b: &Binding, timeout_ms: i64) -> NewApproval {
+    NewApproval {
+        session: "main".into(),
+        requester: "cli:alice".into(),
+        agent: None,
+        command: b.plan.clone(),
+        binding: b.clone(),
+        request: "{}".into(),
+        reason: "allowlist miss".into(),
+        allowed: vec![
+            ApprovalDecision::AllowOnce,
+            ApprovalDecision::AllowAlways,
+            ApprovalDecision::Deny,
+        ],
+        persist: vec![PersistEntry {
+            entry: "/usr/bin/touch".into(),
+            command: None,
+        }],
+        covered: false,
+        timeout_ms,
+    }
+}
+
+fn service() -> (Approvals, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("state.db")).unwrap());
+    (Approvals::new(store, vec![]), dir)
+}
+
+fn op() -> Decider {
+    Decider::operator("alice", "cli")
+}
+
+#[test]
+fn only_operators_decide() {
+    let (a, _d) = service();
+    let row = a
+        .create(new(&binding("/w", &[], &["touch", "x"]), 60_000))
+        .unwrap();
+    let err = a
+        .decide(
+            &row.id,
+            ApprovalDecision::AllowOnce,
+            &Decider::agent("bot", "http"),
+        )
+        .unwrap_err();
+    assert_eq!(err.http_status(), 403, "{err}");
+    assert_eq!(a.get(&row.id).unwrap().status, "pending");
+    assert!(a
+        .audit_log(Some(&row.id), 10)
+        .unwrap()
+        .iter()
+        .any(|e| e.kind == "approval-refused"));
+}
+
+#[test]
+fn an_approval_is_decided_once_and_used_once() {
+    let (a, _d) = service();
+    let b = binding("/w", &["A=1"], &["touch", "x"]);
+    let row = a.create(new(&b, 60_000)).unwrap();
+    let slug: String = row.id.chars().take(8).collect();
+    let decided = a.decide(&slug, ApprovalDecision::AllowOnce, &op()).unwrap();
+    assert_eq!(decided.status, "approved");
+    assert_eq!(decided.decided_by.as_deref(), Some("cli:alice"));
+    let again = a
+        .decide(&row.id, ApprovalDecision::AllowOnce, &op())
+        .unwrap_err();
+    assert!(again.to_string().contains("approved already"), "{again}");
+    assert_eq!(a.consume(&row.id, &b).unwrap().status, "used");
+    let reuse = a.consume(&row.id, &b).unwrap_err();
+    assert!(matches!(reuse, ApprovalError::NotUsable { .. }), "{reuse}");
+    let late = a
+        .decide(&row.id, ApprovalDecision::AllowOnce, &op())
+        .unwrap_err();
+    assert!(late.to_string().contains("used already"), "{late}");
+    assert_eq!(late.http_status(), 409);
+}
+
+#[test]
+fn a_changed_plan_is_refused() {
+    let base = binding("/w", &["A=1"], &["touch", "x"]);
+    let changes = [
+        (binding("/tmp", &["A=1"], &["touch", "x"]), "cwd"),
+        (binding("/w", &["A=2"], &["touch", "x"]), "env"),
+        (binding("/w", &["A=1"], &["touch", "y"]), "argv"),
+    ];
+    for (changed, what) in changes {
+        let (a, _d) = service();
+        let row = a.create(new(&base, 60_000)).unwrap();
+        a.decide(&row.id, ApprovalDecision::AllowOnce, &op())
+            .unwrap();
+        match a.consume(&row.id, &changed) {
+            Err(ApprovalError::PlanChanged { what: w, .. }) => assert_eq!(w, what),
+            other => panic!("{what}: {other:?}"),
+        }
+        // The approval is spent: not even the original plan runs now.
+        assert!(a.consume(&row.id, &base).is_err());
+    }
+}
+
+#[test]
+fn expired_approvals_cannot_be_decided() {
+    let (a, _d) = service();
+    let row = a
+        .create(new(&binding("/w", &[], &["touch", "x"]), 0))
+        .unwrap();
+    let err = a
+        .decide(&row.id, ApprovalDecision::AllowOnce, &op())
+        .unwrap_err();
+    assert!(err.to_string().contains("expired"), "{err}");
+    assert_eq!(a.get(&row.id).unwrap().status, "expired");
+    assert!(a.approve_by_fallback(&row.id, "full").unwrap());
+    assert!(!a.approve_by_fallback(&row.id, "full").unwrap());
+}
+
+#[test]
+fn allow_always_persists_and_interpreters_are_refused() {
+    let (a, _d) = service();
+    let row = a
+        .create(new(&binding("/w", &[], &["touch", "x"]), 60_000))
+        .unwrap();
+    a.decide(&row.id, ApprovalDecision::AllowAlways, &op())
+        .unwrap();
+    let entries = a.allowlist(Some("host")).unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].entry, "/usr/bin/touch");
+    assert_eq!(entries[0].source, "allow-always");
+    for blanket in ["/bin/sh", "/usr/bin/python3", "/usr/bin/bash"] {
+        let err = a.allowlist_add("host", blanket, &op()).unwrap_err();
+        assert!(
+            matches!(err, ApprovalError::Interpreter(_)),
+            "{blanket}: {err}"
+        );
+    }
+    assert!(a
+        .allowlist_add_command("host", "sh -c 'make'", &op())
+        .unwrap());
+    assert!(a.allowlist_add("host", "/usr/bin/jq", &op()).unwrap());
+    assert!(
+        !a.allowlist_add("host", "/usr/bin/jq", &op()).unwrap(),
+        "deduplicated"
+    );
+    assert!(a.allowlist_add("host", "relative/jq", &op()).is_err());
+    assert_eq!(a.allowlist_remove("/usr/bin/jq", &op()).unwrap(), 1);
+    assert!(a
+        .allowlist_add("host", "/usr/bin/jq", &Decider::agent("bot", "http"))
+        .is_err());
+}
+
+#[test]
+fn pending_approvals_and_decisions_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let (pending, decided) = {
+        let a = Approvals::new(Arc::new(Store::open(&path).unwrap()), vec![]);
+        let p = a
+            .create(new(&binding("/w", &[], &["touch", "x"]), 60_000))
+            .unwrap();
+        let d = a
+            .create(new(&binding("/w", &[], &["touch", "y"]), 60_000))
+            .unwrap();
+        a.decide(&d.id, ApprovalDecision::Deny, &op()).unwrap();
+        (p.id, d.id)
+    };
+    let a = Approvals::new(Arc::new(Store::open(&path).unwrap()), vec![]);
+    assert_eq!(a.get(&pending).unwrap().status, "pending");
+    let d = a.get(&decided).unwrap();
+    assert_eq!(
+        (d.status.as_str(), d.decision.as_deref()),
+        ("denied", Some("deny"))
+    );
+    let kinds: Vec<String> = a
+        .audit_log(None, 50)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        ["approval-request", "approval-request", "approval-decision"]
+    );
+}
+
+#[test]
+fn the_display_escapes_and_redacts_without_truncating() {
+    let a = Approvals::new(
+        Arc::new(Store::in_memory().unwrap()),
+        vec![("TOKEN".into(), "s3cr3t".into())],
+    );
+    let long = "x".repeat(5000);
+    let shown = a.display(&format!("echo s3cr3t \u{202e}evil\u{200b} {long}\x1b[2J"));
+    assert!(shown.contains("[REDACTED:TOKEN]") && !shown.contains("s3cr3t"));
+    assert!(
+        shown.contains("\\u{202e}") && shown.contains("\\u{200b}") && shown.contains("\\u{001b}")
+    );
+    assert!(shown.ends_with(&format!("{long}\\u{{001b}}[2J")));
+}

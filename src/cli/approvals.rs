@@ -1,0 +1,194 @@
+//! `moat approvals …`: the operator's channel for decisions. It writes to the state database
+//! in `$MOAT_HOME` (mode 0700, the operator's); the moat waiting on an approval notices the
+//! decision within a fraction of a second and runs the plan.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use moat::approvals::{ApprovalDecision, Approvals, Decider};
+use moat::home::Home;
+use moat::store::Store;
+use serde_json::json;
+
+use super::args::ApprovalsCommand;
+
+/// The approvals service over `home`'s state, without an engine connection.
+pub fn open(home: &Home) -> anyhow::Result<Approvals> {
+    let (config, _) = moat::config::load(&home.config_file())?;
+    let secrets = moat::secrets::Secrets::load(&config).context("load secrets")?;
+    home.ensure_root().context("create moat home")?;
+    let store = Arc::new(Store::open(&home.state_db())?);
+    Ok(Approvals::new(store, secrets.all()))
+}
+
+/// The local operator. Refused inside a command moat started (every such command has
+/// `MOAT_SHELL=exec`): an agent on the host must not approve its own requests.
+pub fn operator() -> anyhow::Result<Decider> {
+    if std::env::var_os("MOAT_SHELL").is_some() {
+        bail!("decide from inside a command moat started (MOAT_SHELL is set): only an operator's own shell may decide");
+    }
+    let caller = moat::exec::Caller::cli();
+    Ok(Decider::operator(caller.sender.unwrap_or_default(), "cli"))
+}
+
+fn when(ms: Option<i64>) -> String {
+    match ms {
+        Some(ms) => {
+            let secs = (moat::store::now_ms() - ms) / 1000;
+            if secs >= 0 {
+                format!("{secs}s ago")
+            } else {
+                format!("in {}s", -secs)
+            }
+        }
+        None => "-".into(),
+    }
+}
+
+pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
+    let a = open(&home)?;
+    match cmd {
+        ApprovalsCommand::List { status, all, json } => {
+            let filter = match (status.as_deref(), all) {
+                (Some(s), _) => Some(s),
+                (None, true) => None,
+                (None, false) => Some("pending"),
+            };
+            let rows = a.list(filter)?;
+            if json {
+                let v: Vec<_> = rows.iter().map(|r| a.to_json(r)).collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else if rows.is_empty() {
+                println!(
+                    "no approvals{}",
+                    filter.map(|f| format!(" ({f})")).unwrap_or_default()
+                );
+            } else {
+                for r in &rows {
+                    // Never truncated: the operator decides on what is really there.
+                    println!(
+                        "{}  {:<8}  {:<9}  {:<12}  expires {}  {}",
+                        &r.id[..8],
+                        r.status,
+                        r.target,
+                        r.session,
+                        when(Some(r.expires_at_ms)),
+                        a.display(&r.command)
+                    );
+                }
+            }
+        }
+        ApprovalsCommand::Show { id, json } => {
+            let r = a.get(&id)?;
+            let audit = a.audit_log(Some(&r.id), 100)?;
+            if json {
+                let mut v = a.to_json(&r);
+                v["audit"] = audit
+                    .iter()
+                    .map(|e| json!({"atMs": e.at_ms, "kind": e.kind, "actor": e.actor, "detail": e.detail}))
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                println!("id:        {}", r.id);
+                println!("status:    {}", r.status);
+                println!("host:      {}", r.target);
+                println!("session:   {}", r.session);
+                println!(
+                    "requester: {}{}",
+                    r.requester,
+                    r.agent
+                        .as_deref()
+                        .map(|g| format!(" (agent {g})"))
+                        .unwrap_or_default()
+                );
+                println!("reason:    {}", moat::policy::escape_display(&r.reason));
+                println!("command:   {}", a.display(&r.command));
+                println!("plan:      {}", a.display(&r.plan));
+                if let Ok(b) = serde_json::from_str::<moat::approvals::Binding>(&r.binding) {
+                    println!("cwd:       {}", moat::policy::escape_display(&b.cwd));
+                    println!("env hash:  {}", b.env_hash);
+                    for (i, (argv, res)) in b.argv.iter().zip(&b.resolved).enumerate() {
+                        println!(
+                            "segment {}: {} → {}",
+                            i + 1,
+                            moat::policy::display_argv(argv),
+                            res.as_deref().unwrap_or("(unresolved)")
+                        );
+                    }
+                }
+                println!("created:   {}", when(Some(r.created_at_ms)));
+                println!("expires:   {}", when(Some(r.expires_at_ms)));
+                println!("offers:    {}", r.allowed.replace(',', ", "));
+                if let Some(d) = &r.decision {
+                    println!(
+                        "decision:  {d} by {} {}",
+                        r.decided_by.as_deref().unwrap_or("?"),
+                        when(r.decided_at_ms)
+                    );
+                }
+                if let Some(p) = &r.process_id {
+                    println!("process:   {p}");
+                }
+                println!("audit:");
+                for e in audit {
+                    println!(
+                        "  {}  {}  {}  {}",
+                        when(Some(e.at_ms)),
+                        e.kind,
+                        e.actor,
+                        e.detail
+                    );
+                }
+            }
+        }
+        ApprovalsCommand::Approve { id, always } => {
+            let d = if always {
+                ApprovalDecision::AllowAlways
+            } else {
+                ApprovalDecision::AllowOnce
+            };
+            let r = a.decide(&id, d, &operator()?)?;
+            println!(
+                "approved {} ({}): {}",
+                &r.id[..8],
+                d.as_str(),
+                a.display(&r.command)
+            );
+        }
+        ApprovalsCommand::Deny { id } => {
+            let r = a.decide(&id, ApprovalDecision::Deny, &operator()?)?;
+            println!("denied {}: {}", &r.id[..8], a.display(&r.command));
+        }
+        ApprovalsCommand::Audit { id, limit, json } => {
+            let id = match id {
+                Some(i) => Some(a.get(&i)?.id),
+                None => None,
+            };
+            let rows = a.audit_log(id.as_deref(), limit)?;
+            if json {
+                let v: Vec<_> = rows
+                    .iter()
+                    .map(|e| json!({"atMs": e.at_ms, "kind": e.kind, "approvalId": e.approval_id, "session": e.session, "actor": e.actor, "detail": e.detail}))
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                for e in rows {
+                    println!(
+                        "{}  {:<17}  {:<8}  {:<12}  {}  {}",
+                        e.at_ms,
+                        e.kind,
+                        e.approval_id
+                            .as_deref()
+                            .map(|i| &i[..8.min(i.len())])
+                            .unwrap_or("-"),
+                        e.session.as_deref().unwrap_or("-"),
+                        e.actor,
+                        e.detail
+                    );
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

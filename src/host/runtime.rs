@@ -1,0 +1,209 @@
+//! [`HostRuntime`]: the [`Runtime`] seam for commands that run on the host itself.
+//!
+//! It lets the process registry and supervisor treat a host process like a container one:
+//! the same wrapper script records the group id and exit status in the host run directory,
+//! output goes to the same kind of log, and kill/exit-watch helpers run as local commands.
+//! The wrapper leads its own process group (or, with a PTY, its own session), so killing the
+//! group reaches everything the command started. Container operations are refused.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use tokio::sync::oneshot;
+
+use super::pty;
+use crate::runtime::{
+    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, Progress, Runtime,
+    RuntimeError,
+};
+
+/// The `container` name host processes are recorded under.
+pub const HOST_CONTAINER: &str = "host";
+/// PATH for moat's own helper commands (kill, liveness checks): system directories only.
+const HELPER_PATH: &str = "/usr/sbin:/usr/bin:/sbin:/bin";
+
+#[derive(Default)]
+struct Started {
+    exit: Option<i64>,
+    master: Option<OwnedFd>,
+}
+
+/// See the module docs.
+#[derive(Default, Clone)]
+pub struct HostRuntime {
+    started: Arc<Mutex<HashMap<String, Started>>>,
+}
+
+impl HostRuntime {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+fn unsupported(action: &str) -> RuntimeError {
+    RuntimeError::Other {
+        action: action.to_string(),
+        message: "not available for host commands".into(),
+    }
+}
+
+fn spawn_error(argv: &[String], e: std::io::Error) -> RuntimeError {
+    RuntimeError::Other {
+        action: format!("start `{}` on the host", argv.first().map_or("", |s| s)),
+        message: e.to_string(),
+    }
+}
+
+#[async_trait]
+impl Runtime for HostRuntime {
+    async fn ping(&self) -> Result<EngineInfo, RuntimeError> {
+        Ok(EngineInfo {
+            version: "host".into(),
+            api_version: "-".into(),
+        })
+    }
+
+    async fn image_exists(&self, _image: &str) -> Result<bool, RuntimeError> {
+        Err(unsupported("inspect an image"))
+    }
+
+    async fn inspect_container(&self, _name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
+        Err(unsupported("inspect a container"))
+    }
+
+    async fn list_containers(&self, _label: &str) -> Result<Vec<ContainerInfo>, RuntimeError> {
+        Err(unsupported("list containers"))
+    }
+
+    async fn create_container(&self, _spec: &ContainerSpec) -> Result<String, RuntimeError> {
+        Err(unsupported("create a container"))
+    }
+
+    async fn start_container(&self, _id: &str) -> Result<(), RuntimeError> {
+        Err(unsupported("start a container"))
+    }
+
+    async fn remove_container(&self, _id: &str) -> Result<(), RuntimeError> {
+        Err(unsupported("remove a container"))
+    }
+
+    async fn exec(&self, _container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
+        let argv = &spec.argv;
+        let Some(program) = argv.first() else {
+            return Err(spawn_error(argv, std::io::Error::other("empty argv")));
+        };
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(&argv[1..]).env_clear().kill_on_drop(false);
+        for kv in &spec.env {
+            if let Some((k, v)) = kv.split_once('=') {
+                cmd.env(k, v);
+            }
+        }
+        if let Some(dir) = &spec.workdir {
+            cmd.current_dir(dir);
+        }
+        let mut master = None;
+        if spec.tty {
+            let (m, slave) = pty::open(30, 120).map_err(|e| spawn_error(argv, e))?;
+            let io = |fd: &OwnedFd| fd.try_clone().map(Stdio::from);
+            cmd.stdin(io(&slave).map_err(|e| spawn_error(argv, e))?)
+                .stdout(io(&slave).map_err(|e| spawn_error(argv, e))?)
+                .stderr(io(&slave).map_err(|e| spawn_error(argv, e))?);
+            // SAFETY: the hook only calls async-signal-safe functions (setsid, ioctl).
+            unsafe {
+                cmd.pre_exec(pty::make_controlling);
+            }
+            master = Some(m);
+        } else {
+            cmd.process_group(0)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+        }
+        let mut child = cmd.spawn().map_err(|e| spawn_error(argv, e))?;
+        // Our copies of the slave side are gone with `cmd`: the terminal closes with the child.
+        drop(cmd);
+        let id = format!("host-{}", child.id().unwrap_or(0));
+        let tty = match &master {
+            Some(m) => {
+                let (output, input) = pty::streams(m).map_err(|e| spawn_error(argv, e))?;
+                Some(ExecTty { output, input })
+            }
+            None => None,
+        };
+        self.started
+            .lock()
+            .unwrap()
+            .insert(id.clone(), Started { exit: None, master });
+        let (tx, finished) = oneshot::channel();
+        let started = self.started.clone();
+        let key = id.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await.ok();
+            let code = status.and_then(|s| {
+                use std::os::unix::process::ExitStatusExt;
+                s.code()
+                    .map(i64::from)
+                    .or_else(|| s.signal().map(|n| 128 + i64::from(n)))
+            });
+            if let Some(s) = started.lock().unwrap().get_mut(&key) {
+                s.exit = code;
+                s.master = None;
+            }
+            let _ = tx.send(());
+        });
+        Ok(ExecStarted { id, finished, tty })
+    }
+
+    async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>, RuntimeError> {
+        let mut started = self.started.lock().unwrap();
+        // Asked once, after the end: the entry is no longer needed.
+        Ok(started.remove(exec_id).and_then(|s| s.exit))
+    }
+
+    async fn resize_exec(&self, exec_id: &str, rows: u16, cols: u16) -> Result<(), RuntimeError> {
+        let started = self.started.lock().unwrap();
+        if let Some(master) = started.get(exec_id).and_then(|s| s.master.as_ref()) {
+            pty::resize(master, rows, cols).map_err(|e| RuntimeError::Other {
+                action: "resize the terminal".into(),
+                message: e.to_string(),
+            })?;
+        }
+        Ok(())
+    }
+
+    async fn exec_capture(
+        &self,
+        _container: &str,
+        argv: Vec<String>,
+        _user: Option<String>,
+    ) -> Result<(i64, Vec<u8>), RuntimeError> {
+        let Some(program) = argv.first() else {
+            return Err(spawn_error(&argv, std::io::Error::other("empty argv")));
+        };
+        let out = tokio::process::Command::new(program)
+            .args(&argv[1..])
+            .env_clear()
+            .env("PATH", HELPER_PATH)
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .map_err(|e| spawn_error(&argv, e))?;
+        let mut bytes = out.stdout;
+        bytes.extend_from_slice(&out.stderr);
+        Ok((i64::from(out.status.code().unwrap_or(-1)), bytes))
+    }
+
+    async fn build_image(
+        &self,
+        _context: Vec<u8>,
+        _tag: &str,
+        _build_args: Vec<(String, String)>,
+        _progress: Progress,
+    ) -> Result<(), RuntimeError> {
+        Err(unsupported("build an image"))
+    }
+}

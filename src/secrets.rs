@@ -1,0 +1,164 @@
+//! Secret values (`[secrets.NAME]`): read once at start from moat's environment or a private
+//! file, injected as env var `NAME` into the sessions and hosts the operator listed, and
+//! replaced by `[REDACTED:NAME]` wherever moat shows text.
+
+use std::os::unix::fs::MetadataExt;
+use std::sync::Arc;
+
+use crate::config::{Config, SecretConfig};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SecretsError {
+    #[error("read secret {name}: moat's environment has no variable `{var}`")]
+    MissingEnv { name: String, var: String },
+    #[error("read secret {name} from {path}")]
+    File {
+        name: String,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("read secret {name} from {path}: the file is readable by others (mode {mode:o}); chmod 600 it")]
+    Exposed {
+        name: String,
+        path: String,
+        mode: u32,
+    },
+    #[error("read secret {name}: the value is empty")]
+    Empty { name: String },
+}
+
+/// The loaded secrets.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets {
+    entries: Vec<(String, SecretConfig, String)>,
+}
+
+impl Secrets {
+    /// Reads every configured secret; a missing or exposed one is an error naming it.
+    pub fn load(config: &Config) -> Result<Self, SecretsError> {
+        Self::load_with(config, |var| std::env::var(var).ok())
+    }
+
+    pub fn load_with(
+        config: &Config,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, SecretsError> {
+        let mut entries = Vec::new();
+        for (name, s) in &config.secrets {
+            let value = if !s.env.is_empty() {
+                env(&s.env).ok_or_else(|| SecretsError::MissingEnv {
+                    name: name.clone(),
+                    var: s.env.clone(),
+                })?
+            } else {
+                read_private(name, &s.file)?
+            };
+            if value.is_empty() {
+                return Err(SecretsError::Empty { name: name.clone() });
+            }
+            entries.push((name.clone(), s.clone(), value));
+        }
+        Ok(Self { entries })
+    }
+
+    /// `(name, value)` for `session` on the host (`true`) or in its sandbox.
+    pub fn for_target(&self, session: &str, on_host: bool) -> Vec<(String, String)> {
+        self.entries
+            .iter()
+            .filter(|(_, s, _)| s.applies_to(session, on_host))
+            .map(|(n, _, v)| (n.clone(), v.clone()))
+            .collect()
+    }
+
+    /// Every secret, for redacting displays that belong to no single session.
+    pub fn all(&self) -> Vec<(String, String)> {
+        self.entries
+            .iter()
+            .map(|(n, _, v)| (n.clone(), v.clone()))
+            .collect()
+    }
+
+    /// The variables of moat's own environment secrets are read from: host commands never
+    /// inherit them (a secret reaches only the sessions and hosts listed for it).
+    pub fn source_vars(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|(_, s, _)| !s.env.is_empty())
+            .map(|(_, s, _)| s.env.clone())
+            .collect()
+    }
+
+    /// A source the process registry uses for processes re-attached after a restart.
+    pub fn source(self: &Arc<Self>) -> crate::process::SecretSource {
+        let me = self.clone();
+        Arc::new(move |session, on_host| me.for_target(session, on_host))
+    }
+}
+
+fn read_private(name: &str, path: &str) -> Result<String, SecretsError> {
+    let err = |source| SecretsError::File {
+        name: name.into(),
+        path: path.into(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(err)?;
+    if meta.mode() & 0o077 != 0 {
+        return Err(SecretsError::Exposed {
+            name: name.into(),
+            path: path.into(),
+            mode: meta.mode() & 0o777,
+        });
+    }
+    let text = std::fs::read_to_string(path).map_err(err)?;
+    // A trailing newline is an editor's, not part of the value.
+    Ok(text.trim_end_matches(['\n', '\r']).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn config(env: &str, file: &str) -> Config {
+        let mut c = Config::default();
+        c.secrets.insert(
+            "TOKEN".into(),
+            SecretConfig {
+                env: env.into(),
+                file: file.into(),
+                sessions: vec!["main".into()],
+                hosts: vec![],
+            },
+        );
+        c
+    }
+
+    #[test]
+    fn from_env_and_targets() {
+        let s =
+            Secrets::load_with(&config("SRC", ""), |v| (v == "SRC").then(|| "val".into())).unwrap();
+        assert_eq!(
+            s.for_target("main", false),
+            [("TOKEN".into(), "val".into())]
+        );
+        assert!(s.for_target("main", true).is_empty());
+        assert!(s.for_target("other", false).is_empty());
+        let err = Secrets::load_with(&config("NOPE", ""), |_| None).unwrap_err();
+        assert!(err.to_string().contains("TOKEN") && err.to_string().contains("NOPE"));
+    }
+
+    #[test]
+    fn files_must_be_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("tok");
+        std::fs::write(&p, "filevalue\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let c = config("", &p.display().to_string());
+        let err = Secrets::load_with(&c, |_| None).unwrap_err();
+        assert!(err.to_string().contains("chmod 600"), "{err}");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let s = Secrets::load_with(&c, |_| None).unwrap();
+        assert_eq!(s.all(), [("TOKEN".into(), "filevalue".into())]);
+    }
+}

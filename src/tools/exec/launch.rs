@@ -1,0 +1,107 @@
+//! Starting a prepared run and shaping its result (finished, or running in the background).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::exec::{finished_result, running_result, ExecRequest, ToolResult};
+use crate::process::{Proc, ProcessError, RunFiles, StartSpec};
+
+use super::prepare::Prepared;
+use super::tool::{ExecError, ExecTool};
+
+impl ExecTool {
+    /// Starts `command` (the plan) as prepared. `notify` is false for approved plans, whose
+    /// waiter sends its own `Exec finished` event.
+    pub(super) async fn launch(
+        &self,
+        p: &Prepared,
+        command: &str,
+        req: &ExecRequest,
+        notify: bool,
+    ) -> Result<Arc<Proc>, ExecError> {
+        let background = req.background == Some(true);
+        let spec = StartSpec {
+            session: p.session.clone(),
+            container: p.container.clone(),
+            run_dir: p.run_dir.clone(),
+            command: command.to_string(),
+            cwd: p.cwd.clone(),
+            env: p.env.clone(),
+            pty: req.pty == Some(true),
+            background,
+            timeout_secs: req.timeout_secs(self.config.exec.timeout_secs),
+            secrets: p.secrets.clone(),
+            owner: p.owner,
+            notify_exit: notify,
+        };
+        let proc = match self.registry.start(spec.clone()).await {
+            Ok(p) => p,
+            // The container went away behind our back (docker rm, engine restart): forget
+            // the cached one and try once more with a fresh container.
+            Err(ProcessError::Runtime(e)) if e.is_gone() && !p.on_host() => {
+                self.sessions.invalidate(&p.session);
+                let c = self.sessions.ensure(&p.session).await?;
+                self.registry
+                    .start(StartSpec {
+                        container: c.name,
+                        run_dir: c.run_dir,
+                        ..spec
+                    })
+                    .await?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Ok(proc)
+    }
+
+    /// Waits up to the yield window (or to the end), then returns the finished result, or a
+    /// `running` result while the process continues in the background.
+    pub(super) async fn outcome(
+        &self,
+        p: &Prepared,
+        proc: Arc<Proc>,
+        req: &ExecRequest,
+        wait_to_end: bool,
+    ) -> ToolResult {
+        let background = req.background == Some(true);
+        let timeout_secs = req.timeout_secs(self.config.exec.timeout_secs);
+        let started = proc.info.started_at_ms;
+        let ended = if background {
+            false
+        } else if wait_to_end && req.yield_ms.is_none() {
+            proc.wait_exit(Duration::MAX / 4).await
+        } else {
+            let window = req.yield_window_ms(self.config.exec.yield_ms);
+            proc.wait_exit(Duration::from_millis(window)).await
+        };
+        if !ended {
+            self.registry.set_background(&proc);
+            let files = RunFiles::new(&p.run_dir, &proc.info.id);
+            if !proc.info.pty {
+                files.wait_ready(Duration::from_secs(5)).await;
+            }
+            let tail = proc.lock().output.tail(2000);
+            return running_result(
+                &proc.info.id,
+                files.read_pgid(),
+                proc.info.started_at_ms,
+                &p.cwd,
+                tail,
+            )
+            .with_warnings(&p.warnings);
+        }
+        let (exit, aggregated, truncated) = {
+            let st = proc.lock();
+            (
+                st.exit.clone().expect("ended"),
+                st.output.aggregated(),
+                st.output.truncated(),
+            )
+        };
+        // A foreground run's result is its whole record: nothing is kept for `process`.
+        self.registry.forget(&proc);
+        let duration = exit.finished_at_ms - started;
+        finished_result(&exit, aggregated, truncated, duration, &p.cwd, timeout_secs)
+            .with_warnings(&p.warnings)
+    }
+}

@@ -1,0 +1,10 @@
+//! The `exec` tool: validate, pick the target (sandbox or host, through the elevated gates),
+//! prepare the run, check the policy, then run, refuse, or register an approval whose waiter
+//! runs the approved plan later.
+
+mod launch;
+mod prepare;
+mod tool;
+mod waiter;
+
+pub use tool::{ExecError, ExecTool};

@@ -1,0 +1,175 @@
+//! [`ExecTool`]: one `exec` call from request to result.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::approvals::{
+    pending_result, persist_entries, ApprovalDecision, ApprovalError, Approvals, Binding,
+    NewApproval,
+};
+use crate::config::Config;
+use crate::exec::{
+    validate_env, Caller, ElevatedError, EnvError, ExecRequest, RequestError, ToolResult,
+    WorkdirError,
+};
+use crate::home::Home;
+use crate::host::HostEnvError;
+use crate::policy::{Ask, Decision};
+use crate::process::{ProcessError, Registry};
+use crate::secrets::Secrets;
+use crate::session::{SessionError, Sessions};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    #[error(transparent)]
+    Workdir(#[from] WorkdirError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    #[error(transparent)]
+    Elevated(#[from] ElevatedError),
+    /// `Security Violation: …`, naming every refused key.
+    #[error(transparent)]
+    HostEnv(#[from] HostEnvError),
+    #[error("use host workdir {dir}: {reason}")]
+    HostWorkdir { dir: String, reason: String },
+    #[error("prepare the host run directory {dir}")]
+    HostRunDir {
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
+}
+
+/// See the module docs. Cheap to clone: approval waiters keep a copy.
+#[derive(Clone)]
+pub struct ExecTool {
+    pub sessions: Arc<Sessions>,
+    pub registry: Arc<Registry>,
+    pub config: Arc<Config>,
+    pub approvals: Arc<Approvals>,
+    pub secrets: Arc<Secrets>,
+    pub home: Home,
+}
+
+impl ExecTool {
+    /// Runs one `exec` call for `session` with no caller identity (no elevated access). See
+    /// [`run_for`](Self::run_for).
+    pub async fn run(
+        &self,
+        session: &str,
+        req: &ExecRequest,
+        wait_to_end: bool,
+    ) -> Result<ToolResult, ExecError> {
+        self.run_for(&Caller::anonymous(), session, req, wait_to_end)
+            .await
+    }
+
+    /// Runs one `exec` call for `session` on behalf of `caller` (whose identity the elevated
+    /// gates check). `wait_to_end` makes a foreground call wait for the command however long
+    /// it takes (the CLI's default), instead of yielding.
+    pub async fn run_for(
+        &self,
+        caller: &Caller,
+        session: &str,
+        req: &ExecRequest,
+        wait_to_end: bool,
+    ) -> Result<ToolResult, ExecError> {
+        req.validate()?;
+        validate_env(&req.env)?;
+        let target = crate::exec::target(req, &self.config.elevated, caller, session)?;
+        let prepared = self.prepare(session, req, target).await?;
+        let eval = prepared.evaluate(&req.command);
+        // Reasons quote the command: no secret value may leave through them.
+        let decision = match eval.decision.clone() {
+            Decision::Deny { reason } => Decision::Deny {
+                reason: self.approvals.redact(&reason),
+            },
+            Decision::Ask { reason } => Decision::Ask {
+                reason: self.approvals.redact(&reason),
+            },
+            d => d,
+        };
+        match decision {
+            Decision::Allow => {
+                let plan = eval
+                    .plan
+                    .map(|p| p.command)
+                    .unwrap_or_else(|| req.command.clone());
+                if prepared.on_host() {
+                    let _ = self.approvals.store().audit(
+                        "elevated-run",
+                        None,
+                        Some(session),
+                        &caller.label(),
+                        &self.approvals.display(&plan),
+                    );
+                }
+                let proc = self.launch(&prepared, &plan, req, true).await?;
+                Ok(self.outcome(&prepared, proc, req, wait_to_end).await)
+            }
+            Decision::Deny { reason } => Ok(ToolResult::new(
+                format!(
+                    "Exec denied ({}, {}): {}",
+                    if prepared.on_host() {
+                        "host"
+                    } else {
+                        "sandbox"
+                    },
+                    crate::policy::escape_display(&reason),
+                    self.approvals.display(&req.command)
+                ),
+                json!({"status": "failed", "denied": true, "reason": reason}),
+            )
+            .with_warnings(&prepared.warnings)),
+            Decision::Ask { reason } => {
+                let plan = eval
+                    .plan
+                    .as_ref()
+                    .map(|p| p.command.clone())
+                    .unwrap_or_else(|| req.command.clone());
+                let binding =
+                    Binding::new(prepared.label(), &plan, &eval, &prepared.cwd, &prepared.env);
+                // Whether the allowlist alone covers it, for `ask_fallback = allowlist`.
+                let covered = {
+                    let mut quiet = prepared.policy.clone();
+                    quiet.ask = Ask::Off;
+                    let cheap = super::prepare::Prepared {
+                        policy: quiet,
+                        ..prepared.clone()
+                    };
+                    cheap.evaluate(&req.command).decision == Decision::Allow
+                };
+                let mut allowed = vec![ApprovalDecision::AllowOnce];
+                if prepared.policy.ask != Ask::Always {
+                    allowed.push(ApprovalDecision::AllowAlways);
+                }
+                allowed.push(ApprovalDecision::Deny);
+                let row = self.approvals.create(NewApproval {
+                    session: session.to_string(),
+                    requester: caller.label(),
+                    agent: caller.agent.clone(),
+                    command: req.command.clone(),
+                    binding,
+                    request: serde_json::to_string(req).unwrap_or_default(),
+                    reason,
+                    allowed,
+                    persist: persist_entries(&eval, &req.command),
+                    covered,
+                    timeout_ms: self.config.approvals.timeout_secs as i64 * 1000,
+                })?;
+                self.spawn_waiter(row.id.clone());
+                let display = self.approvals.display(&req.command);
+                Ok(pending_result(&row, &display, &prepared.cwd).with_warnings(&prepared.warnings))
+            }
+        }
+    }
+}

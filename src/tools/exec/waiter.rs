@@ -1,0 +1,182 @@
+//! The owner task of one approval: it polls the store until an operator decides (or the
+//! approval expires), then runs exactly the approved plan once and reports to the session:
+//! `Exec running …` once after the notice delay, `Exec finished …` with the output tail, or
+//! `Exec denied …` with the reason.
+
+use std::time::Duration;
+
+use crate::approvals::{denied_event, finished_event, running_event, Binding};
+use crate::exec::{ExecRequest, Target};
+use crate::policy::Security;
+use crate::store::{now_ms, ApprovalRow};
+
+use super::tool::ExecTool;
+
+/// How often a waiter looks at the store; a CLI decision lands within this.
+const POLL: Duration = Duration::from_millis(250);
+
+impl ExecTool {
+    pub(super) fn spawn_waiter(&self, id: String) {
+        let tool = self.clone();
+        tokio::spawn(async move { tool.wait_for_decision(id).await });
+    }
+
+    /// Resumes a waiter for every approval not yet settled (pending, approved but not run,
+    /// expired without its fallback applied), e.g. when `moat serve` starts. Each plan still
+    /// runs at most once: claiming it is atomic in the store.
+    pub fn recover_approvals(&self) -> usize {
+        let mut n = 0;
+        for status in ["pending", "approved", "expired"] {
+            for row in self.approvals.list(Some(status)).unwrap_or_default() {
+                self.spawn_waiter(row.id);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    async fn wait_for_decision(&self, id: String) {
+        loop {
+            let row = match self.approvals.get(&id) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(%id, error = %e, "failed to read approval; its waiter stops");
+                    return;
+                }
+            };
+            match row.status.as_str() {
+                "pending" => {
+                    if now_ms() >= row.expires_at_ms {
+                        let _ = self.approvals.expire(&row.id);
+                        continue;
+                    }
+                }
+                "approved" => return self.run_approved(row).await,
+                "denied" => {
+                    let reason = match row.decision.as_deref() {
+                        Some("plan-changed") => "plan-changed",
+                        _ => "user-denied",
+                    };
+                    return self.deny(&row, reason);
+                }
+                "expired" => return self.apply_fallback(row).await,
+                _ => return,
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    fn deny(&self, row: &ApprovalRow, reason: &str) {
+        let display = self.approvals.display(&row.command);
+        self.registry
+            .events()
+            .publish(&row.session, denied_event(row, reason, &display));
+    }
+
+    /// `ask_fallback`, never looser than the security level in force: `full` runs the plan,
+    /// `allowlist` runs it only when the allowlist covers it, `deny` refuses. An inline-eval
+    /// ask is refused whatever the fallback: nobody looked at the code it runs.
+    async fn apply_fallback(&self, row: ApprovalRow) {
+        let in_force = match self.prepare_row(&row).await {
+            Some((_, p)) => p.policy.security,
+            None => Security::Deny,
+        };
+        let fallback = self.config.approvals.ask_fallback.min(in_force);
+        let inline = row.reason.contains("inline-eval");
+        let runs = match fallback {
+            Security::Full => !inline,
+            Security::Allowlist => row.covered && !inline,
+            Security::Deny => false,
+        };
+        if !runs {
+            let reason = if fallback == Security::Allowlist {
+                "approval-timeout (allowlist-miss)"
+            } else {
+                "approval-timeout"
+            };
+            return self.deny(&row, reason);
+        }
+        if let Ok(true) = self
+            .approvals
+            .approve_by_fallback(&row.id, fallback.as_str())
+        {
+            if let Ok(row) = self.approvals.get(&row.id) {
+                self.run_approved(row).await;
+            }
+        }
+    }
+
+    /// The request and its run, prepared again from the stored record.
+    async fn prepare_row(
+        &self,
+        row: &ApprovalRow,
+    ) -> Option<(ExecRequest, super::prepare::Prepared)> {
+        let req: ExecRequest = serde_json::from_str(&row.request).ok()?;
+        let target = match row.target.as_str() {
+            "host" => Target::Host { full: false },
+            "host-full" => Target::Host { full: true },
+            _ => Target::Sandbox,
+        };
+        self.prepare(&row.session, &req, target)
+            .await
+            .ok()
+            .map(|p| (req, p))
+    }
+
+    async fn run_approved(&self, row: ApprovalRow) {
+        let Some((req, prepared)) = self.prepare_row(&row).await else {
+            return self.deny(&row, "spawn-failed");
+        };
+        let eval = prepared.evaluate(&req.command);
+        let binding = Binding::new(
+            prepared.label(),
+            &row.plan,
+            &eval,
+            &prepared.cwd,
+            &prepared.env,
+        );
+        let row = match self.approvals.consume(&row.id, &binding) {
+            Ok(r) => r,
+            Err(crate::approvals::ApprovalError::PlanChanged { what, .. }) => {
+                return self.deny(&row, &format!("plan-changed: {what}"));
+            }
+            // Another moat claimed it first, or it is spent: nothing to report from here.
+            Err(_) => return,
+        };
+        let proc = match self.launch(&prepared, &row.plan, &req, false).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(id = %row.id, error = %e, "failed to start an approved plan");
+                return self.deny(&row, "spawn-failed");
+            }
+        };
+        self.registry.set_background(&proc);
+        let _ = self.approvals.record_run(&row, &proc.info.id);
+        let notice = self.config.approvals.running_notice_secs;
+        let display = self.approvals.display(&row.command);
+        let mut ended = if notice > 0 {
+            proc.wait_exit(Duration::from_secs(notice)).await
+        } else {
+            false
+        };
+        if !ended && notice > 0 {
+            let text = running_event(&row, &proc.info.id, notice, &display);
+            let text = proc.lock().output.redact(&text);
+            self.registry.events().publish(&row.session, text);
+        }
+        while !ended {
+            ended = proc.wait_exit(Duration::from_secs(3600)).await;
+        }
+        let text = {
+            let st = proc.lock();
+            let exit = st.exit.clone().expect("ended");
+            st.output.redact(&finished_event(
+                &row,
+                &proc.info.id,
+                &exit,
+                &st.output.tail(400),
+            ))
+        };
+        self.registry.events().publish(&row.session, text);
+    }
+}
