@@ -35,11 +35,15 @@ impl Drop for Server {
 }
 
 async fn server(prefix: &'static str) -> Option<Server> {
+    server_with(prefix, "").await
+}
+
+async fn server_with(prefix: &'static str, extra_config: &str) -> Option<Server> {
     common::engine().await?;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("moat.toml"),
-        format!("[serve]\noperator_token = \"{OPERATOR}\"\n[[serve.agents]]\ntoken = \"{AGENT}\"\nsession = \"{prefix}-agent\"\nagent = \"a1\"\n"),
+        format!("[serve]\noperator_token = \"{OPERATOR}\"\n[[serve.agents]]\ntoken = \"{AGENT}\"\nsession = \"{prefix}-agent\"\nagent = \"a1\"\n{extra_config}"),
     )
     .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_moat"))
@@ -269,4 +273,76 @@ async fn exit_event_arrives_over_sse() {
         seen.contains(&format!("Exec failed ({id8}, code 2) :: finished-marker")),
         "{seen:?}"
     );
+}
+
+#[tokio::test]
+async fn only_the_operator_can_decide_an_approval() {
+    let extra = "[policy.sandbox]\nask_patterns = [\"touch *\"]\n";
+    let Some(s) = server_with("http-appr", extra).await else {
+        return;
+    };
+    let (status, text) = http(
+        &s.addr,
+        "POST",
+        "/v1/sessions/http-appr-agent/exec",
+        Some(AGENT),
+        br#"{"command":"touch /workspace/approved-marker"}"#,
+    );
+    assert_eq!(status, 200, "{text}");
+    let pending = json(&text);
+    assert_eq!(pending["details"]["status"], "approval-pending", "{text}");
+    let id = pending["details"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let decide = format!("/v1/approvals/{id}/decision");
+    // The agent cannot approve its own request, nor list approvals.
+    let (status, text) = http(
+        &s.addr,
+        "POST",
+        &decide,
+        Some(AGENT),
+        br#"{"decision":"allow-once"}"#,
+    );
+    assert_eq!(status, 403, "{text}");
+    assert_eq!(
+        http(&s.addr, "GET", "/v1/approvals", Some(AGENT), b"").0,
+        403
+    );
+    // The operator sees it pending and approves it; it runs once.
+    let (status, list) = http(&s.addr, "GET", "/v1/approvals", Some(OPERATOR), b"");
+    assert_eq!(status, 200);
+    assert!(list.contains(&id), "{list}");
+    let (status, text) = http(
+        &s.addr,
+        "POST",
+        &decide,
+        Some(OPERATOR),
+        br#"{"decision":"allow-once"}"#,
+    );
+    assert_eq!(status, 200, "{text}");
+    let (status, _) = http(
+        &s.addr,
+        "POST",
+        &decide,
+        Some(OPERATOR),
+        br#"{"decision":"allow-once"}"#,
+    );
+    assert_eq!(status, 409, "a decided approval cannot be decided again");
+    let mut ran = false;
+    for _ in 0..50 {
+        let (_, text) = http(
+            &s.addr,
+            "POST",
+            "/v1/sessions/http-appr-agent/exec",
+            Some(OPERATOR),
+            br#"{"command":"ls /workspace"}"#,
+        );
+        if text.contains("approved-marker") {
+            ran = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(ran, "the approved command ran");
 }
