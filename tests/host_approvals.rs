@@ -218,8 +218,7 @@ async fn an_agent_cannot_decide() {
             &Decider::agent("bot", "http"),
         )
         .unwrap_err();
-    // TODO(lead): the HTTP test: an agent token on the approve endpoint answers 403; the
-    // handler maps `ApprovalError::http_status()`.
+    // Over HTTP this is a 403: tests/http_api.rs `only_the_operator_can_decide_an_approval`.
     assert_eq!(err.http_status(), 403);
     assert_eq!(m.app.approvals.get(id).unwrap().status, "pending");
 }
