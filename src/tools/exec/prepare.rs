@@ -141,9 +141,12 @@ impl ExecTool {
             }
         }
         apply_request(&mut policy, req);
-        let skills = self.skills();
+        // Skills and run-time allowlist entries only matter to an allowlist; in the other
+        // modes the exec hot path skips their store reads.
+        let allowlist = policy.security == Security::Allowlist;
+        let skills = if allowlist { self.skills() } else { Vec::new() };
         let mut resolver = MapResolver::new();
-        if policy.security == Security::Allowlist {
+        if allowlist {
             let mut names = command_names(&req.command);
             names.extend(crate::skills::names(&skills));
             if !names.is_empty() {
@@ -181,7 +184,9 @@ impl ExecTool {
             warnings: container.warning.into_iter().collect(),
             owner: sandbox.uid_gid(),
         };
-        self.add_runtime_entries(&mut p, &skills);
+        if allowlist {
+            self.add_runtime_entries(&mut p, &skills);
+        }
         Ok(p)
     }
 
