@@ -12,6 +12,7 @@ pub mod exec;
 pub mod home;
 pub mod image;
 pub mod keys;
+pub mod mcp;
 pub mod names;
 pub mod output;
 pub mod policy;

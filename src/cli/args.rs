@@ -30,6 +30,15 @@ pub enum Command {
     Config(ConfigCommand),
     /// Measure exec latency, cold start and output throughput against plain docker.
     Bench(BenchArgs),
+    /// Serve the exec and process tools to an MCP client over stdio.
+    Mcp(McpArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    /// Session key every tool call runs in.
+    #[arg(long, env = "MOAT_SESSION", default_value = "main")]
+    pub session: String,
 }
 
 #[derive(Args, Debug)]

@@ -5,6 +5,7 @@ mod bench;
 mod doctor;
 mod exec;
 mod image;
+mod mcp;
 mod policy;
 mod process;
 mod sessions;
@@ -69,5 +70,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench(a) => bench::run(home, a).await,
+        Command::Mcp(a) => mcp::run(home, a).await,
     }
 }
