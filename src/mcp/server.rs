@@ -19,7 +19,7 @@ use rmcp::model::{
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -121,6 +121,19 @@ impl MoatMcp {
         }
     }
 
+    /// Pins the connection to `session` and starts sending its events, once.
+    fn bind(&self, session: String, peer: &Peer<RoleServer>) {
+        if self.bound.set(session.clone()).is_ok() {
+            notify::forward(
+                self.ctx.events.subscribe(),
+                session,
+                peer.clone(),
+                self.min_level.clone(),
+                self.stop.child_token(),
+            );
+        }
+    }
+
     async fn exec(&self, session: &str, args: Map<String, Value>) -> ToolResult {
         let req: ExecRequest = match parse_args(args, "command") {
             Ok(r) => r,
@@ -214,15 +227,7 @@ impl ServerHandler for MoatMcp {
             .map_err(|e| ErrorData::invalid_request(e, None))?;
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
-        if self.bound.set(session.clone()).is_ok() {
-            notify::forward(
-                self.ctx.events.subscribe(),
-                session,
-                context.peer.clone(),
-                self.min_level.clone(),
-                self.stop.child_token(),
-            );
-        }
+        self.bind(session, &context.peer);
         Ok(result)
     }
 
@@ -257,16 +262,23 @@ impl ServerHandler for MoatMcp {
         let args = request.arguments.unwrap_or_default();
         let result = match self.session(&context.extensions) {
             Err(e) => failed(e),
-            Ok(session) => match request.name.as_ref() {
-                schema::EXEC => self.exec(&session, args).await,
-                schema::PROCESS => self.process(&session, args).await,
-                other => {
-                    return Err(ErrorData::invalid_params(
-                        format!("unknown tool {other}: moat has exec and process"),
-                        None,
-                    ))
+            Ok(session) => {
+                // A stdio client that skipped `initialize` (the stateless revision) still
+                // hears its session's events; its connection cannot change hands.
+                if matches!(self.source, SessionSource::Fixed(_)) {
+                    self.bind(session.clone(), &context.peer);
                 }
-            },
+                match request.name.as_ref() {
+                    schema::EXEC => self.exec(&session, args).await,
+                    schema::PROCESS => self.process(&session, args).await,
+                    other => {
+                        return Err(ErrorData::invalid_params(
+                            format!("unknown tool {other}: moat has exec and process"),
+                            None,
+                        ))
+                    }
+                }
+            }
         };
         Ok(call_result(result).into())
     }
