@@ -143,7 +143,7 @@ impl MoatMcp {
         match self.ctx.exec.run(session, &req, false).await {
             Ok(result) => result,
             Err(e) => {
-                let text = e.to_string();
+                let text = error_chain(&e);
                 // Contract texts ("Provide a command to start.") are whole sentences; the
                 // rest are "failed to …" fragments.
                 let first = text.chars().next().unwrap_or(' ');
@@ -175,6 +175,19 @@ fn parse_args<T: serde::de::DeserializeOwned>(
         args.insert(required.to_string(), Value::String(String::new()));
     }
     serde_json::from_value(Value::Object(args))
+}
+
+/// The error and its causes, as `anyhow`'s `{:#}` prints them: the model needs the cause
+/// (permission denied, no such file) to act on it.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 fn failed(text: String) -> ToolResult {
@@ -329,6 +342,18 @@ mod tests {
         args.insert("bogus".into(), json!(1));
         let err = parse_args::<ExecRequest>(args, "command").unwrap_err();
         assert!(err.to_string().contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn errors_carry_their_causes() {
+        let e = crate::process::ProcessError::Files {
+            dir: "/x".into(),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        };
+        assert_eq!(
+            error_chain(&e),
+            "prepare process files in /x: permission denied"
+        );
     }
 
     #[test]

@@ -124,6 +124,15 @@ async def check_bad_requests(client) -> None:
     result = await client.call_tool("exec", {"command": "  "})
     assert result.is_error is True
     assert text_of(result) == "Provide a command to start."
+    result = await client.call_tool("exec", {"command": "true", "env": {"1X": "a"}})
+    assert result.is_error is True
+    assert text_of(result).startswith("Failed to set env var `1X`"), text_of(result)
+    result = await client.call_tool("exec", {"command": "true", "workdir": "/etc"})
+    assert result.is_error is True
+    assert "allowed root" in text_of(result), text_of(result)
+    result = await client.call_tool("exec", {"command": "true", "bogus": 1})
+    assert result.is_error is True
+    assert text_of(result).startswith("Invalid exec arguments: unknown field `bogus`"), text_of(result)
     result = await client.call_tool("process", {"action": "poll", "sessionId": "no-such-id"})
     assert result.is_error is True
     assert text_of(result) == "No session found for no-such-id"
