@@ -1,4 +1,5 @@
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use moat::app::App;
@@ -9,6 +10,6 @@ use super::args::McpArgs;
 
 pub async fn run(home: Home, a: McpArgs) -> anyhow::Result<ExitCode> {
     let app = App::open(home).await.context("start moat")?;
-    serve_stdio(McpContext::from_app(&app), a.session).await?;
+    serve_stdio(McpContext::new(Arc::new(app)), a.session).await?;
     Ok(ExitCode::SUCCESS)
 }

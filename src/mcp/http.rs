@@ -89,7 +89,7 @@ mod tests {
         )
         .unwrap();
         http_service(
-            McpContext::from_app(&app),
+            McpContext::new(Arc::new(app)),
             resolver(),
             http_config(CancellationToken::new(), &[]),
         )

@@ -27,35 +27,27 @@ use super::notify::{self, Level};
 use super::schema;
 use crate::app::App;
 use crate::exec::{ExecRequest, ToolResult};
-use crate::process::EventBus;
 use crate::session::validate_key;
-use crate::tools::{ExecTool, ProcessRequest, ProcessTool};
+use crate::tools::{ProcessRequest, ProcessTool};
 
 /// Maps one HTTP request to the moat session it acts in, or says why it may not act at all.
 /// `moat serve` builds it from its token table; the message reaches the client.
 pub type SessionResolver =
     Arc<dyn Fn(&http::request::Parts) -> Result<String, String> + Send + Sync>;
 
-/// What every MCP connection shares: the tools and the event stream.
+/// What every MCP connection shares: the moat instance (its `exec` tool and event stream)
+/// and the `process` tool.
 pub struct McpContext {
-    pub exec: ExecTool,
-    pub process: ProcessTool,
-    pub events: EventBus,
+    app: Arc<App>,
+    process: ProcessTool,
 }
 
 impl McpContext {
-    pub fn from_app(app: &App) -> Arc<Self> {
-        Arc::new(Self {
-            exec: ExecTool {
-                sessions: app.sessions.clone(),
-                registry: app.registry.clone(),
-                config: app.config.clone(),
-            },
-            process: ProcessTool {
-                registry: app.registry.clone(),
-            },
-            events: app.registry.events().clone(),
-        })
+    pub fn new(app: Arc<App>) -> Arc<Self> {
+        let process = ProcessTool {
+            registry: app.registry.clone(),
+        };
+        Arc::new(Self { app, process })
     }
 }
 
@@ -125,7 +117,7 @@ impl MoatMcp {
     fn bind(&self, session: String, peer: &Peer<RoleServer>) {
         if self.bound.set(session.clone()).is_ok() {
             notify::forward(
-                self.ctx.events.subscribe(),
+                self.ctx.app.registry.events().subscribe(),
                 session,
                 peer.clone(),
                 self.min_level.clone(),
@@ -140,7 +132,7 @@ impl MoatMcp {
             Err(e) => return failed(format!("Invalid exec arguments: {e}")),
         };
         // Agents always get the yield window (SPEC §2): only the CLI waits to the end.
-        match self.ctx.exec.run(session, &req, false).await {
+        match self.ctx.app.exec.run(session, &req, false).await {
             Ok(result) => result,
             Err(e) => {
                 let text = error_chain(&e);
