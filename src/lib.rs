@@ -14,6 +14,7 @@ pub mod home;
 pub mod host;
 pub mod image;
 pub mod keys;
+pub mod mcp;
 pub mod names;
 pub mod output;
 pub mod policy;

@@ -37,6 +37,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Measure exec latency, cold start and output throughput against plain docker.
     Bench(BenchArgs),
+    /// Serve the exec and process tools to an MCP client over stdio.
+    Mcp(McpArgs),
     /// Pending and decided approvals: list, show, approve, deny (operator only).
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
@@ -122,6 +124,13 @@ pub enum SkillsCommand {
     Enable { name: String },
     /// Disable a skill.
     Disable { name: String },
+}
+
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    /// Session key every tool call runs in.
+    #[arg(long, env = "MOAT_SESSION", default_value = "main")]
+    pub session: String,
 }
 
 #[derive(Args, Debug)]

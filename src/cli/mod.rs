@@ -8,6 +8,7 @@ mod daemon;
 mod doctor;
 mod exec;
 mod image;
+mod mcp;
 mod policy;
 mod process;
 mod serve;
@@ -85,5 +86,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Approvals(a) => approvals::run(home, a),
         Command::Allowlist(a) => allowlist::run(home, a),
         Command::Skills(a) => skills::run(home, a),
+        Command::Mcp(a) => mcp::run(home, a).await,
     }
 }

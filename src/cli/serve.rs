@@ -11,8 +11,8 @@ use super::args::ServeArgs;
 
 pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
     let app = App::open(home).await.context("start moat")?;
-    let state = ServerState::new(app);
     let shutdown = CancellationToken::new();
+    let state = ServerState::new(app, shutdown.clone());
     let sd = shutdown.clone();
     tokio::spawn(async move {
         let (Ok(mut term), Ok(mut int)) = (

@@ -4,9 +4,14 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
 use axum::{Extension, Router};
 
-use super::auth::Transport;
+use axum::response::IntoResponse;
+use tokio_util::sync::CancellationToken;
+
+use super::auth::{identify, Identity, Transport};
 use super::handlers;
 use crate::app::App;
+use crate::exec::Caller;
+use crate::mcp::{http_config, http_service, McpContext, McpHttpService};
 use crate::tools::ProcessTool;
 
 /// Request bodies above this are refused with 413 (a command is at most a few KiB; env is
@@ -15,22 +20,85 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 
 /// What every handler shares.
 pub struct ServerState {
-    pub app: App,
+    pub app: Arc<App>,
     pub process: ProcessTool,
+    /// MCP over streamable HTTP at `/mcp`; its sessions end when `shutdown` is cancelled.
+    pub mcp: McpHttpService,
+    /// Cancelled on SIGTERM/SIGINT; long-lived responses (event streams) end with it so the
+    /// graceful shutdown does not wait on them forever.
+    pub shutdown: CancellationToken,
 }
 
 impl ServerState {
-    pub fn new(app: App) -> Arc<Self> {
+    pub fn new(app: App, shutdown: CancellationToken) -> Arc<Self> {
+        let app = Arc::new(app);
         let process = ProcessTool {
             registry: app.registry.clone(),
         };
-        Arc::new(Self { app, process })
+        let mcp = http_service(
+            McpContext::new(app.clone()),
+            Arc::new(mcp_identity),
+            http_config(shutdown.clone(), &[]),
+        );
+        Arc::new(Self {
+            app,
+            process,
+            mcp,
+            shutdown,
+        })
+    }
+}
+
+/// The moat session and gate identity of an MCP request, from the identity the `/mcp` layer
+/// attached. An agent acts in its token's session; the operator names one with
+/// `X-Moat-Session`.
+fn mcp_identity(parts: &axum::http::request::Parts) -> Result<(String, Caller), String> {
+    let who = parts
+        .extensions
+        .get::<Identity>()
+        .ok_or("the request carries no identity")?;
+    let transport = parts
+        .extensions
+        .get::<Transport>()
+        .copied()
+        .unwrap_or(Transport::Tcp);
+    let session = match who {
+        Identity::Agent(a) => a.session.clone(),
+        Identity::Operator => parts
+            .headers
+            .get("x-moat-session")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+            .ok_or("the operator's requests name their session with an X-Moat-Session header")?,
+    };
+    Ok((session, who.exec_caller(transport)))
+}
+
+/// Identifies every `/mcp` request before rmcp sees it (rmcp serves GET and DELETE itself),
+/// so an unknown token is a 401 and the identity travels in the request's extensions.
+async fn identify_mcp(
+    axum::extract::State(state): axum::extract::State<Arc<ServerState>>,
+    Extension(transport): Extension<Transport>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    match identify(transport, req.headers(), &state.app.config.serve) {
+        Ok(who) => {
+            req.extensions_mut().insert(who);
+            req.extensions_mut().insert(transport);
+            next.run(req).await
+        }
+        Err(e) => e.into_response(),
     }
 }
 
 /// The API for one listener; `transport` decides how callers are identified.
 pub fn router(state: Arc<ServerState>, transport: Transport) -> Router {
+    let mcp = Router::new().nest_service("/mcp", state.mcp.clone()).layer(
+        axum::middleware::from_fn_with_state(state.clone(), identify_mcp),
+    );
     Router::new()
+        .merge(mcp)
         .route("/v1/health", get(handlers::health))
         .route("/v1/sessions", get(handlers::sessions::list))
         .route("/v1/sessions/{session}", delete(handlers::sessions::remove))

@@ -34,5 +34,6 @@ pub async fn events(
             }
         }
     });
+    let stream = stream.take_until(state.shutdown.clone().cancelled_owned());
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }

@@ -1,0 +1,14 @@
+//! The MCP server (SPEC §8): the `exec` and `process` tools over stdio (`moat mcp`) and over
+//! streamable HTTP (mounted by `moat serve`). See docs/mcp.md.
+
+mod http;
+mod notify;
+mod schema;
+mod server;
+mod stdio;
+
+pub use http::{http_config, http_service, McpHttpService};
+pub use notify::LOGGER;
+pub use schema::{exec_input, process_input, tools, EXEC, PROCESS};
+pub use server::{call_result, implementation, McpContext, MoatMcp, SessionResolver};
+pub use stdio::{serve_stdio, StdioError};

@@ -1,0 +1,372 @@
+//! The MCP server: the `exec` and `process` tools for one moat session, over any rmcp
+//! transport.
+//!
+//! One [`MoatMcp`] serves one MCP connection. Over stdio its session is fixed when the server
+//! starts; over streamable HTTP it comes from each request's HTTP parts (the bearer token)
+//! through a resolver that `moat serve` provides, and it is pinned by `initialize`, so a
+//! connection opened with one agent's token cannot be used with another's.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions,
+    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+// Logging is deprecated by the newest protocol revision but is how events reach clients
+// (see notify.rs).
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
+use serde_json::{json, Map, Value};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::notify::{self, Level};
+use super::schema;
+use crate::app::App;
+use crate::exec::{Caller, ExecRequest, ToolResult};
+use crate::session::validate_key;
+use crate::tools::{ProcessRequest, ProcessTool};
+
+/// Maps one HTTP request to the moat session it acts in, or says why it may not act at all.
+/// `moat serve` builds it from its token table; the message reaches the client.
+/// The moat session a request acts in, and the identity the elevated gates see.
+pub type SessionResolver =
+    Arc<dyn Fn(&http::request::Parts) -> Result<(String, Caller), String> + Send + Sync>;
+
+/// What every MCP connection shares: the moat instance (its `exec` tool and event stream)
+/// and the `process` tool.
+pub struct McpContext {
+    app: Arc<App>,
+    process: ProcessTool,
+}
+
+impl McpContext {
+    pub fn new(app: Arc<App>) -> Arc<Self> {
+        let process = ProcessTool {
+            registry: app.registry.clone(),
+        };
+        Arc::new(Self { app, process })
+    }
+}
+
+#[derive(Clone)]
+enum SessionSource {
+    Fixed(String, Caller),
+    PerRequest(SessionResolver),
+}
+
+/// See the module docs.
+pub struct MoatMcp {
+    ctx: Arc<McpContext>,
+    source: SessionSource,
+    /// The session `initialize` ran in; later calls must resolve to the same one.
+    bound: OnceLock<String>,
+    /// The client's `logging/setLevel`; events below it are not sent.
+    min_level: Arc<AtomicU8>,
+    /// Stops the event forwarder when the connection (and so this handler) goes away.
+    stop: CancellationToken,
+    _stop_on_drop: DropGuard,
+}
+
+impl MoatMcp {
+    fn new(ctx: Arc<McpContext>, source: SessionSource) -> Self {
+        let stop = CancellationToken::new();
+        Self {
+            ctx,
+            source,
+            bound: OnceLock::new(),
+            min_level: Arc::new(AtomicU8::new(Level::Debug as u8)),
+            _stop_on_drop: stop.clone().drop_guard(),
+            stop,
+        }
+    }
+
+    /// A server for one session, named when it starts (stdio).
+    /// Over stdio the caller is whoever launched `moat mcp`: an agent client, never the
+    /// operator's CLI. It is provider `mcp` with the session key as sender, so an operator
+    /// lets it leave the sandbox only with `elevated.allow_from.mcp = ["<session>"]`.
+    pub fn for_session(ctx: Arc<McpContext>, session: String) -> Self {
+        let caller = Caller {
+            provider: Some("mcp".into()),
+            sender: Some(session.clone()),
+            agent: None,
+        };
+        Self::new(ctx, SessionSource::Fixed(session, caller))
+    }
+
+    /// A server whose session comes from each HTTP request.
+    pub fn per_request(ctx: Arc<McpContext>, resolve: SessionResolver) -> Self {
+        Self::new(ctx, SessionSource::PerRequest(resolve))
+    }
+
+    /// The session this request acts in.
+    fn session(&self, extensions: &Extensions) -> Result<(String, Caller), String> {
+        let (session, caller) = match &self.source {
+            SessionSource::Fixed(s, c) => (s.clone(), c.clone()),
+            SessionSource::PerRequest(resolve) => {
+                let parts = extensions
+                    .get::<http::request::Parts>()
+                    .ok_or("this request did not arrive over HTTP, so it names no session")?;
+                resolve(parts)?
+            }
+        };
+        validate_key(&session).map_err(|e| format!("Failed to {e}"))?;
+        match self.bound.get() {
+            Some(bound) if *bound != session => Err(format!(
+                "This MCP connection belongs to session {bound}; the request's credentials name session {session}."
+            )),
+            _ => Ok((session, caller)),
+        }
+    }
+
+    /// Pins the connection to `session` and starts sending its events, once.
+    fn bind(&self, session: String, peer: &Peer<RoleServer>) {
+        if self.bound.set(session.clone()).is_ok() {
+            notify::forward(
+                self.ctx.app.registry.events().subscribe(),
+                session,
+                peer.clone(),
+                self.min_level.clone(),
+                self.stop.child_token(),
+            );
+        }
+    }
+
+    async fn exec(&self, session: &str, caller: &Caller, args: Map<String, Value>) -> ToolResult {
+        let req: ExecRequest = match parse_args(args, "command") {
+            Ok(r) => r,
+            Err(e) => return failed(format!("Invalid exec arguments: {e}")),
+        };
+        // Agents always get the yield window (SPEC §2): only the CLI waits to the end.
+        match self
+            .ctx
+            .app
+            .exec
+            .run_for(caller, session, &req, false)
+            .await
+        {
+            Ok(result) => result,
+            Err(e) => {
+                let text = error_chain(&e);
+                // Contract texts ("Provide a command to start.") are whole sentences; the
+                // rest are "failed to …" fragments.
+                let first = text.chars().next().unwrap_or(' ');
+                if first.is_uppercase() {
+                    failed(text)
+                } else {
+                    failed(format!("Failed to {text}"))
+                }
+            }
+        }
+    }
+
+    async fn process(&self, session: &str, args: Map<String, Value>) -> ToolResult {
+        let req: ProcessRequest = match parse_args(args, "action") {
+            Ok(r) => r,
+            Err(e) => return failed(format!("Invalid process arguments: {e}")),
+        };
+        self.ctx.process.run(session, &req).await
+    }
+}
+
+/// Deserializes tool arguments. A missing required field reads as empty, so that the tool
+/// answers with its own message ("Provide a command to start.") instead of a serde one.
+fn parse_args<T: serde::de::DeserializeOwned>(
+    mut args: Map<String, Value>,
+    required: &str,
+) -> Result<T, serde_json::Error> {
+    if args.get(required).is_none_or(Value::is_null) {
+        args.insert(required.to_string(), Value::String(String::new()));
+    }
+    serde_json::from_value(Value::Object(args))
+}
+
+/// The error and its causes, as `anyhow`'s `{:#}` prints them: the model needs the cause
+/// (permission denied, no such file) to act on it.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn failed(text: String) -> ToolResult {
+    ToolResult::new(text, json!({ "status": "failed" }))
+}
+
+/// A moat tool result as an MCP result: the text as text content, `details` as structured
+/// content, and `isError` when the status is `failed`.
+pub fn call_result(result: ToolResult) -> CallToolResult {
+    let is_error = result.is_error();
+    let content = result
+        .content
+        .into_iter()
+        .map(|c| ContentBlock::text(c.text))
+        .collect();
+    let mut out = if is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    out.structured_content = Some(result.details);
+    out
+}
+
+/// The name and version moat reports (rmcp's `from_build_env` would report rmcp's own).
+pub fn implementation() -> Implementation {
+    Implementation::new("moat", env!("CARGO_PKG_VERSION")).with_title("moat sandbox")
+}
+
+impl ServerHandler for MoatMcp {
+    #[allow(deprecated)]
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(implementation())
+        .with_instructions(schema::INSTRUCTIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let (session, _) = self
+            .session(&context.extensions)
+            .map_err(|e| ErrorData::invalid_request(e, None))?;
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        self.bind(session, &context.peer);
+        Ok(result)
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.min_level
+            .store(Level::from_mcp(request.level) as u8, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(schema::tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        schema::tools().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let result = match self.session(&context.extensions) {
+            Err(e) => failed(e),
+            Ok((session, caller)) => {
+                // A stdio client that skipped `initialize` (the stateless revision) still
+                // hears its session's events; its connection cannot change hands.
+                if matches!(self.source, SessionSource::Fixed(..)) {
+                    self.bind(session.clone(), &context.peer);
+                }
+                match request.name.as_ref() {
+                    schema::EXEC => self.exec(&session, &caller, args).await,
+                    schema::PROCESS => self.process(&session, args).await,
+                    other => {
+                        return Err(ErrorData::invalid_params(
+                            format!("unknown tool {other}: moat has exec and process"),
+                            None,
+                        ))
+                    }
+                }
+            }
+        };
+        Ok(call_result(result).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_map_status_to_is_error() {
+        let ok = call_result(ToolResult::new(
+            "hi".into(),
+            json!({"status": "completed", "exitCode": 0}),
+        ));
+        assert_eq!(ok.is_error, Some(false));
+        assert_eq!(
+            ok.structured_content.as_ref().unwrap()["status"],
+            "completed"
+        );
+        let v = serde_json::to_value(&ok).unwrap();
+        assert_eq!(v["content"], json!([{"type": "text", "text": "hi"}]));
+
+        let running = call_result(ToolResult::new(
+            "Command still running".into(),
+            json!({"status": "running", "sessionId": "warm-river"}),
+        ));
+        assert_eq!(running.is_error, Some(false));
+
+        let bad = call_result(ToolResult::new(
+            "x\n\nCommand exited with code 3".into(),
+            json!({"status": "failed", "exitCode": 3}),
+        ));
+        assert_eq!(bad.is_error, Some(true));
+        assert_eq!(bad.structured_content.unwrap()["exitCode"], 3);
+    }
+
+    #[test]
+    fn missing_required_argument_reads_as_empty() {
+        let req: ExecRequest = parse_args(Map::new(), "command").unwrap();
+        assert_eq!(req.command, "");
+        let mut args = Map::new();
+        args.insert("command".into(), Value::Null);
+        let req: ExecRequest = parse_args(args, "command").unwrap();
+        assert_eq!(req.command, "");
+        let mut args = Map::new();
+        args.insert("command".into(), json!("ls"));
+        args.insert("bogus".into(), json!(1));
+        let err = parse_args::<ExecRequest>(args, "command").unwrap_err();
+        assert!(err.to_string().contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn errors_carry_their_causes() {
+        let e = crate::process::ProcessError::Files {
+            dir: "/x".into(),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        };
+        assert_eq!(
+            error_chain(&e),
+            "prepare process files in /x: permission denied"
+        );
+    }
+
+    #[test]
+    fn implementation_is_moat() {
+        let i = implementation();
+        assert_eq!(i.name, "moat");
+        assert_eq!(i.version, env!("CARGO_PKG_VERSION"));
+    }
+}
