@@ -103,18 +103,7 @@ impl ProcessTool {
         if action == "list" {
             return self.list(session);
         }
-        const KNOWN: &[&str] = &[
-            "poll",
-            "log",
-            "write",
-            "send-keys",
-            "submit",
-            "paste",
-            "kill",
-            "clear",
-            "remove",
-        ];
-        if !KNOWN.contains(&action.as_str()) {
+        if !ACTIONS.contains(&action.as_str()) {
             return failed(format!("Unknown action {}", req.action));
         }
         let Some(id) = req
