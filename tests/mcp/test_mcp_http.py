@@ -53,9 +53,6 @@ def mcp_http(moat_bin, moat_home, session_key):
     if url:
         yield url, os.environ["MOAT_TEST_MCP_TOKEN"]
         return
-    has_serve = subprocess.run([moat_bin, "serve", "--help"], capture_output=True).returncode == 0
-    if not has_serve:
-        pytest.skip("this moat has no `serve` subcommand yet")
     token = f"agent-{uuid.uuid4().hex}"
     operator = f"op-{uuid.uuid4().hex}"
     (moat_home / "moat.toml").write_text(
