@@ -346,3 +346,97 @@ async fn only_the_operator_can_decide_an_approval() {
     }
     assert!(ran, "the approved command ran");
 }
+
+/// Sends one request and returns the status and the response head, without waiting for the
+/// body (an MCP `GET` is a stream that never ends on its own).
+fn http_head(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut reader = BufReader::new(s);
+    let mut text = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        text.push_str(&line);
+    }
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
+#[tokio::test]
+async fn an_mcp_session_stays_with_the_token_that_opened_it() {
+    const OTHER: &str = "other-agent-token-0123456789";
+    let extra = format!(
+        "[[serve.agents]]\ntoken = \"{OTHER}\"\nsession = \"http-own-other\"\nagent = \"a2\"\n"
+    );
+    let Some(s) = server_with("http-own", &extra).await else {
+        return;
+    };
+    let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let bearer = format!("Bearer {AGENT}");
+    let json_headers = [
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let (status, head) = http_head(&s.addr, "POST", "/mcp", &json_headers, init);
+    assert_eq!(status, 200, "{head}");
+    let sid = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("mcp-session-id:")
+                .then(|| l[15..].trim().to_string())
+        })
+        .expect("an MCP session id");
+    // Another agent's token with this session id is refused, on the stream and on delete.
+    let other = format!("Bearer {OTHER}");
+    for method in ["GET", "DELETE"] {
+        let headers = [
+            ("Authorization", other.as_str()),
+            ("Mcp-Session-Id", sid.as_str()),
+            ("Accept", "text/event-stream"),
+        ];
+        let (status, head) = http_head(&s.addr, method, "/mcp", &headers, b"");
+        assert_eq!(status, 403, "{method}: {head}");
+    }
+    // Without a token at all: 401.
+    let (status, _) = http_head(
+        &s.addr,
+        "GET",
+        "/mcp",
+        &[("Mcp-Session-Id", sid.as_str())],
+        b"",
+    );
+    assert_eq!(status, 401);
+    // The owner still reaches its stream.
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", sid.as_str()),
+        ("Accept", "text/event-stream"),
+    ];
+    let (status, head) = http_head(&s.addr, "GET", "/mcp", &headers, b"");
+    assert_ne!(status, 403, "{head}");
+}

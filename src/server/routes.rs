@@ -8,6 +8,7 @@ use axum::response::IntoResponse;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::{identify, Identity, Transport};
+use super::error::ApiError;
 use super::handlers;
 use crate::app::App;
 use crate::exec::Caller;
@@ -24,6 +25,11 @@ pub struct ServerState {
     pub process: ProcessTool,
     /// MCP over streamable HTTP at `/mcp`; its sessions end when `shutdown` is cancelled.
     pub mcp: McpHttpService,
+    /// Who opened each MCP session (`Mcp-Session-Id` → identity). rmcp serves `GET` and
+    /// `DELETE /mcp` without calling moat, so without this any valid token holding another
+    /// caller's session id could read that session's notifications. A std mutex: never held
+    /// across `.await`.
+    pub mcp_owners: std::sync::Mutex<std::collections::HashMap<String, Identity>>,
     /// Cancelled on SIGTERM/SIGINT; long-lived responses (event streams) end with it so the
     /// graceful shutdown does not wait on them forever.
     pub shutdown: CancellationToken,
@@ -44,6 +50,7 @@ impl ServerState {
             app,
             process,
             mcp,
+            mcp_owners: Default::default(),
             shutdown,
         })
     }
@@ -82,14 +89,49 @@ async fn identify_mcp(
     mut req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    match identify(transport, req.headers(), &state.app.config.serve) {
-        Ok(who) => {
-            req.extensions_mut().insert(who);
-            req.extensions_mut().insert(transport);
-            next.run(req).await
+    let who = match identify(transport, req.headers(), &state.app.config.serve) {
+        Ok(who) => who,
+        Err(e) => return e.into_response(),
+    };
+    const SESSION_HEADER: &str = "mcp-session-id";
+    let sid = req
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if let Some(sid) = &sid {
+        let owner = state.mcp_owners.lock().unwrap().get(sid).cloned();
+        if owner.is_some_and(|o| o != who) {
+            return ApiError::new(
+                axum::http::StatusCode::FORBIDDEN,
+                "this MCP session was opened with other credentials",
+            )
+            .into_response();
         }
-        Err(e) => e.into_response(),
     }
+    let deleting = req.method() == axum::http::Method::DELETE;
+    req.extensions_mut().insert(who.clone());
+    req.extensions_mut().insert(transport);
+    let response = next.run(req).await;
+    let mut owners = state.mcp_owners.lock().unwrap();
+    match (
+        &sid,
+        response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok()),
+    ) {
+        // `initialize` created a session: it belongs to whoever opened it.
+        (None, Some(new)) => {
+            owners.insert(new.to_string(), who);
+        }
+        (Some(sid), _) if deleting && response.status().is_success() => {
+            owners.remove(sid);
+        }
+        _ => {}
+    }
+    drop(owners);
+    response
 }
 
 /// The API for one listener; `transport` decides how callers are identified.
