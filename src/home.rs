@@ -63,6 +63,17 @@ impl Home {
         self.root.join("host-run")
     }
 
+    /// Default working directory of host commands (`elevated.workdir` overrides it): private,
+    /// and no sandbox mounts it.
+    pub fn host_work_dir(&self) -> PathBuf {
+        self.root.join("host-work")
+    }
+
+    /// Private copies of the files approved host plans run, one directory per approval.
+    pub fn host_approved_dir(&self) -> PathBuf {
+        self.root.join("host-approved")
+    }
+
     pub fn ensure_root(&self) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.root)?;
         use std::os::unix::fs::PermissionsExt;

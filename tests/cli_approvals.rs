@@ -39,6 +39,8 @@ fn pending(home: &std::path::Path, command: &str) -> String {
                 resolved: vec![],
                 cwd: "/tmp".into(),
                 env_hash: "0".into(),
+                env: vec!["LANG=C".into()],
+                files: vec![],
             },
             request: "{}".into(),
             reason: "allowlist miss".into(),

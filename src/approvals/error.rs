@@ -24,7 +24,7 @@ pub enum ApprovalError {
     #[error("run approval {id}: it was {status}, not approved and unused")]
     NotUsable { id: String, status: String },
     #[error("run approval {id}: the {what} changed since it was approved")]
-    PlanChanged { id: String, what: &'static str },
+    PlanChanged { id: String, what: String },
     #[error("add allowlist entry `{0}`: a shell or interpreter runs any program; allow the exact command instead")]
     Interpreter(String),
     #[error("add allowlist entry `{entry}`: {reason}")]

@@ -1,6 +1,7 @@
 //! What allow-always writes to the allowlist: the resolved executable of each segment, except
 //! for shells and interpreters, which would then run anything; for those (and for commands
-//! the parser could not resolve) an entry for the exact command instead.
+//! the parser could not resolve) an entry for the exact command instead, valid only in the
+//! session and working directory it was approved for (docs/approvals.md).
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -67,10 +68,18 @@ pub fn is_interpreter(path: &str) -> bool {
     INTERPRETERS.contains(&stem) || INTERPRETERS.contains(&base.as_str())
 }
 
-/// The allowlist entry that stands for exactly `command`.
-pub fn command_entry(command: &str) -> String {
-    let digest = Sha256::digest(command.trim().as_bytes());
-    format!("=command:{}", hex::encode(digest))
+/// The allowlist entry that stands for exactly `command`, run by `session` in `cwd`. The scope
+/// is part of the hash, so an entry never matches in another session or directory; entries
+/// stored before the scope existed hashed the command alone and match nothing now.
+pub fn command_entry(session: &str, cwd: &str, command: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(b"moat-exact-command-v2\0");
+    h.update(session.as_bytes());
+    h.update([0u8]);
+    h.update(cwd.as_bytes());
+    h.update([0u8]);
+    h.update(command.trim().as_bytes());
+    format!("=command:{}", hex::encode(h.finalize()))
 }
 
 /// One entry allow-always adds.
@@ -79,30 +88,52 @@ pub struct PersistEntry {
     pub entry: String,
     /// For an exact-command entry, the command it stands for.
     pub command: Option<String>,
+    /// For an exact-command entry, the session it is valid in.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// For an exact-command entry, the working directory it is valid in.
+    #[serde(default)]
+    pub cwd: Option<String>,
 }
 
-/// The entries allow-always adds for `command` as evaluated.
-pub fn entries(eval: &Evaluation, command: &str) -> Vec<PersistEntry> {
+impl PersistEntry {
+    /// An executable path (glob) entry.
+    pub fn path(entry: impl Into<String>) -> Self {
+        Self {
+            entry: entry.into(),
+            command: None,
+            session: None,
+            cwd: None,
+        }
+    }
+
+    /// An exact-command entry for `session` in `cwd`.
+    pub fn exact(session: &str, cwd: &str, command: &str) -> Self {
+        Self {
+            entry: command_entry(session, cwd, command),
+            command: Some(command.to_string()),
+            session: Some(session.to_string()),
+            cwd: Some(cwd.to_string()),
+        }
+    }
+}
+
+/// The entries allow-always adds for `command` as evaluated, run by `session` in `cwd`.
+pub fn entries(eval: &Evaluation, command: &str, session: &str, cwd: &str) -> Vec<PersistEntry> {
     let mut out: Vec<PersistEntry> = Vec::new();
     let mut needs_exact = eval.segments.is_empty();
     for segment in &eval.segments {
         match &segment.resolved {
             Some(path) if !is_interpreter(path) => {
                 if !out.iter().any(|e| &e.entry == path) {
-                    out.push(PersistEntry {
-                        entry: path.clone(),
-                        command: None,
-                    });
+                    out.push(PersistEntry::path(path.clone()));
                 }
             }
             _ => needs_exact = true,
         }
     }
     if needs_exact {
-        out.push(PersistEntry {
-            entry: command_entry(command),
-            command: Some(command.to_string()),
-        });
+        out.push(PersistEntry::exact(session, cwd, command));
     }
     out
 }
@@ -143,16 +174,20 @@ mod tests {
 
     #[test]
     fn allow_always_entries() {
-        let e = entries(&eval("jq . | git status"), "jq . | git status");
+        let e = entries(&eval("jq . | git status"), "jq . | git status", "main", "/w");
         let names: Vec<&str> = e.iter().map(|e| e.entry.as_str()).collect();
         assert_eq!(names, ["/usr/bin/jq", "/usr/bin/git"]);
         for cmd in ["sh -c 'echo hi'", "python3 -c 'print(1)'"] {
-            let e = entries(&eval(cmd), cmd);
+            let e = entries(&eval(cmd), cmd, "main", "/w");
             assert_eq!(e.len(), 1, "{e:?}");
             assert!(e[0].entry.starts_with("=command:"), "{e:?}");
             assert_eq!(e[0].command.as_deref(), Some(cmd));
+            assert_eq!(e[0].entry, command_entry("main", "/w", cmd));
+            // Scoped: another session or directory is another entry.
+            assert_ne!(e[0].entry, command_entry("other", "/w", cmd));
+            assert_ne!(e[0].entry, command_entry("main", "/w2", cmd));
         }
-        let e = entries(&eval("jq . $(id)"), "jq . $(id)");
+        let e = entries(&eval("jq . $(id)"), "jq . $(id)", "main", "/w");
         assert!(e.iter().any(|e| e.entry.starts_with("=command:")), "{e:?}");
     }
 }

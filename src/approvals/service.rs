@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::binding::Binding;
 use super::error::ApprovalError;
-use super::persist::{command_entry, is_interpreter, PersistEntry};
+use super::persist::{is_interpreter, PersistEntry};
 use crate::output::Redactor;
 use crate::policy::escape_display;
 use crate::store::{now_ms, AllowlistRow, ApprovalRow, AuditRow, Store};
@@ -396,10 +396,7 @@ impl Approvals {
         if !decider.operator {
             return Err(ApprovalError::Forbidden("allowlist".into()));
         }
-        let e = PersistEntry {
-            entry: entry.to_string(),
-            command: None,
-        };
+        let e = PersistEntry::path(entry);
         self.add_entry(
             allowlist_target(target),
             &e,
@@ -409,20 +406,20 @@ impl Approvals {
         )
     }
 
-    /// Adds an exact-command entry for `target`.
+    /// Adds an exact-command entry for `target`, valid for `session` in the working directory
+    /// `cwd` only (as the run prepares it: absolute, symlinks resolved).
     pub fn allowlist_add_command(
         &self,
         target: &str,
         command: &str,
+        session: &str,
+        cwd: &str,
         decider: &Decider,
     ) -> Result<bool, ApprovalError> {
         if !decider.operator {
             return Err(ApprovalError::Forbidden("allowlist".into()));
         }
-        let e = PersistEntry {
-            entry: command_entry(command),
-            command: Some(command.to_string()),
-        };
+        let e = PersistEntry::exact(session, cwd, command);
         self.add_entry(
             allowlist_target(target),
             &e,
@@ -440,6 +437,13 @@ impl Approvals {
         approval: Option<&str>,
         by: &str,
     ) -> Result<bool, ApprovalError> {
+        if e.command.is_some() && (e.session.is_none() || e.cwd.is_none()) {
+            // An old pending approval's unscoped entry would match nothing; say so instead.
+            return Err(ApprovalError::BadEntry {
+                entry: escape_display(&e.entry),
+                reason: "an exact-command entry needs a session and a working directory".into(),
+            });
+        }
         if e.command.is_none() {
             if is_interpreter(&e.entry) {
                 return Err(ApprovalError::Interpreter(escape_display(&e.entry)));
@@ -456,17 +460,23 @@ impl Approvals {
             target: target.to_string(),
             entry: e.entry.clone(),
             command: e.command.clone(),
+            session: e.session.clone(),
+            cwd: e.cwd.clone(),
             source: source.to_string(),
             approval_id: approval.map(str::to_string),
             added_by: by.to_string(),
             added_at_ms: now_ms(),
         })?;
         if added {
-            let shown = e
-                .command
-                .as_deref()
-                .map(|c| self.display(c))
-                .unwrap_or_else(|| escape_display(&e.entry));
+            let shown = match (&e.command, &e.session, &e.cwd) {
+                (Some(c), Some(s), Some(d)) => format!(
+                    "{} (session {}, cwd {})",
+                    self.display(c),
+                    escape_display(s),
+                    escape_display(d)
+                ),
+                _ => escape_display(&e.entry),
+            };
             self.store.audit(
                 "allowlist-add",
                 approval,

@@ -14,6 +14,8 @@ fn binding(cwd: &str, env: &[&str], argv: &[&str]) -> Binding {
         resolved: vec![Some(format!("/usr/bin/{}", argv[0]))],
         cwd: cwd.into(),
         env_hash: env_hash(&env),
+        env: env.clone(),
+        files: vec![],
     }
 }
 
@@ -31,10 +33,7 @@ fn new(b: &Binding, timeout_ms: i64) -> NewApproval {
             ApprovalDecision::AllowAlways,
             ApprovalDecision::Deny,
         ],
-        persist: vec![PersistEntry {
-            entry: "/usr/bin/touch".into(),
-            command: None,
-        }],
+        persist: vec![PersistEntry::path("/usr/bin/touch")],
         covered: false,
         timeout_ms,
     }
@@ -152,7 +151,7 @@ fn allow_always_persists_and_interpreters_are_refused() {
         );
     }
     assert!(a
-        .allowlist_add_command("host", "sh -c 'make'", &op())
+        .allowlist_add_command("host", "sh -c 'make'", "main", "/w", &op())
         .unwrap());
     assert!(a.allowlist_add("host", "/usr/bin/jq", &op()).unwrap());
     assert!(

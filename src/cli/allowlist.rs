@@ -26,16 +26,25 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
             if json {
                 let v: Vec<_> = rows
                     .iter()
-                    .map(|e| json!({"id": e.id, "host": e.target, "entry": e.entry, "command": e.command.as_deref().map(|c| a.display(c)), "source": e.source, "approvalId": e.approval_id, "addedBy": e.added_by, "addedAtMs": e.added_at_ms}))
+                    .map(|e| json!({"id": e.id, "host": e.target, "entry": e.entry, "command": e.command.as_deref().map(|c| a.display(c)), "session": e.session, "cwd": e.cwd, "source": e.source, "approvalId": e.approval_id, "addedBy": e.added_by, "addedAtMs": e.added_at_ms}))
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else if rows.is_empty() {
                 println!("no run-time allowlist entries");
             } else {
                 for e in rows {
-                    let shown = match &e.command {
-                        Some(c) => format!("exact command: {}", a.display(c)),
-                        None => moat::policy::escape_display(&e.entry),
+                    let shown = match (&e.command, &e.session, &e.cwd) {
+                        (Some(c), Some(s), Some(d)) => format!(
+                            "exact command: {} (session {}, cwd {})",
+                            a.display(c),
+                            moat::policy::escape_display(s),
+                            moat::policy::escape_display(d)
+                        ),
+                        (Some(c), _, _) => format!(
+                            "exact command (unscoped, from an older moat; matches nothing): {}",
+                            a.display(c)
+                        ),
+                        (None, _, _) => moat::policy::escape_display(&e.entry),
                     };
                     println!(
                         "{:>4}  {:<7}  {shown}  ({} by {})",
@@ -47,12 +56,22 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
         AllowlistCommand::Add {
             host,
             command,
+            session,
+            workdir,
             entry,
         } => {
             let t = target(&host)?;
             let d = operator()?;
             let added = if command {
-                a.allowlist_add_command(t, &entry, &d)?
+                let session = session.unwrap_or_default();
+                let wd = workdir.unwrap_or_default();
+                let cwd = std::fs::canonicalize(&wd).map_err(|e| {
+                    anyhow::anyhow!(
+                        "use workdir `{}`: {e}",
+                        moat::policy::escape_display(&wd)
+                    )
+                })?;
+                a.allowlist_add_command(t, &entry, &session, &cwd.display().to_string(), &d)?
             } else {
                 a.allowlist_add(t, &entry, &d)?
             };

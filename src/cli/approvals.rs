@@ -108,6 +108,20 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
                 if let Ok(b) = serde_json::from_str::<moat::approvals::Binding>(&r.binding) {
                     println!("cwd:       {}", moat::policy::escape_display(&b.cwd));
                     println!("env hash:  {}", b.env_hash);
+                    // Every variable the command gets, as bound (secret values redacted).
+                    println!("env:       {} variables", b.env.len());
+                    for kv in &b.env {
+                        println!("  {}", a.display(kv));
+                    }
+                    for f in &b.files {
+                        println!(
+                            "file:      {} ({}, {} bytes, sha256 {})",
+                            moat::policy::escape_display(&f.operand),
+                            moat::policy::escape_display(&f.path),
+                            f.size,
+                            f.sha256
+                        );
+                    }
                     for (i, (argv, res)) in b.argv.iter().zip(&b.resolved).enumerate() {
                         println!(
                             "segment {}: {} → {}",

@@ -104,9 +104,17 @@ pub enum AllowlistCommand {
         /// sandbox or host.
         #[arg(long, default_value = "host")]
         host: String,
-        /// Treat ENTRY as an exact command line rather than a path.
-        #[arg(long)]
+        /// Treat ENTRY as an exact command line rather than a path; it is valid only for
+        /// --session in --workdir.
+        #[arg(long, requires_all = ["session", "workdir"])]
         command: bool,
+        /// The session an exact command is allowed in.
+        #[arg(long)]
+        session: Option<String>,
+        /// The working directory an exact command is allowed in (absolute; symlinks are
+        /// resolved as a run resolves them).
+        #[arg(long)]
+        workdir: Option<String>,
         entry: String,
     },
     /// Remove an entry by id or by its text.

@@ -34,6 +34,14 @@ pub struct ElevatedConfig {
     pub default_level: ElevatedLevel,
     /// Host directories put in front of the login-shell PATH.
     pub path_prepend: Vec<String>,
+    /// Variable names host commands may receive beyond the built-in list (locale, TZ, TERM,
+    /// COLUMNS/LINES, colour settings), from a request or moat's own environment. Names that
+    /// change what a program runs are refused at load (docs/security.md, "Host commands").
+    pub env_allow: Vec<String>,
+    /// The directory host commands run in when a request names none (relative workdirs are
+    /// taken from it). Empty: `$MOAT_HOME/host-work`, created private. It should be a
+    /// directory no sandbox can write; one that a sandbox can write asks every time.
+    pub workdir: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -144,6 +144,17 @@ fn validate_sections(config: &Config) -> Result<(), ConfigError> {
             ));
         }
     }
+    for name in &config.elevated.env_allow {
+        crate::host::check_operator_name(name)
+            .map_err(|m| invalid("elevated.env_allow".into(), m))?;
+    }
+    let wd = &config.elevated.workdir;
+    if !wd.is_empty() && (!wd.starts_with('/') || wd.split('/').any(|c| c == "..")) {
+        return Err(invalid(
+            "elevated.workdir".into(),
+            format!("`{wd}` must be an absolute host path without `..`"),
+        ));
+    }
     for (provider, ids) in &config.elevated.allow_from {
         if ids.iter().any(|i| i.trim().is_empty()) {
             return Err(invalid(
@@ -358,6 +369,18 @@ mod tests {
                 "elevated.path_prepend",
             ),
             (|c| c.approvals.timeout_secs = 0, "approvals.timeout_secs"),
+            (
+                |c| c.elevated.env_allow = vec!["TAR_OPTIONS".into()],
+                "elevated.env_allow",
+            ),
+            (
+                |c| c.elevated.env_allow = vec!["LD_PRELOAD".into()],
+                "elevated.env_allow",
+            ),
+            (
+                |c| c.elevated.workdir = "relative/dir".into(),
+                "elevated.workdir",
+            ),
             (
                 |c| {
                     c.secrets.insert("BAD-NAME".into(), Default::default());

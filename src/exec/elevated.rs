@@ -146,7 +146,7 @@ mod tests {
             enabled,
             allow_from,
             default_level: level,
-            path_prepend: vec![],
+            ..Default::default()
         }
     }
 

@@ -1,369 +1,269 @@
-//! The host env policy (SPEC §7): what a host command inherits from moat's own environment,
-//! and which overrides a request may not make.
+//! The host env policy (docs/security.md, "Host commands"): an allowlist, because programs
+//! read hundreds of variables that change what they execute (`TAR_OPTIONS`,
+//! `GIT_TRACE2_EVENT`, `*_OPTIONS`, …) and no denylist keeps up with them.
 //!
-//! Two lists matter. Keys that change how a shell, an interpreter or a tool loads code are
-//! refused everywhere: they are dropped from the inherited environment and an override naming
-//! one fails the request. Credentials and per-user settings are refused as overrides; of
-//! those, credentials are also dropped from the inherited environment, so a token moat itself
-//! holds never reaches a host command. Any refused override fails the whole request, naming
-//! every refused key: nothing is dropped silently.
+//! A host command gets the built-in names ([`BUILT_IN`]: locale, time zone, terminal type and
+//! size, colour settings), each with a checked value, plus the names an operator lists in
+//! `elevated.env_allow`. A request naming anything else fails, naming every refused key; nothing
+//! is dropped silently. From moat's own environment it inherits the same names plus
+//! [`ACCOUNT`] (HOME, USER, LOGNAME); PATH is built by moat, never inherited.
 
 use std::collections::BTreeMap;
 
-/// Refused as overrides and dropped when inherited.
-const BLOCKED_EVERYWHERE: &[&str] = &[
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "PYTHONHOME",
-    "PYTHONPATH",
-    "PERL5LIB",
-    "PERL5OPT",
-    "RUBYLIB",
-    "RUBYOPT",
-    "BASH_ENV",
-    "ENV",
-    "BASHOPTS",
-    "FPATH",
-    "KSH_ENV",
-    "TCLLIBPATH",
-    "BROWSER",
-    "GIT_EDITOR",
-    "GIT_EXTERNAL_DIFF",
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_COMMON_DIR",
-    "GIT_EXEC_PATH",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_SEQUENCE_EDITOR",
-    "GIT_TEMPLATE_DIR",
-    "GIT_SSL_NO_VERIFY",
-    "GIT_SSL_CAINFO",
-    "GIT_SSL_CAPATH",
-    "GIT_HOOK_PATH",
-    "CC",
-    "CXX",
-    "CARGO_BUILD_RUSTC",
-    "CARGO_BUILD_RUSTC_WRAPPER",
-    "RUSTC_WRAPPER",
-    "CMAKE_C_COMPILER",
-    "CMAKE_CXX_COMPILER",
-    "CMAKE_TOOLCHAIN_FILE",
-    "SHELL",
-    "SHELLOPTS",
-    "PS4",
-    "GCONV_PATH",
-    "IFS",
-    "SSLKEYLOGFILE",
-    "JAVA_OPTS",
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
-    "PYTHONBREAKPOINT",
-    "DOTNET_STARTUP_HOOKS",
-    "DOTNET_ADDITIONAL_DEPS",
-    "GLIBC_TUNABLES",
-    "MAVEN_OPTS",
-    "MAKEFLAGS",
-    "MFLAGS",
-    "SBT_OPTS",
-    "GRADLE_OPTS",
-    "ANT_OPTS",
-    "HGRCPATH",
-    "EXINIT",
-    "VIMINIT",
-    "MYVIMRC",
-    "GVIMINIT",
-    "LUA_INIT",
-    "LUA_INIT_5_1",
-    "LUA_INIT_5_2",
-    "LUA_INIT_5_3",
-    "LUA_INIT_5_4",
-    "EMACSLOADPATH",
-    "RUBYSHELL",
-    "SVN_EDITOR",
-    "SVN_SSH",
-    "BZR_EDITOR",
-    "BZR_SSH",
-    "BZR_PLUGIN_PATH",
-    "SUDO_ASKPASS",
-    "JULIA_EDITOR",
-    "CONFIG_SITE",
-    "CONFIG_SHELL",
-    "CATALINA_OPTS",
-    "CORECLR_PROFILER",
-    "HELM_PLUGINS",
-    "PACKER_PLUGIN_PATH",
-    "VAGRANT_VAGRANTFILE",
-    "ERL_AFLAGS",
-    "ERL_FLAGS",
-    "ERL_ZFLAGS",
-    "ELIXIR_ERL_OPTIONS",
-    "R_ENVIRON",
-    "R_PROFILE",
-    "R_ENVIRON_USER",
-    "R_PROFILE_USER",
-    "HOSTALIASES",
-];
-
-/// Prefixes refused as overrides and dropped when inherited (loader and shell-function hooks).
-const BLOCKED_PREFIXES: &[&str] = &["LD_", "DYLD_", "BASH_FUNC_"];
-
-/// Credentials: refused as overrides and never inherited.
-const CREDENTIALS: &[&str] = &[
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_SECURITY_TOKEN",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    "AZURE_CLIENT_ID",
-    "AZURE_CLIENT_SECRET",
-    "GH_TOKEN",
-    "GITHUB_TOKEN",
-    "GITLAB_TOKEN",
-    "NPM_TOKEN",
-    "NODE_AUTH_TOKEN",
-    "DATABASE_URL",
-    "REDIS_URL",
-    "MONGODB_URI",
-    "AMQP_URL",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "HF_TOKEN",
-    "CARGO_REGISTRY_TOKEN",
-    "DOCKER_AUTH_CONFIG",
-];
-
-/// Refused as overrides, kept when inherited: they point tools at the operator's own setup.
-const OVERRIDE_ONLY: &[&str] = &[
-    "PATH",
-    "HOME",
-    "ZDOTDIR",
-    "GRADLE_USER_HOME",
-    "GIT_CONFIG",
-    "GIT_SSH",
-    "GIT_SSH_COMMAND",
-    "GIT_PROXY_COMMAND",
-    "GIT_ASKPASS",
-    "GIT_PAGER",
-    "SSH_ASKPASS",
-    "SSH_AUTH_SOCK",
-    "LESSOPEN",
-    "LESSCLOSE",
-    "PAGER",
-    "MANPAGER",
-    "EDITOR",
-    "VISUAL",
-    "FCEDIT",
-    "SUDO_EDITOR",
-    "PROMPT_COMMAND",
-    "HISTFILE",
-    "PERL5DB",
-    "PERL5DBCMD",
-    "OPENSSL_CONF",
-    "OPENSSL_ENGINES",
-    "PYTHONSTARTUP",
-    "PYTHONUSERBASE",
-    "WGETRC",
-    "CURL_HOME",
-    "CLASSPATH",
-    "CFLAGS",
-    "LDFLAGS",
-    "CGO_CFLAGS",
-    "CGO_LDFLAGS",
-    "GOFLAGS",
-    "GOPROXY",
-    "GONOSUMCHECK",
-    "GONOSUMDB",
-    "GONOPROXY",
-    "GOPRIVATE",
-    "GOENV",
-    "GOPATH",
-    "CORECLR_PROFILER_PATH",
-    "PHPRC",
-    "PHP_INI_SCAN_DIR",
-    "DENO_DIR",
-    "BUN_CONFIG_REGISTRY",
-    "YARN_RC_FILENAME",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "NO_PROXY",
-    "NODE_TLS_REJECT_UNAUTHORIZED",
-    "NODE_EXTRA_CA_CERTS",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE",
-    "DOCKER_HOST",
-    "DOCKER_TLS_VERIFY",
-    "DOCKER_CERT_PATH",
-    "DOCKER_CONTEXT",
-    "PIP_INDEX_URL",
-    "PIP_PYPI_URL",
-    "PIP_EXTRA_INDEX_URL",
-    "PIP_CONFIG_FILE",
-    "PIP_FIND_LINKS",
-    "PIP_TRUSTED_HOST",
-    "UV_INDEX",
-    "UV_INDEX_URL",
-    "UV_PYTHON",
-    "UV_EXTRA_INDEX_URL",
-    "UV_DEFAULT_INDEX",
-    "LIBRARY_PATH",
-    "CPATH",
-    "C_INCLUDE_PATH",
-    "CPLUS_INCLUDE_PATH",
-    "OBJC_INCLUDE_PATH",
-    "RUSTFLAGS",
-    "CARGO_HOME",
-    "VIRTUAL_ENV",
-    "LUA_PATH",
-    "LUA_CPATH",
-    "GEM_HOME",
-    "GEM_PATH",
-    "BUNDLE_GEMFILE",
-    "COMPOSER_HOME",
-    "XDG_CONFIG_HOME",
-    "XDG_CONFIG_DIRS",
-    "AWS_CONFIG_FILE",
-    "AWS_SHARED_CREDENTIALS_FILE",
-    "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AZURE_AUTH_LOCATION",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "KUBECONFIG",
-    "HELM_HOME",
-    "R_LIBS_USER",
-    "TF_CLI_CONFIG_FILE",
-    "TF_PLUGIN_CACHE_DIR",
-    "ANSIBLE_CONFIG",
-    "ANSIBLE_LIBRARY",
-    "ANSIBLE_CALLBACK_PLUGINS",
-    "ANSIBLE_COLLECTIONS_PATH",
-    "ANSIBLE_CONNECTION_PLUGINS",
-    "ANSIBLE_FILTER_PLUGINS",
-    "ANSIBLE_INVENTORY_PLUGINS",
-    "ANSIBLE_LOOKUP_PLUGINS",
-    "ANSIBLE_MODULE_UTILS",
-    "ANSIBLE_REMOTE_TEMP",
-    "ANSIBLE_ROLES_PATH",
-    "ANSIBLE_STRATEGY_PLUGINS",
-];
-
-/// Prefixes refused as overrides only (tool configuration injected through numbered keys).
-const OVERRIDE_PREFIXES: &[&str] = &["GIT_CONFIG_", "NPM_CONFIG_", "CARGO_REGISTRIES_", "TF_VAR_"];
+use super::env_names::{ValueRule, ACCOUNT, BUILT_IN, REFUSED, REFUSED_PREFIXES, REFUSED_SUFFIXES};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct HostEnvError(pub String);
 
-fn blocked_everywhere(key: &str) -> bool {
-    let upper = key.to_ascii_uppercase();
-    BLOCKED_EVERYWHERE.contains(&upper.as_str())
-        || BLOCKED_PREFIXES.iter().any(|p| upper.starts_with(p))
-}
-
-fn is_credential(key: &str) -> bool {
-    CREDENTIALS.contains(&key.to_ascii_uppercase().as_str())
-}
-
-/// Whether a request may set `key` for a host command.
-pub fn override_allowed(key: &str) -> bool {
-    let upper = key.to_ascii_uppercase();
-    !(blocked_everywhere(key)
-        || is_credential(key)
-        || OVERRIDE_ONLY.contains(&upper.as_str())
-        || OVERRIDE_PREFIXES.iter().any(|p| upper.starts_with(p)))
-}
-
-/// Fails with `Security Violation: …` naming every override the host env policy refuses.
-pub fn check_overrides(overrides: &BTreeMap<String, String>) -> Result<(), HostEnvError> {
-    let mut refused: Vec<&str> = overrides
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !override_allowed(k))
-        .collect();
-    refused.sort_unstable();
-    match refused.as_slice() {
-        [] => Ok(()),
-        ["PATH"] => Err(HostEnvError(
-            "Security Violation: Custom 'PATH' variable is forbidden during host execution.".into(),
-        )),
-        [one] => Err(HostEnvError(format!(
-            "Security Violation: Environment variable '{one}' is forbidden during host execution."
-        ))),
-        many => Err(HostEnvError(format!(
-            "Security Violation: environment variables forbidden during host execution: {}.",
-            many.join(", ")
-        ))),
+/// The built-in names as documented: `LANG, LC_*, TZ, …`.
+pub fn built_in_summary() -> String {
+    let mut shown: Vec<&str> = Vec::new();
+    for (name, _) in BUILT_IN {
+        let name = if name.starts_with("LC_") { "LC_*" } else { name };
+        if !shown.contains(&name) {
+            shown.push(name);
+        }
     }
+    shown.join(", ")
 }
 
-/// The part of moat's own environment a host command inherits: code-loading keys,
-/// credentials and moat's own `MOAT_*` settings are left out.
-pub fn inherited(vars: impl IntoIterator<Item = (String, String)>) -> BTreeMap<String, String> {
+fn rule(name: &str) -> Option<ValueRule> {
+    BUILT_IN.iter().find(|(n, _)| *n == name).map(|(_, r)| *r)
+}
+
+/// Why `value` does not fit `rule`, if it does not.
+fn value_problem(rule: ValueRule, value: &str) -> Option<&'static str> {
+    let only = |extra: &str, max: usize| {
+        value.len() <= max
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
+    };
+    let ok = match rule {
+        ValueRule::Locale => only("_.@-", 64),
+        ValueRule::Zone => {
+            only("_+-/:.", 64)
+                && !value.starts_with('/')
+                && !value.starts_with(':')
+                && !value.contains("..")
+        }
+        ValueRule::Term => only("_.+-", 64),
+        ValueRule::Number => {
+            !value.is_empty() && value.len() <= 5 && value.chars().all(|c| c.is_ascii_digit())
+        }
+        ValueRule::Flag => only("_.,:=+-", 64),
+    };
+    (!ok).then_some(match rule {
+        ValueRule::Locale => "is not a locale name (letters, digits and `_.@-`)",
+        ValueRule::Zone => "is not a zone name (no file path, no `..`)",
+        ValueRule::Term => "is not a terminal type (letters, digits and `_.+-`)",
+        ValueRule::Number => "is not a number below 100000",
+        ValueRule::Flag => "is not a short setting (letters, digits and `_.,:=+-`)",
+    })
+}
+
+/// Fails with `Security Violation: …` naming every key a request may not pass to a host
+/// command, and every built-in key whose value does not fit. `extra` is
+/// `elevated.env_allow`.
+pub fn check_request(
+    overrides: &BTreeMap<String, String>,
+    extra: &[String],
+) -> Result<(), HostEnvError> {
+    let mut unlisted: Vec<String> = Vec::new();
+    let mut bad_values: Vec<String> = Vec::new();
+    for (k, v) in overrides {
+        match rule(k) {
+            Some(r) => {
+                if let Some(why) = value_problem(r, v) {
+                    bad_values.push(format!("the value of `{k}` {why}"));
+                }
+            }
+            None if extra.iter().any(|e| e == k) => {}
+            None => unlisted.push(format!("`{}`", crate::policy::escape_display(k))),
+        }
+    }
+    let mut parts: Vec<String> = Vec::new();
+    match unlisted.len() {
+        0 => {}
+        1 => parts.push(format!(
+            "{} is not on the host env allowlist (elevated.env_allow)",
+            unlisted[0]
+        )),
+        _ => parts.push(format!(
+            "{} are not on the host env allowlist (elevated.env_allow)",
+            unlisted.join(", ")
+        )),
+    }
+    parts.extend(bad_values);
+    if parts.is_empty() {
+        return Ok(());
+    }
+    Err(HostEnvError(format!(
+        "Security Violation: {}; a host command gets only {} and the names an operator adds to elevated.env_allow.",
+        parts.join("; "),
+        built_in_summary()
+    )))
+}
+
+/// The part of moat's own environment a host command inherits: the built-in names whose
+/// values fit, HOME/USER/LOGNAME, and `extra` (`elevated.env_allow`). Never PATH (moat builds
+/// it), never `MOAT_*`.
+pub fn inherited(
+    vars: impl IntoIterator<Item = (String, String)>,
+    extra: &[String],
+) -> BTreeMap<String, String> {
     vars.into_iter()
-        .filter(|(k, _)| !blocked_everywhere(k) && !is_credential(k) && !k.starts_with("MOAT_"))
+        .filter(|(k, v)| {
+            if k.starts_with("MOAT_") {
+                return false;
+            }
+            match rule(k) {
+                Some(r) => value_problem(r, v).is_none(),
+                None => ACCOUNT.contains(&k.as_str()) || extra.iter().any(|e| e == k),
+            }
+        })
         .collect()
+}
+
+/// Whether an operator may add `name` to `elevated.env_allow`; the error says why not.
+pub fn check_operator_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let syntax = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !syntax {
+        return Err(format!(
+            "`{}` is not a variable name (^[A-Za-z_][A-Za-z0-9_]*$)",
+            crate::policy::escape_display(name)
+        ));
+    }
+    let upper = name.to_ascii_uppercase();
+    if rule(&upper).is_some() {
+        return Ok(());
+    }
+    if REFUSED.contains(&upper.as_str()) {
+        return Err(format!(
+            "`{name}` changes which code a host command runs or where it reads settings; it cannot be allowed"
+        ));
+    }
+    if let Some((p, why)) = REFUSED_PREFIXES.iter().find(|(p, _)| upper.starts_with(p)) {
+        return Err(format!(
+            "`{name}` is in the `{p}*` family ({why}), which changes what a host command runs; it cannot be allowed"
+        ));
+    }
+    if let Some((s, why)) = REFUSED_SUFFIXES.iter().find(|(s, _)| upper.ends_with(s)) {
+        return Err(format!(
+            "`{name}` is in the `*{s}` family ({why}), which changes what a host command runs; it cannot be allowed"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn env(keys: &[&str]) -> BTreeMap<String, String> {
-        keys.iter().map(|k| (k.to_string(), "x".into())).collect()
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
-    fn overrides_are_refused_by_name() {
-        let rows: &[(&[&str], Option<&str>)] = &[
-            (&["FOO", "LANG"], None),
-            (&["PATH"], Some("Custom 'PATH' variable")),
-            (&["LD_PRELOAD"], Some("'LD_PRELOAD'")),
-            (&["BASH_ENV"], Some("'BASH_ENV'")),
-            (&["GIT_CONFIG_COUNT"], Some("'GIT_CONFIG_COUNT'")),
-            (&["DYLD_INSERT_LIBRARIES"], Some("'DYLD_INSERT_LIBRARIES'")),
-            (&["BASH_FUNC_ls%%"], Some("'BASH_FUNC_ls%%'")),
-            (&["HOME"], Some("'HOME'")),
-            (&["GITHUB_TOKEN"], Some("'GITHUB_TOKEN'")),
-            (&["HTTPS_PROXY"], Some("'HTTPS_PROXY'")),
-            (&["ld_preload"], Some("'ld_preload'")),
+    fn requests_pass_only_listed_names_with_fitting_values() {
+        let extra = vec!["MY_SETTING".to_string()];
+        let rows: &[(&[(&str, &str)], Option<&[&str]>)] = &[
+            (&[("LANG", "C.UTF-8"), ("TZ", "Europe/Paris")], None),
+            (&[("COLUMNS", "120"), ("NO_COLOR", "1"), ("TERM", "xterm-256color")], None),
+            (&[("MY_SETTING", "anything at all")], None),
+            (&[("TAR_OPTIONS", "--checkpoint=1")], Some(&["`TAR_OPTIONS` is not on the host env allowlist (elevated.env_allow)"])),
+            (&[("GIT_TRACE2_EVENT", "/etc/x")], Some(&["`GIT_TRACE2_EVENT` is not"])),
+            (&[("PATH", "/tmp")], Some(&["`PATH` is not"])),
+            (&[("LD_PRELOAD", "/tmp/x.so")], Some(&["`LD_PRELOAD` is not"])),
+            (&[("HOME", "/tmp")], Some(&["`HOME` is not"])),
             (
-                &["PATH", "LD_PRELOAD", "BASH_ENV", "GIT_CONFIG_COUNT", "OK"],
-                Some("host execution: BASH_ENV, GIT_CONFIG_COUNT, LD_PRELOAD, PATH."),
+                &[("A", "1"), ("B", "2"), ("LANG", "C")],
+                Some(&["`A`, `B` are not on the host env allowlist"]),
+            ),
+            (&[("LANG", "/tmp/locale")], Some(&["the value of `LANG` is not a locale name"])),
+            (&[("TZ", "/etc/shadow")], Some(&["the value of `TZ` is not a zone name"])),
+            (&[("TZ", ":x")], Some(&["`TZ`"])),
+            (&[("TZ", "a/../../b")], Some(&["`TZ`"])),
+            (&[("COLUMNS", "1e9")], Some(&["`COLUMNS` is not a number"])),
+            (&[("TERM", "../../tmp/t")], Some(&["`TERM` is not a terminal type"])),
+            (
+                &[("X", "1"), ("LINES", "-1")],
+                Some(&["`X` is not", "the value of `LINES`"]),
             ),
         ];
-        for (keys, want) in rows {
-            match (check_overrides(&env(keys)), want) {
+        for (pairs, want) in rows {
+            match (check_request(&env(pairs), &extra), want) {
                 (Ok(()), None) => {}
-                (Err(e), Some(w)) => {
+                (Err(e), Some(needles)) => {
                     assert!(e.0.starts_with("Security Violation: "), "{e}");
-                    assert!(e.0.contains(w), "{keys:?}: {e}");
+                    for n in needles.iter() {
+                        assert!(e.0.contains(n), "{pairs:?}: {e}");
+                    }
+                    assert!(e.0.contains("LANG, LANGUAGE, LC_*, TZ"), "{e}");
                 }
-                (r, w) => panic!("{keys:?}: got {r:?}, want {w:?}"),
+                (r, w) => panic!("{pairs:?}: got {r:?}, want {w:?}"),
             }
         }
     }
 
     #[test]
-    fn inherited_env_drops_loaders_credentials_and_moat_settings() {
+    fn inherited_env_is_an_allowlist() {
         let vars = [
-            "PATH",
-            "HOME",
-            "LANG",
-            "GITHUB_TOKEN",
-            "AWS_SECRET_ACCESS_KEY",
-            "LD_PRELOAD",
-            "BASH_ENV",
-            "MOAT_HOME",
-            "SSH_AUTH_SOCK",
+            ("PATH", "/usr/bin"),
+            ("HOME", "/root"),
+            ("USER", "root"),
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "/tmp/evil"),
+            ("GITHUB_TOKEN", "t"),
+            ("TAR_OPTIONS", "x"),
+            ("LD_PRELOAD", "x"),
+            ("MOAT_HOME", "/m"),
+            ("SSH_AUTH_SOCK", "/s"),
+            ("OPERATOR_ADDED", "v"),
+            ("SHELL", "/bin/bash"),
         ]
-        .map(|k| (k.to_string(), "v".to_string()));
-        let kept: Vec<String> = inherited(vars).into_keys().collect();
-        assert_eq!(kept, ["HOME", "LANG", "PATH", "SSH_AUTH_SOCK"]);
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let kept: Vec<String> = inherited(vars, &["OPERATOR_ADDED".into()])
+            .into_keys()
+            .collect();
+        assert_eq!(kept, ["HOME", "LANG", "OPERATOR_ADDED", "USER"]);
+    }
+
+    #[test]
+    fn operators_cannot_add_dangerous_families() {
+        let rows = [
+            ("MY_APP_MODE", None),
+            ("LANG", None),
+            ("TAR_OPTIONS", Some("`TAR_*`")),
+            ("GIT_TRACE2_EVENT", Some("`GIT_*`")),
+            ("LD_PRELOAD", Some("`LD_*`")),
+            ("PATH", Some("cannot be allowed")),
+            ("BASH_ENV", Some("cannot be allowed")),
+            ("FOO_OPTIONS", Some("`*_OPTIONS`")),
+            ("ZIPOPT_OPTS", Some("`*_OPTS`")),
+            ("PYTHONSTARTUP", Some("`PYTHON*`")),
+            ("MOAT_X", Some("`MOAT_*`")),
+            ("GITHUB_TOKEN", Some("`*_TOKEN`")),
+            ("NPM_TOKEN", Some("`NPM_*`")),
+            ("MY_TOKEN", Some("`*_TOKEN`")),
+            ("HTTPS_PROXY", Some("`*_PROXY`")),
+            ("1BAD", Some("not a variable name")),
+            ("A-B", Some("not a variable name")),
+        ];
+        for (name, want) in rows {
+            match (check_operator_name(name), want) {
+                (Ok(()), None) => {}
+                (Err(e), Some(w)) => assert!(e.contains(w), "{name}: {e}"),
+                (r, w) => panic!("{name}: got {r:?}, want {w:?}"),
+            }
+        }
     }
 }

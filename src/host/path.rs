@@ -15,7 +15,8 @@ static LOGIN_PATH: OnceCell<Option<String>> = OnceCell::const_new();
 const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The login shell's PATH: `$SHELL -l -c 'env -0'` when `$SHELL` is an absolute path listed in
-/// /etc/shells, else `/bin/sh`. The probe itself runs with the sanitized environment.
+/// /etc/shells, else `/bin/sh`. The probe itself runs with the inherited allowlist (no operator
+/// additions) and moat's own PATH, so a profile can extend it.
 pub async fn login_path() -> Option<String> {
     LOGIN_PATH
         .get_or_init(|| async { probe().await })
@@ -28,11 +29,13 @@ async fn probe() -> Option<String> {
         .ok()
         .filter(|s| listed_shell(s))
         .unwrap_or_else(|| "/bin/sh".into());
-    let env = super::env::inherited(std::env::vars());
+    let env = super::env::inherited(std::env::vars(), &[]);
+    let own = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
     let child = tokio::process::Command::new(&shell)
         .args(["-l", "-c", "env -0"])
         .env_clear()
-        .envs(env.iter().filter(|(k, _)| k.as_str() != "ZDOTDIR"))
+        .envs(env.iter())
+        .env("PATH", own)
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)

@@ -39,3 +39,7 @@ pub use plan::{quote, render, Plan, PlannedSegment};
 pub use resolve::{MapResolver, Resolver};
 pub use settings::{Policy, DEFAULT_SAFE_BINS, DEFAULT_TRUSTED_DIRS};
 pub use verdict::{Decision, Evaluation, Request, SegmentOutcome, SegmentReport};
+/// The argv itself, then each command it runs through wrappers (`env`, `nice`, `sudo`, `xargs`,
+/// `find -exec`): best effort, never fails. The host executor uses it to find the files a
+/// plan runs.
+pub use wrappers::pattern_layers as command_layers;

@@ -319,7 +319,7 @@ pub(crate) fn runs_other_programs(inner: &[String], resolved: &str) -> Option<St
 
 /// Best-effort argv layers for argv-pattern matching: the argv itself, then every command it
 /// would run through wrappers, privilege wrappers, `xargs` or `find -exec`. Never fails.
-pub(crate) fn pattern_layers(argv: &[String]) -> Vec<Vec<String>> {
+pub fn pattern_layers(argv: &[String]) -> Vec<Vec<String>> {
     let mut layers = Vec::new();
     let mut current: Vec<String> = argv.to_vec();
     for _ in 0..=MAX_WRAPPERS * 2 {

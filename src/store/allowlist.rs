@@ -14,6 +14,11 @@ pub struct AllowlistRow {
     pub entry: String,
     /// For an exact-command entry, the command it stands for (shown to the operator).
     pub command: Option<String>,
+    /// For an exact-command entry, the session it is valid in; `None` on entries stored before
+    /// entries were scoped, which match nothing (docs/approvals.md).
+    pub session: Option<String>,
+    /// For an exact-command entry, the working directory it is valid in.
+    pub cwd: Option<String>,
     /// `allow-always`, `cli`, `http`.
     pub source: String,
     pub approval_id: Option<String>,
@@ -27,9 +32,9 @@ impl Store {
         let n = self
             .conn()
             .execute(
-                "INSERT OR IGNORE INTO allowlist (target, entry, command, source, approval_id, added_by, added_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![e.target, e.entry, e.command, e.source, e.approval_id, e.added_by, e.added_at_ms],
+                "INSERT OR IGNORE INTO allowlist (target, entry, command, session, cwd, source, approval_id, added_by, added_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![e.target, e.entry, e.command, e.session, e.cwd, e.source, e.approval_id, e.added_by, e.added_at_ms],
             )
             .ctx("add allowlist entry")?;
         Ok(n == 1)
@@ -50,7 +55,7 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn
             .prepare(
-                "SELECT id, target, entry, command, source, approval_id, added_by, added_at_ms
+                "SELECT id, target, entry, command, source, approval_id, added_by, added_at_ms, session, cwd
                  FROM allowlist WHERE ?1 IS NULL OR target = ?1 ORDER BY id",
             )
             .ctx("list allowlist")?;
@@ -65,6 +70,8 @@ impl Store {
                     approval_id: r.get(5)?,
                     added_by: r.get(6)?,
                     added_at_ms: r.get(7)?,
+                    session: r.get(8)?,
+                    cwd: r.get(9)?,
                 })
             })
             .ctx("list allowlist")?;

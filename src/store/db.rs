@@ -89,6 +89,10 @@ const MIGRATIONS: &[&str] = &[
         changed_by TEXT NOT NULL,
         changed_at_ms INTEGER NOT NULL
      );",
+    // Exact-command allowlist entries are scoped to a session and a working directory. Rows
+    // from before keep NULL here and match nothing (their hash covers the command alone).
+    "ALTER TABLE allowlist ADD COLUMN session TEXT;
+     ALTER TABLE allowlist ADD COLUMN cwd TEXT;",
 ];
 
 /// See the module docs.

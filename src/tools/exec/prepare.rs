@@ -38,8 +38,12 @@ pub(super) struct Prepared {
     pub secrets: Vec<(String, String)>,
     pub policy: Policy,
     pub resolver: MapResolver,
-    /// Exact commands an operator allowed for good (`=command:<sha256>` entries).
+    /// Exact commands an operator allowed for good (`=command:<sha256>` entries, each scoped
+    /// to one session and working directory by its hash).
     pub exact: Vec<String>,
+    /// On the host under a policy (not `host-full`): where a sandbox can write. A run that
+    /// touches one always asks (docs/security.md, "Host commands").
+    pub writable: Option<host::WritableRoots>,
     pub warnings: Vec<String>,
     pub owner: (u32, u32),
 }
@@ -58,8 +62,18 @@ impl Prepared {
         matches!(self.target, Target::Host { .. })
     }
 
+    /// Why this run must ask every time: it runs in, or names, a directory a sandbox can
+    /// write. Checked on the plan that would run.
+    pub fn writable_reason(&self, eval: &Evaluation, command: &str) -> Option<String> {
+        let plan = eval.plan.as_ref().map_or(command, |p| p.command.as_str());
+        self.writable
+            .as_ref()
+            .and_then(|w| w.reason(std::path::Path::new(&self.cwd), plan))
+    }
+
     /// Evaluates `command`. An exact command an operator allowed for good passes where the
-    /// allowlist alone would miss (never past a denied segment or `ask = always`).
+    /// allowlist alone would miss (never past a denied segment or `ask = always`), but neither
+    /// passes a host run that touches a directory a sandbox can write: that asks.
     pub fn evaluate(&self, command: &str) -> Evaluation {
         let mut eval = evaluate(
             &PolicyRequest {
@@ -80,9 +94,11 @@ impl Prepared {
                         .any(|s| s.outcome == crate::policy::SegmentOutcome::Denied)
             }
         };
-        let durable = self
-            .exact
-            .contains(&crate::approvals::command_entry(command));
+        let durable = self.exact.contains(&crate::approvals::command_entry(
+            &self.session,
+            &self.cwd,
+            command,
+        ));
         if durable
             && !refused_outright
             && eval.decision != Decision::Allow
@@ -95,6 +111,16 @@ impl Prepared {
                     rebuilt: false,
                     segments: Vec::new(),
                 });
+            }
+        }
+        if let Decision::Allow | Decision::Ask { .. } = eval.decision {
+            if let Some(why) = self.writable_reason(&eval, command) {
+                eval.decision = match eval.decision {
+                    Decision::Ask { reason } => Decision::Ask {
+                        reason: format!("{reason}; {why}"),
+                    },
+                    _ => Decision::Ask { reason: why },
+                };
             }
         }
         eval
@@ -181,6 +207,7 @@ impl ExecTool {
             policy,
             resolver,
             exact: Vec::new(),
+            writable: None,
             warnings: container.warning.into_iter().collect(),
             owner: sandbox.uid_gid(),
         };
@@ -198,15 +225,15 @@ impl ExecTool {
     ) -> Result<Prepared, ExecError> {
         crate::session::validate_key(session)
             .map_err(|e| ExecError::Session(crate::session::SessionError::from(e)))?;
-        host::check_overrides(&req.env)?;
-        let (_, names) = self.sessions.names(session);
-        let workspace = self.sessions.workspace_dir(&names.slug);
-        let cwd = host_workdir(req.workdir.as_deref(), &workspace)?;
+        let elevated = &self.config.elevated;
+        host::check_request(&req.env, &elevated.env_allow)?;
+        let base_dir = self.host_workdir_base()?;
+        let cwd = host_workdir(req.workdir.as_deref(), &base_dir)?;
         let login = host::login_path().await.unwrap_or_default();
         let own = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
         let path = host::merge_path(&host::split_path(&login), &host::split_path(&own));
-        let prepend = host::merge_path(&self.config.elevated.path_prepend, &path);
-        let mut base = host::inherited(std::env::vars());
+        let prepend = host::merge_path(&elevated.path_prepend, &path);
+        let mut base = host::inherited(std::env::vars(), &elevated.env_allow);
         for var in self.secrets.source_vars() {
             base.remove(&var);
         }
@@ -240,6 +267,7 @@ impl ExecTool {
             policy,
             resolver,
             exact: Vec::new(),
+            writable: (!full).then(|| self.writable_roots()),
             warnings: Vec::new(),
             owner: (
                 nix::unistd::getuid().as_raw(),
@@ -248,6 +276,44 @@ impl ExecTool {
         };
         self.add_runtime_entries(&mut p, &skills);
         Ok(p)
+    }
+
+    /// `elevated.workdir`, or `$MOAT_HOME/host-work` created private (docs/approvals.md).
+    fn host_workdir_base(&self) -> Result<PathBuf, ExecError> {
+        let configured = &self.config.elevated.workdir;
+        if !configured.is_empty() {
+            return Ok(PathBuf::from(configured));
+        }
+        let dir = self.home.host_work_dir();
+        crate::home::ensure_private_dir(&dir).map_err(|e| ExecError::HostWorkdir {
+            dir: dir.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        Ok(dir)
+    }
+
+    /// Every host directory a sandbox can write: the workspaces (all sessions'), the run
+    /// directories, and read-write `sandbox.binds` sources.
+    pub(super) fn writable_roots(&self) -> host::WritableRoots {
+        let sandbox = &self.config.sandbox;
+        let workspaces = if sandbox.workspace_root.is_empty() {
+            self.home.workspaces()
+        } else {
+            PathBuf::from(&sandbox.workspace_root)
+        };
+        let mut roots = vec![
+            ("the sandbox workspaces".to_string(), workspaces),
+            ("the sandbox run directories".to_string(), self.home.root().join("run")),
+        ];
+        for bind in &sandbox.binds {
+            let mut parts = bind.split(':');
+            let source = parts.next().unwrap_or_default();
+            let _target = parts.next();
+            if parts.next() != Some("ro") && source.starts_with('/') {
+                roots.push((format!("the sandbox bind {bind}"), PathBuf::from(source)));
+            }
+        }
+        host::WritableRoots::new(roots)
     }
 
     fn skills(&self) -> Vec<crate::skills::SkillState> {
@@ -263,7 +329,10 @@ impl ExecTool {
         let target = if p.on_host() { "host" } else { "sandbox" };
         for e in self.approvals.allowlist(Some(target)).unwrap_or_default() {
             if e.command.is_some() {
-                p.exact.push(e.entry);
+                // Entries from before exact commands were scoped have no session: nothing.
+                if e.session.is_some() {
+                    p.exact.push(e.entry);
+                }
             } else {
                 let rule = format!("allowlist: {} ({} by {})", e.entry, e.source, e.added_by);
                 labeled.push((e.entry, rule));
@@ -282,19 +351,13 @@ fn apply_request(policy: &mut Policy, req: &ExecRequest) {
     policy.ask = raise_ask(policy.ask, req.ask.as_deref().and_then(Ask::parse_lenient));
 }
 
-/// A host working directory: absolute, or relative to the session's host workspace; it must
-/// exist and be a directory (no silent fallback).
-fn host_workdir(workdir: Option<&str>, workspace: &std::path::Path) -> Result<String, ExecError> {
+/// A host working directory: absolute, or relative to the host workdir `base`; it must exist
+/// and be a directory (no silent fallback).
+fn host_workdir(workdir: Option<&str>, base: &std::path::Path) -> Result<String, ExecError> {
     let wanted = match workdir.map(str::trim).filter(|w| !w.is_empty()) {
-        None => {
-            std::fs::create_dir_all(workspace).map_err(|e| ExecError::HostWorkdir {
-                dir: workspace.display().to_string(),
-                reason: e.to_string(),
-            })?;
-            workspace.to_path_buf()
-        }
+        None => base.to_path_buf(),
         Some(w) if w.starts_with('/') => PathBuf::from(w),
-        Some(w) => workspace.join(w),
+        Some(w) => base.join(w),
     };
     let real = std::fs::canonicalize(&wanted).map_err(|e| ExecError::HostWorkdir {
         dir: crate::policy::escape_display(&wanted.display().to_string()),

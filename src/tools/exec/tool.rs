@@ -47,6 +47,9 @@ pub enum ExecError {
     },
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    /// A file the plan runs cannot be bound to the approval.
+    #[error(transparent)]
+    HostFile(#[from] crate::host::BindError),
 }
 
 /// See the module docs. Cheap to clone: approval waiters keep a copy.
@@ -136,8 +139,25 @@ impl ExecTool {
                     .as_ref()
                     .map(|p| p.command.clone())
                     .unwrap_or_else(|| req.command.clone());
-                let binding =
-                    Binding::new(prepared.label(), &plan, &eval, &prepared.cwd, &prepared.env);
+                // Files the plan runs, bound by content (host runs under a policy only).
+                let files = match &prepared.writable {
+                    Some(_) => crate::host::bind(&crate::host::scan(
+                        &plan,
+                        std::path::Path::new(&prepared.cwd),
+                        &prepared.policy.trusted_dirs,
+                    )?)?,
+                    None => Vec::new(),
+                };
+                let redact = |v: &str| self.approvals.redact(v);
+                let binding = Binding::new(
+                    prepared.label(),
+                    &plan,
+                    &eval,
+                    &prepared.cwd,
+                    &prepared.env,
+                    &redact,
+                    files,
+                );
                 // Whether the allowlist alone covers it, for `ask_fallback = allowlist`.
                 let covered = {
                     let mut quiet = prepared.policy.clone();
@@ -148,11 +168,21 @@ impl ExecTool {
                     };
                     cheap.evaluate(&req.command).decision == Decision::Allow
                 };
+                // Nothing reusable for a plan that runs a file (it could change) or touches a
+                // directory a sandbox writes (it asks every time anyway).
+                let reusable = prepared.policy.ask != Ask::Always
+                    && binding.files.is_empty()
+                    && prepared.writable_reason(&eval, &req.command).is_none();
                 let mut allowed = vec![ApprovalDecision::AllowOnce];
-                if prepared.policy.ask != Ask::Always {
+                if reusable {
                     allowed.push(ApprovalDecision::AllowAlways);
                 }
                 allowed.push(ApprovalDecision::Deny);
+                let persist = if reusable {
+                    persist_entries(&eval, &req.command, session, &prepared.cwd)
+                } else {
+                    Vec::new()
+                };
                 let row = self.approvals.create(NewApproval {
                     session: session.to_string(),
                     requester: caller.label(),
@@ -162,7 +192,7 @@ impl ExecTool {
                     request: serde_json::to_string(req).unwrap_or_default(),
                     reason,
                     allowed,
-                    persist: persist_entries(&eval, &req.command),
+                    persist,
                     covered,
                     timeout_ms: self.config.approvals.timeout_secs as i64 * 1000,
                 })?;

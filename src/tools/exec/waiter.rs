@@ -123,29 +123,67 @@ impl ExecTool {
             .map(|p| (req, p))
     }
 
+    /// Private copies of the files `plan` runs (host runs under a policy), and the plan
+    /// rewritten to run them.
+    fn snapshot_files(
+        &self,
+        prepared: &super::prepare::Prepared,
+        plan: &str,
+        private: &std::path::Path,
+    ) -> Result<crate::host::Snapshot, crate::host::BindError> {
+        let none = || crate::host::Snapshot {
+            plan: plan.to_string(),
+            files: Vec::new(),
+        };
+        if prepared.writable.is_none() {
+            return Ok(none());
+        }
+        let cwd = std::path::Path::new(&prepared.cwd);
+        let found = crate::host::scan(plan, cwd, &prepared.policy.trusted_dirs)?;
+        if found.is_empty() {
+            return Ok(none());
+        }
+        let _ = std::fs::remove_dir_all(private);
+        crate::host::snapshot(plan, &found, private)
+    }
+
     async fn run_approved(&self, row: ApprovalRow) {
         let Some((req, prepared)) = self.prepare_row(&row).await else {
             return self.deny(&row, "spawn-failed");
         };
         let eval = prepared.evaluate(&req.command);
+        // The files the plan runs are copied now and the plan runs the copies: what runs is
+        // what these hashes say, and they must equal the approved ones.
+        let private = self.home.host_approved_dir().join(&row.id);
+        let (plan, files, file_error) = match self.snapshot_files(&prepared, &row.plan, &private)
+        {
+            Ok(s) => (s.plan, s.files, None),
+            Err(e) => (row.plan.clone(), Vec::new(), Some(e.to_string())),
+        };
+        let redact = |v: &str| self.approvals.redact(v);
         let binding = Binding::new(
             prepared.label(),
             &row.plan,
             &eval,
             &prepared.cwd,
             &prepared.env,
+            &redact,
+            files,
         );
         let row = match self.approvals.consume(&row.id, &binding) {
             Ok(r) => r,
             Err(crate::approvals::ApprovalError::PlanChanged { what, .. }) => {
-                return self.deny(&row, &format!("plan-changed: {what}"));
+                let _ = std::fs::remove_dir_all(&private);
+                let detail = file_error.map(|e| format!(" ({e})")).unwrap_or_default();
+                return self.deny(&row, &format!("plan-changed: {what}{detail}"));
             }
             // Another moat claimed it first, or it is spent: nothing to report from here.
             Err(_) => return,
         };
-        let proc = match self.launch(&prepared, &row.plan, &req, false).await {
+        let proc = match self.launch(&prepared, &plan, &req, false).await {
             Ok(p) => p,
             Err(e) => {
+                let _ = std::fs::remove_dir_all(&private);
                 tracing::warn!(id = %row.id, error = %e, "failed to start an approved plan");
                 return self.deny(&row, "spawn-failed");
             }
@@ -167,6 +205,7 @@ impl ExecTool {
         while !ended {
             ended = proc.wait_exit(Duration::from_secs(3600)).await;
         }
+        let _ = std::fs::remove_dir_all(&private);
         let text = {
             let st = proc.lock();
             let exit = st.exit.clone().expect("ended");

@@ -1,0 +1,518 @@
+//! Files a host plan runs, bound by content (docs/approvals.md, "Files a plan runs").
+//!
+//! An approval for `sh build.sh` is worth nothing if `build.sh` can change between the
+//! operator reading it and the run. So the files a plan runs — a script operand of a shell or
+//! interpreter, a `-f` program file of awk/sed, the file of `.`/`source`, a program named by a
+//! path outside the trusted directories — are found here, hashed when the approval is made,
+//! and at run time copied (opened with `O_NOFOLLOW`, bounded) into a private directory; the
+//! plan is rewritten to run the copies, and the copies' hashes must equal the approved ones.
+
+use std::io::Read;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::approvals::BoundFile;
+use crate::policy::{command_layers, parse_script, render, PlannedSegment, Redirect};
+
+/// The largest file moat binds: scripts are small; a larger file is refused, not truncated.
+pub const MAX_BOUND_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Programs that run a file named by their first operand, and how to read their options.
+struct Runner {
+    names: &'static [&'static str],
+    /// Short option letters that mean "the code is inline or comes from elsewhere": no file.
+    inline: &'static str,
+    /// Long options with the same meaning.
+    inline_long: &'static [&'static str],
+    /// Options whose value is the next word (skipped).
+    valued: &'static [&'static str],
+    /// Options whose value is itself a file the program runs.
+    file_valued: &'static [&'static str],
+    /// Leading subcommands to skip (`deno run x.ts`).
+    subcommands: &'static [&'static str],
+}
+
+const RUNNERS: &[Runner] = &[
+    Runner {
+        names: &[
+            "sh", "bash", "dash", "zsh", "ksh", "mksh", "yash", "ash", "fish", "csh", "tcsh",
+        ],
+        inline: "cs",
+        inline_long: &["--command"],
+        valued: &["-o", "+o", "-O", "+O"],
+        file_valued: &["--rcfile", "--init-file"],
+        subcommands: &[],
+    },
+    Runner {
+        names: &["python", "pypy"],
+        inline: "cm",
+        inline_long: &[],
+        valued: &["-W", "-X", "-Q"],
+        file_valued: &[],
+        subcommands: &[],
+    },
+    Runner {
+        names: &["node", "nodejs", "bun", "deno"],
+        inline: "ep",
+        inline_long: &["--eval", "--print"],
+        valued: &["-r", "--require", "--import", "--loader"],
+        file_valued: &[],
+        subcommands: &["run"],
+    },
+    Runner {
+        names: &["perl", "ruby", "lua", "luajit", "julia"],
+        inline: "eE",
+        inline_long: &["--eval"],
+        valued: &["-I", "-r", "-l"],
+        file_valued: &[],
+        subcommands: &[],
+    },
+    Runner {
+        names: &["php"],
+        inline: "rR",
+        inline_long: &[],
+        valued: &["-c", "-d", "-z"],
+        file_valued: &["-f"],
+        subcommands: &[],
+    },
+    Runner {
+        names: &["tclsh", "wish", "expect", "rscript", "pwsh", "osascript"],
+        inline: "ec",
+        inline_long: &["--command"],
+        valued: &[],
+        file_valued: &["-f", "-File", "--file"],
+        subcommands: &[],
+    },
+];
+
+/// Programs whose operands are code text, but whose `-f FILE` is a program file.
+const FILE_FLAG_ONLY: &[&str] = &["awk", "gawk", "mawk", "nawk", "sed"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    #[error("bind file `{operand}` of a host command: {reason}")]
+    Unusable { operand: String, reason: String },
+    #[error("bind file `{operand}` of a host command: it is run by a part of the command moat cannot rebuild ({reason}), so moat cannot make it run the approved copy")]
+    NotRewritable { operand: String, reason: String },
+    #[error("copy file `{operand}` to {dir}")]
+    Copy {
+        operand: String,
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One file operand of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The word as written.
+    pub operand: String,
+    /// Absolute (the cwd joined in front of a relative operand), not resolved: it is opened
+    /// without following a final symlink.
+    pub path: PathBuf,
+    /// Segment index and word index in that segment's argv, for the rewrite.
+    pub at: (usize, usize),
+}
+
+fn stem(word: &str) -> String {
+    let base = word.rsplit('/').next().unwrap_or(word).to_ascii_lowercase();
+    base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-')
+        .to_string()
+}
+
+/// The index in `layer` of the file `layer[0]` runs, if it runs one.
+fn operand_of(layer: &[String]) -> Option<usize> {
+    let first = layer.first()?;
+    if first == "." || first == "source" {
+        return (layer.len() > 1).then_some(1);
+    }
+    let name = stem(first);
+    if FILE_FLAG_ONLY.contains(&name.as_str()) {
+        return layer.iter().enumerate().skip(1).find_map(|(i, w)| {
+            (w == "-f" || w == "--file").then_some(i + 1)
+        }).filter(|i| *i < layer.len());
+    }
+    let runner = RUNNERS.iter().find(|r| r.names.contains(&name.as_str()))?;
+    let mut i = 1;
+    while i < layer.len() {
+        let w = layer[i].as_str();
+        if w == "--" {
+            return (i + 1 < layer.len()).then_some(i + 1);
+        }
+        if w == "-" {
+            return None;
+        }
+        if runner.file_valued.contains(&w) {
+            return (i + 1 < layer.len()).then_some(i + 1);
+        }
+        if runner.valued.contains(&w) {
+            i += 2;
+            continue;
+        }
+        if runner.inline_long.contains(&w) {
+            return None;
+        }
+        if let Some(flags) = w.strip_prefix('-').filter(|f| !f.starts_with('-')) {
+            if flags.chars().any(|c| runner.inline.contains(c)) {
+                return None;
+            }
+            i += 1;
+            continue;
+        }
+        if w.starts_with("--") || w.starts_with('+') {
+            i += 1;
+            continue;
+        }
+        if runner.subcommands.contains(&w) && i == 1 {
+            i += 1;
+            continue;
+        }
+        return Some(i);
+    }
+    None
+}
+
+fn trusted(path: &Path, trusted_dirs: &[String]) -> bool {
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    trusted_dirs
+        .iter()
+        .any(|d| real.parent() == Some(Path::new(d.trim_end_matches('/'))))
+}
+
+/// Every file `plan` runs, relative words taken from `cwd`. Refused when such a file sits in
+/// a part of the plan moat cannot rebuild, since then it could not run the approved copy.
+pub fn scan(plan: &str, cwd: &Path, trusted_dirs: &[String]) -> Result<Vec<Found>, BindError> {
+    let script = parse_script(plan);
+    let mut found: Vec<Found> = Vec::new();
+    for (s, segment) in script.segments.iter().enumerate() {
+        let argv = &segment.argv;
+        for layer in command_layers(argv) {
+            let mut at: Vec<usize> = Vec::new();
+            if layer[0].contains('/') && !trusted(&cwd.join(&layer[0]), trusted_dirs) {
+                at.push(0);
+            }
+            at.extend(operand_of(&layer));
+            for idx in at {
+                let operand = layer[idx].clone();
+                let offset = argv.len().checked_sub(layer.len());
+                let located = offset.filter(|o| argv[*o..] == layer[..]);
+                let Some(offset) = located else {
+                    return Err(BindError::NotRewritable {
+                        operand,
+                        reason: "a command run by find -exec or xargs".into(),
+                    });
+                };
+                let path = cwd.join(&operand);
+                let f = Found {
+                    operand,
+                    path,
+                    at: (s, offset + idx),
+                };
+                if !found.contains(&f) {
+                    found.push(f);
+                }
+            }
+        }
+    }
+    if let Some(first) = found.first() {
+        let miss = script
+            .miss
+            .clone()
+            .or_else(|| script.segments.iter().find_map(|s| s.miss.clone()))
+            .or_else(|| {
+                script
+                    .segments
+                    .iter()
+                    .any(|s| s.time_keyword.is_some())
+                    .then(|| "the time keyword".to_string())
+            });
+        if let Some(reason) = miss {
+            return Err(BindError::NotRewritable {
+                operand: first.operand.clone(),
+                reason,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// Reads `f` without following a final symlink, bounded, as a regular file.
+fn read(f: &Found) -> Result<Vec<u8>, BindError> {
+    let unusable = |reason: String| BindError::Unusable {
+        operand: crate::policy::escape_display(&f.operand),
+        reason,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&f.path)
+        .map_err(|e| {
+            unusable(format!(
+                "open {}: {e}",
+                crate::policy::escape_display(&f.path.display().to_string())
+            ))
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| unusable(format!("inspect it: {e}")))?;
+    if !meta.is_file() {
+        return Err(unusable("it is not a regular file".into()));
+    }
+    if meta.len() > MAX_BOUND_BYTES {
+        return Err(unusable(format!(
+            "it is {} bytes (limit {MAX_BOUND_BYTES})",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_BOUND_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| unusable(format!("read it: {e}")))?;
+    if bytes.len() as u64 > MAX_BOUND_BYTES {
+        return Err(unusable(format!("it grew past {MAX_BOUND_BYTES} bytes")));
+    }
+    Ok(bytes)
+}
+
+fn describe(f: &Found, bytes: &[u8]) -> BoundFile {
+    BoundFile {
+        operand: f.operand.clone(),
+        path: f.path.display().to_string(),
+        sha256: hex::encode(Sha256::digest(bytes)),
+        size: bytes.len() as u64,
+    }
+}
+
+/// The content binding of each found file, read now (when the approval is made).
+pub fn bind(found: &[Found]) -> Result<Vec<BoundFile>, BindError> {
+    found.iter().map(|f| Ok(describe(f, &read(f)?))).collect()
+}
+
+/// A bound run: the plan rewritten to run private copies, and the copies' bindings.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub plan: String,
+    pub files: Vec<BoundFile>,
+}
+
+/// Copies each found file into `dir` (created 0700, each copy 0700 under its own numbered
+/// subdirectory so `$0` keeps its base name), binds the bytes copied, and rewrites `plan` to
+/// run the copies. What runs is exactly what was hashed.
+pub fn snapshot(plan: &str, found: &[Found], dir: &Path) -> Result<Snapshot, BindError> {
+    let copy_err = |f: &Found, source: std::io::Error| BindError::Copy {
+        operand: crate::policy::escape_display(&f.operand),
+        dir: dir.display().to_string(),
+        source,
+    };
+    let mut files = Vec::new();
+    let mut swaps: Vec<((usize, usize), String)> = Vec::new();
+    if found.is_empty() {
+        return Ok(Snapshot {
+            plan: plan.to_string(),
+            files,
+        });
+    }
+    if let Some(parent) = dir.parent() {
+        crate::home::ensure_private_dir(parent).map_err(|e| copy_err(&found[0], e))?;
+    }
+    crate::home::ensure_private_dir(dir).map_err(|e| copy_err(&found[0], e))?;
+    for (i, f) in found.iter().enumerate() {
+        let bytes = read(f)?;
+        let sub = dir.join(i.to_string());
+        crate::home::ensure_private_dir(&sub).map_err(|e| copy_err(f, e))?;
+        let base: String = Path::new(&f.operand)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "file".into())
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let copy = sub.join(base);
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o700)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&copy)
+            .map_err(|e| copy_err(f, e))?;
+        std::io::Write::write_all(&mut out, &bytes).map_err(|e| copy_err(f, e))?;
+        out.set_permissions(std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| copy_err(f, e))?;
+        drop(out);
+        files.push(describe(f, &bytes));
+        swaps.push((f.at, copy.display().to_string()));
+    }
+    Ok(Snapshot {
+        plan: rewrite(plan, &swaps),
+        files,
+    })
+}
+
+/// `plan` rendered again from its parse with the words at `swaps` replaced. Only called on
+/// plans [`scan`] accepted: every segment is modelled.
+fn rewrite(plan: &str, swaps: &[((usize, usize), String)]) -> String {
+    if swaps.is_empty() {
+        return plan.to_string();
+    }
+    let script = parse_script(plan);
+    let segments: Vec<PlannedSegment> = script
+        .segments
+        .iter()
+        .enumerate()
+        .map(|(s, seg)| {
+            let mut argv = seg.argv.clone();
+            for ((ss, w), new) in swaps {
+                if *ss == s && *w < argv.len() {
+                    argv[*w] = new.clone();
+                }
+            }
+            let mut redirects = Vec::new();
+            let mut heredoc = None;
+            for r in &seg.redirects {
+                match r {
+                    Redirect::HereDoc { body } => heredoc = Some(body.clone()),
+                    other => redirects.extend(other.as_operator().map(str::to_owned)),
+                }
+            }
+            PlannedSegment {
+                argv,
+                redirects,
+                heredoc,
+                joiner: seg.joiner.map(|j| j.as_str().to_owned()),
+            }
+        })
+        .collect();
+    render(&segments)
+}
+
+/// `path` made absolute against `cwd` with `.` and `..` removed, without touching the disk.
+pub fn lexical(cwd: &Path, path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in cwd.join(path).components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn operands_that_are_run() {
+        let rows: &[(&str, Option<usize>)] = &[
+            ("sh build.sh", Some(1)),
+            ("bash -e -x build.sh arg", Some(3)),
+            ("bash -o pipefail build.sh", Some(3)),
+            ("bash -- x", Some(2)),
+            ("sh -c echo", None),
+            ("sh -ec echo", None),
+            ("sh", None),
+            ("sh -s", None),
+            ("bash --rcfile rc -i", Some(2)),
+            ("python3 x.py", Some(1)),
+            ("python3.11 -u x.py", Some(2)),
+            ("python3 -m http.server", None),
+            ("python3 -c print(1)", None),
+            ("python3 -W ignore x.py", Some(3)),
+            ("node app.js", Some(1)),
+            ("node -e 1", None),
+            ("deno run x.ts", Some(2)),
+            ("perl -e 1", None),
+            ("perl x.pl", Some(1)),
+            ("awk {print} f", None),
+            ("awk -f prog.awk data", Some(2)),
+            ("sed -f s.sed f", Some(2)),
+            (". ./env.sh", Some(1)),
+            ("source env.sh", Some(1)),
+            ("git status", None),
+            ("make -f Makefile", None),
+        ];
+        for (cmd, want) in rows {
+            assert_eq!(operand_of(&words(cmd)), *want, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn scan_finds_scripts_and_program_paths_and_refuses_what_it_cannot_rewrite() {
+        let cwd = Path::new("/w");
+        let trusted = vec!["/usr/bin".to_string(), "/bin".to_string()];
+        let ops = |plan: &str| -> Result<Vec<(String, (usize, usize))>, String> {
+            scan(plan, cwd, &trusted)
+                .map(|f| f.into_iter().map(|f| (f.operand, f.at)).collect())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(ops("sh build.sh").unwrap(), [("build.sh".into(), (0, 1))]);
+        assert_eq!(ops("./run.sh -v").unwrap(), [("./run.sh".into(), (0, 0))]);
+        assert_eq!(ops("/usr/bin/git status").unwrap(), []);
+        assert_eq!(
+            ops("env A=1 nice bash -- x.sh && ls").unwrap(),
+            [("x.sh".into(), (0, 5))]
+        );
+        assert_eq!(ops("echo hi | python3 a.py").unwrap(), [("a.py".into(), (1, 1))]);
+        let err = ops("sh build.sh $(id)").unwrap_err();
+        assert!(err.contains("bind file `build.sh`"), "{err}");
+        assert!(err.contains("cannot rebuild"), "{err}");
+        assert_eq!(ops("sh -c 'echo $(id)'").unwrap(), []);
+    }
+
+    #[test]
+    fn snapshots_run_exactly_the_copied_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().join("cwd");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::write(cwd.join("build.sh"), "echo one\n").unwrap();
+        let found = scan("sh build.sh 2>&1", &cwd, &[]).unwrap();
+        let approved = bind(&found).unwrap();
+        assert_eq!(approved[0].size, 9);
+        let private = dir.path().join("private");
+        let snap = snapshot("sh build.sh 2>&1", &found, &private).unwrap();
+        assert_eq!(snap.files, approved);
+        let copy = private.join("0/build.sh");
+        assert_eq!(
+            snap.plan,
+            format!("'sh' '{}' 2>&1", copy.display())
+        );
+        assert_eq!(std::fs::read_to_string(&copy).unwrap(), "echo one\n");
+        let mode = std::fs::metadata(&private).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        // Swapped afterwards: the next snapshot binds other bytes.
+        std::fs::write(cwd.join("build.sh"), "echo two\n").unwrap();
+        let again = snapshot("sh build.sh 2>&1", &found, &dir.path().join("p2")).unwrap();
+        assert_ne!(again.files[0].sha256, approved[0].sha256);
+        // A symlink is not followed; a directory or FIFO is not a file.
+        std::fs::remove_file(cwd.join("build.sh")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", cwd.join("build.sh")).unwrap();
+        let err = bind(&found).unwrap_err().to_string();
+        assert!(err.starts_with("bind file `build.sh` of a host command: open "), "{err}");
+        std::fs::remove_file(cwd.join("build.sh")).unwrap();
+        nix::unistd::mkfifo(&cwd.join("build.sh"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let err = bind(&found).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn lexical_paths() {
+        assert_eq!(lexical(Path::new("/a/b"), Path::new("../c/./d")), Path::new("/a/c/d"));
+        assert_eq!(lexical(Path::new("/a"), Path::new("/x/../y")), Path::new("/y"));
+    }
+}
