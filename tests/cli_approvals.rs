@@ -121,14 +121,33 @@ fn allowlist_add_list_rm_refuses_interpreters() {
         assert!(!out.status.success());
         assert!(text(&out).contains("interpreter"), "{}", text(&out));
     }
+    // An exact command is scoped: it needs the session and the workdir it is valid in.
     let out = moat(
         dir.path(),
         &["allowlist", "add", "--command", "sh -c 'make test'"],
     );
+    assert!(!out.status.success(), "{}", text(&out));
+    let wd = dir.path().canonicalize().unwrap().display().to_string();
+    let out = moat(
+        dir.path(),
+        &[
+            "allowlist",
+            "add",
+            "--command",
+            "--session",
+            "main",
+            "--workdir",
+            &wd,
+            "sh -c 'make test'",
+        ],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let t = text(&moat(dir.path(), &["allowlist", "list"]));
     assert!(
-        t.contains("/usr/bin/jq") && t.contains("exact command: sh -c 'make test'"),
+        t.contains("/usr/bin/jq")
+            && t.contains(&format!(
+                "exact command: sh -c 'make test' (session main, cwd {wd})"
+            )),
         "{t}"
     );
     assert!(moat(dir.path(), &["allowlist", "rm", "/usr/bin/jq"])

@@ -32,7 +32,7 @@ async fn elevated_is_refused_with_every_failing_gate() {
 }
 
 #[tokio::test]
-async fn full_level_runs_on_the_host_in_the_session_workspace() {
+async fn full_level_runs_on_the_host_in_the_host_workdir() {
     let m = moat(config(ElevatedLevel::Full));
     let r = m
         .exec(req(
@@ -42,10 +42,10 @@ async fn full_level_runs_on_the_host_in_the_session_workspace() {
     assert_eq!(r.status(), "failed", "{}", r.text());
     assert_eq!(r.details["exitCode"], 3);
     let out = r.details["aggregated"].as_str().unwrap();
-    let ws = m.dir.path().join("workspaces");
+    let wd = m.dir.path().join("host-work");
     assert!(out.starts_with("exec|"), "{out}");
     assert!(
-        out.contains(&ws.canonicalize().unwrap().display().to_string()),
+        out.contains(&wd.canonicalize().unwrap().display().to_string()),
         "{out}"
     );
     assert!(out.contains("/usr/bin"), "{out}");
@@ -62,9 +62,9 @@ async fn path_prepend_comes_first() {
 }
 
 #[tokio::test]
-async fn dangerous_overrides_are_refused_by_name() {
+async fn env_names_off_the_allowlist_are_refused_by_name() {
     let m = moat(config(ElevatedLevel::Full));
-    for key in ["PATH", "LD_PRELOAD", "BASH_ENV", "GIT_CONFIG_COUNT"] {
+    for key in ["PATH", "LD_PRELOAD", "BASH_ENV", "GIT_CONFIG_COUNT", "HOME"] {
         let mut r = req("true");
         r.env = BTreeMap::from([(key.to_string(), "x".to_string())]);
         let err = m
@@ -75,12 +75,15 @@ async fn dangerous_overrides_are_refused_by_name() {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("Security Violation: "), "{key}: {err}");
-        assert!(err.contains(&format!("'{key}'")), "{key}: {err}");
+        assert!(
+            err.contains(&format!("`{key}` is not on the host env allowlist")),
+            "{key}: {err}"
+        );
     }
     let mut r = req("true");
-    r.env = ["PATH", "LD_PRELOAD", "BASH_ENV", "GIT_CONFIG_COUNT", "FINE"]
+    r.env = ["PATH", "LD_PRELOAD", "BASH_ENV", "GIT_CONFIG_COUNT", "TERM"]
         .iter()
-        .map(|k| (k.to_string(), "x".to_string()))
+        .map(|k| (k.to_string(), "xterm".to_string()))
         .collect();
     let err = m
         .app
@@ -89,14 +92,15 @@ async fn dangerous_overrides_are_refused_by_name() {
         .await
         .unwrap_err()
         .to_string();
-    for key in ["PATH", "LD_PRELOAD", "BASH_ENV", "GIT_CONFIG_COUNT"] {
-        assert!(err.contains(key), "{err}");
-    }
-    assert!(!err.contains("FINE"), "{err}");
-    // The sandbox rules (request env) still apply to what is allowed.
-    let mut r = req("printf %s \"$FINE\"");
-    r.env = BTreeMap::from([("FINE".to_string(), "yes".to_string())]);
-    assert_eq!(m.exec(r).await.details["aggregated"], "yes");
+    assert!(
+        err.contains("`BASH_ENV`, `GIT_CONFIG_COUNT`, `LD_PRELOAD`, `PATH` are not"),
+        "{err}"
+    );
+    assert!(!err.contains("`TERM`"), "{err}");
+    // Built-in names pass.
+    let mut r = req("printf %s \"$TERM\"");
+    r.env = BTreeMap::from([("TERM".to_string(), "xterm".to_string())]);
+    assert_eq!(m.exec(r).await.details["aggregated"], "xterm");
 }
 
 #[tokio::test]

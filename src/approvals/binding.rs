@@ -181,11 +181,28 @@ mod tests {
 
     #[test]
     fn the_shown_env_is_what_the_hash_covers_with_secrets_redacted() {
-        let a = b("x", "/w", &["TOKEN=s3cr3t", "LANG=C", "PATH=/usr/bin"], None);
+        let a = b(
+            "x",
+            "/w",
+            &["TOKEN=s3cr3t", "LANG=C", "PATH=/usr/bin"],
+            None,
+        );
         assert_eq!(a.env, ["LANG=C", "PATH=/usr/bin", "TOKEN=[REDACTED:T]"]);
-        assert_eq!(a.env_hash, env_hash(&["PATH=/usr/bin".into(), "TOKEN=s3cr3t".into(), "LANG=C".into()]));
+        assert_eq!(
+            a.env_hash,
+            env_hash(&[
+                "PATH=/usr/bin".into(),
+                "TOKEN=s3cr3t".into(),
+                "LANG=C".into()
+            ])
+        );
         // A different secret value changes the hash.
-        let other = b("x", "/w", &["TOKEN=s3cr3tX", "LANG=C", "PATH=/usr/bin"], None);
+        let other = b(
+            "x",
+            "/w",
+            &["TOKEN=s3cr3tX", "LANG=C", "PATH=/usr/bin"],
+            None,
+        );
         assert_ne!(a.env_hash, other.env_hash);
     }
 }

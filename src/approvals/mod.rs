@@ -14,7 +14,7 @@ mod text;
 #[cfg(test)]
 mod tests;
 
-pub use binding::{env_hash, BoundFile, Binding};
+pub use binding::{env_hash, Binding, BoundFile};
 pub use error::ApprovalError;
 pub use persist::{command_entry, entries as persist_entries, is_interpreter, PersistEntry};
 pub use service::{allowlist_target, ApprovalDecision, Approvals, Decider, NewApproval};

@@ -174,7 +174,12 @@ mod tests {
 
     #[test]
     fn allow_always_entries() {
-        let e = entries(&eval("jq . | git status"), "jq . | git status", "main", "/w");
+        let e = entries(
+            &eval("jq . | git status"),
+            "jq . | git status",
+            "main",
+            "/w",
+        );
         let names: Vec<&str> = e.iter().map(|e| e.entry.as_str()).collect();
         assert_eq!(names, ["/usr/bin/jq", "/usr/bin/git"]);
         for cmd in ["sh -c 'echo hi'", "python3 -c 'print(1)'"] {

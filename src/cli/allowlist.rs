@@ -66,10 +66,7 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
                 let session = session.unwrap_or_default();
                 let wd = workdir.unwrap_or_default();
                 let cwd = std::fs::canonicalize(&wd).map_err(|e| {
-                    anyhow::anyhow!(
-                        "use workdir `{}`: {e}",
-                        moat::policy::escape_display(&wd)
-                    )
+                    anyhow::anyhow!("use workdir `{}`: {e}", moat::policy::escape_display(&wd))
                 })?;
                 a.allowlist_add_command(t, &entry, &session, &cwd.display().to_string(), &d)?
             } else {

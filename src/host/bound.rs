@@ -131,9 +131,12 @@ fn operand_of(layer: &[String]) -> Option<usize> {
     }
     let name = stem(first);
     if FILE_FLAG_ONLY.contains(&name.as_str()) {
-        return layer.iter().enumerate().skip(1).find_map(|(i, w)| {
-            (w == "-f" || w == "--file").then_some(i + 1)
-        }).filter(|i| *i < layer.len());
+        return layer
+            .iter()
+            .enumerate()
+            .skip(1)
+            .find_map(|(i, w)| (w == "-f" || w == "--file").then_some(i + 1))
+            .filter(|i| *i < layer.len());
     }
     let runner = RUNNERS.iter().find(|r| r.names.contains(&name.as_str()))?;
     let mut i = 1;
@@ -456,7 +459,8 @@ mod tests {
     fn scan_finds_scripts_and_program_paths_and_refuses_what_it_cannot_rewrite() {
         let cwd = Path::new("/w");
         let trusted = vec!["/usr/bin".to_string(), "/bin".to_string()];
-        let ops = |plan: &str| -> Result<Vec<(String, (usize, usize))>, String> {
+        type Located = Vec<(String, (usize, usize))>;
+        let ops = |plan: &str| -> Result<Located, String> {
             scan(plan, cwd, &trusted)
                 .map(|f| f.into_iter().map(|f| (f.operand, f.at)).collect())
                 .map_err(|e| e.to_string())
@@ -468,7 +472,10 @@ mod tests {
             ops("env A=1 nice bash -- x.sh && ls").unwrap(),
             [("x.sh".into(), (0, 5))]
         );
-        assert_eq!(ops("echo hi | python3 a.py").unwrap(), [("a.py".into(), (1, 1))]);
+        assert_eq!(
+            ops("echo hi | python3 a.py").unwrap(),
+            [("a.py".into(), (1, 1))]
+        );
         let err = ops("sh build.sh $(id)").unwrap_err();
         assert!(err.contains("bind file `build.sh`"), "{err}");
         assert!(err.contains("cannot rebuild"), "{err}");
@@ -488,10 +495,7 @@ mod tests {
         let snap = snapshot("sh build.sh 2>&1", &found, &private).unwrap();
         assert_eq!(snap.files, approved);
         let copy = private.join("0/build.sh");
-        assert_eq!(
-            snap.plan,
-            format!("'sh' '{}' 2>&1", copy.display())
-        );
+        assert_eq!(snap.plan, format!("'sh' '{}' 2>&1", copy.display()));
         assert_eq!(std::fs::read_to_string(&copy).unwrap(), "echo one\n");
         let mode = std::fs::metadata(&private).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
@@ -503,7 +507,10 @@ mod tests {
         std::fs::remove_file(cwd.join("build.sh")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", cwd.join("build.sh")).unwrap();
         let err = bind(&found).unwrap_err().to_string();
-        assert!(err.starts_with("bind file `build.sh` of a host command: open "), "{err}");
+        assert!(
+            err.starts_with("bind file `build.sh` of a host command: open "),
+            "{err}"
+        );
         std::fs::remove_file(cwd.join("build.sh")).unwrap();
         nix::unistd::mkfifo(&cwd.join("build.sh"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         let err = bind(&found).unwrap_err().to_string();
@@ -512,7 +519,13 @@ mod tests {
 
     #[test]
     fn lexical_paths() {
-        assert_eq!(lexical(Path::new("/a/b"), Path::new("../c/./d")), Path::new("/a/c/d"));
-        assert_eq!(lexical(Path::new("/a"), Path::new("/x/../y")), Path::new("/y"));
+        assert_eq!(
+            lexical(Path::new("/a/b"), Path::new("../c/./d")),
+            Path::new("/a/c/d")
+        );
+        assert_eq!(
+            lexical(Path::new("/a"), Path::new("/x/../y")),
+            Path::new("/y")
+        );
     }
 }

@@ -20,7 +20,11 @@ pub struct HostEnvError(pub String);
 pub fn built_in_summary() -> String {
     let mut shown: Vec<&str> = Vec::new();
     for (name, _) in BUILT_IN {
-        let name = if name.starts_with("LC_") { "LC_*" } else { name };
+        let name = if name.starts_with("LC_") {
+            "LC_*"
+        } else {
+            name
+        };
         if !shown.contains(&name) {
             shown.push(name);
         }
@@ -175,25 +179,51 @@ mod tests {
     #[test]
     fn requests_pass_only_listed_names_with_fitting_values() {
         let extra = vec!["MY_SETTING".to_string()];
-        let rows: &[(&[(&str, &str)], Option<&[&str]>)] = &[
+        type Row<'a> = (&'a [(&'a str, &'a str)], Option<&'a [&'a str]>);
+        let rows: &[Row] = &[
             (&[("LANG", "C.UTF-8"), ("TZ", "Europe/Paris")], None),
-            (&[("COLUMNS", "120"), ("NO_COLOR", "1"), ("TERM", "xterm-256color")], None),
+            (
+                &[
+                    ("COLUMNS", "120"),
+                    ("NO_COLOR", "1"),
+                    ("TERM", "xterm-256color"),
+                ],
+                None,
+            ),
             (&[("MY_SETTING", "anything at all")], None),
-            (&[("TAR_OPTIONS", "--checkpoint=1")], Some(&["`TAR_OPTIONS` is not on the host env allowlist (elevated.env_allow)"])),
-            (&[("GIT_TRACE2_EVENT", "/etc/x")], Some(&["`GIT_TRACE2_EVENT` is not"])),
+            (
+                &[("TAR_OPTIONS", "--checkpoint=1")],
+                Some(&["`TAR_OPTIONS` is not on the host env allowlist (elevated.env_allow)"]),
+            ),
+            (
+                &[("GIT_TRACE2_EVENT", "/etc/x")],
+                Some(&["`GIT_TRACE2_EVENT` is not"]),
+            ),
             (&[("PATH", "/tmp")], Some(&["`PATH` is not"])),
-            (&[("LD_PRELOAD", "/tmp/x.so")], Some(&["`LD_PRELOAD` is not"])),
+            (
+                &[("LD_PRELOAD", "/tmp/x.so")],
+                Some(&["`LD_PRELOAD` is not"]),
+            ),
             (&[("HOME", "/tmp")], Some(&["`HOME` is not"])),
             (
                 &[("A", "1"), ("B", "2"), ("LANG", "C")],
                 Some(&["`A`, `B` are not on the host env allowlist"]),
             ),
-            (&[("LANG", "/tmp/locale")], Some(&["the value of `LANG` is not a locale name"])),
-            (&[("TZ", "/etc/shadow")], Some(&["the value of `TZ` is not a zone name"])),
+            (
+                &[("LANG", "/tmp/locale")],
+                Some(&["the value of `LANG` is not a locale name"]),
+            ),
+            (
+                &[("TZ", "/etc/shadow")],
+                Some(&["the value of `TZ` is not a zone name"]),
+            ),
             (&[("TZ", ":x")], Some(&["`TZ`"])),
             (&[("TZ", "a/../../b")], Some(&["`TZ`"])),
             (&[("COLUMNS", "1e9")], Some(&["`COLUMNS` is not a number"])),
-            (&[("TERM", "../../tmp/t")], Some(&["`TERM` is not a terminal type"])),
+            (
+                &[("TERM", "../../tmp/t")],
+                Some(&["`TERM` is not a terminal type"]),
+            ),
             (
                 &[("X", "1"), ("LINES", "-1")],
                 Some(&["`X` is not", "the value of `LINES`"]),

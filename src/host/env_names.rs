@@ -114,7 +114,10 @@ pub const REFUSED_PREFIXES: &[(&str, &str)] = &[
     ("LD_", "dynamic loader settings"),
     ("DYLD_", "dynamic loader settings"),
     ("BASH_FUNC_", "exported shell functions"),
-    ("GIT_", "git settings (GIT_CONFIG_*, GIT_TRACE*, GIT_DIR, …)"),
+    (
+        "GIT_",
+        "git settings (GIT_CONFIG_*, GIT_TRACE*, GIT_DIR, …)",
+    ),
     ("NODE_", "node settings"),
     ("NPM_", "npm settings"),
     ("YARN_", "yarn settings"),
@@ -164,8 +167,14 @@ pub const REFUSED_PREFIXES: &[(&str, &str)] = &[
 
 /// Suffixes of families an operator may not add, with why.
 pub const REFUSED_SUFFIXES: &[(&str, &str)] = &[
-    ("_OPTIONS", "options a program parses as if given on its command line"),
-    ("_OPTS", "options a program parses as if given on its command line"),
+    (
+        "_OPTIONS",
+        "options a program parses as if given on its command line",
+    ),
+    (
+        "_OPTS",
+        "options a program parses as if given on its command line",
+    ),
     ("FLAGS", "compiler and linker options"),
     ("PATH", "search paths for code"),
     ("_HOME", "per-tool home directories"),

@@ -14,8 +14,8 @@ mod pty;
 mod runtime;
 mod writable;
 
+pub use bound::{bind, scan, snapshot, BindError, Found, Snapshot, MAX_BOUND_BYTES};
 pub use env::{built_in_summary, check_operator_name, check_request, inherited, HostEnvError};
 pub use path::{login_path, merge as merge_path, resolve as resolve_names, split as split_path};
-pub use bound::{bind, scan, snapshot, BindError, Found, Snapshot, MAX_BOUND_BYTES};
 pub use runtime::{HostRuntime, HOST_CONTAINER};
 pub use writable::WritableRoots;

@@ -27,7 +27,10 @@ impl WritableRoots {
     /// `roots`: (what it is, where it is).
     pub fn new(roots: Vec<(String, PathBuf)>) -> Self {
         Self {
-            roots: roots.into_iter().map(|(what, p)| (what, real(&p))).collect(),
+            roots: roots
+                .into_iter()
+                .map(|(what, p)| (what, real(&p)))
+                .collect(),
         }
     }
 
@@ -155,14 +158,30 @@ mod tests {
             (main.clone(), "git status".into(), Some("the workdir")),
             (ws.join("main/.git"), "true".into(), Some("the workdir")),
             (safe.clone(), format!("git -C {m} status"), Some("names")),
-            (safe.clone(), format!("git --git-dir={m}/.git status"), Some("names")),
-            (safe.clone(), format!("tar -C{m} -cf /tmp/x ."), Some("names")),
+            (
+                safe.clone(),
+                format!("git --git-dir={m}/.git status"),
+                Some("names"),
+            ),
+            (
+                safe.clone(),
+                format!("tar -C{m} -cf /tmp/x ."),
+                Some("names"),
+            ),
             (safe.clone(), format!("make -f {m}/Makefile"), Some("names")),
             (safe.clone(), "git -C link status".into(), Some("names")),
-            (safe.clone(), format!("git -C {m}/../main/x status"), Some("names")),
+            (
+                safe.clone(),
+                format!("git -C {m}/../main/x status"),
+                Some("names"),
+            ),
             (safe.clone(), "git -C $WS status".into(), Some("expansion")),
             (safe.clone(), format!("ls {m} && echo $(id)"), Some("names")),
-            (safe.clone(), format!("sh -c 'git -C {m} status'"), Some("names")),
+            (
+                safe.clone(),
+                format!("sh -c 'git -C {m} status'"),
+                Some("names"),
+            ),
             (safe.clone(), format!("sh -c 'cd {m};make'"), Some("names")),
         ];
         for (cwd, plan, want) in rows {

@@ -303,7 +303,10 @@ impl ExecTool {
         };
         let mut roots = vec![
             ("the sandbox workspaces".to_string(), workspaces),
-            ("the sandbox run directories".to_string(), self.home.root().join("run")),
+            (
+                "the sandbox run directories".to_string(),
+                self.home.root().join("run"),
+            ),
         ];
         for bind in &sandbox.binds {
             let mut parts = bind.split(':');

@@ -155,8 +155,7 @@ impl ExecTool {
         // The files the plan runs are copied now and the plan runs the copies: what runs is
         // what these hashes say, and they must equal the approved ones.
         let private = self.home.host_approved_dir().join(&row.id);
-        let (plan, files, file_error) = match self.snapshot_files(&prepared, &row.plan, &private)
-        {
+        let (plan, files, file_error) = match self.snapshot_files(&prepared, &row.plan, &private) {
             Ok(s) => (s.plan, s.files, None),
             Err(e) => (row.plan.clone(), Vec::new(), Some(e.to_string())),
         };
