@@ -495,6 +495,20 @@ async fn an_allowlisted_git_in_a_sandbox_repository_asks_every_time() {
         "git ran the repository's hook without an operator"
     );
 
+    // With `ask = off` nobody is asked: the run is refused, naming why.
+    let mut c = allowlisting(&["git"]);
+    c.policy.host.ask = moat::policy::Ask::Off;
+    c.sandbox.workspace_root = m.dir.path().join("workspaces").display().to_string();
+    let quiet = moat(c);
+    let out = quiet.exec(with_env("git status", &repo, &[])).await;
+    assert_eq!(out.details["denied"], true, "{}", out.text());
+    assert!(
+        out.text().contains("which a sandbox can write"),
+        "{}",
+        out.text()
+    );
+    assert!(!marker.exists());
+
     // An operator-added allowlist entry for git does not change it either.
     m.app
         .approvals
@@ -517,4 +531,45 @@ async fn host_commands_run_in_a_private_directory_by_default() {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&want).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
+}
+
+#[tokio::test]
+async fn every_location_a_sandbox_writes_asks() {
+    let outside = tempfile::tempdir().unwrap();
+    let rw = outside.path().join("rw");
+    let ro = outside.path().join("ro");
+    for d in [&rw, &ro] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let mut c = allowlisting(&["ls"]);
+    c.sandbox.binds = vec![
+        format!("{}:/data", rw.display()),
+        format!("{}:/ref:ro", ro.display()),
+    ];
+    let m = moat(c);
+    let run = m.dir.path().join("run").join("some-container");
+    std::fs::create_dir_all(&run).unwrap();
+    let ws = m.dir.path().join("workspaces").join("main");
+    std::fs::create_dir_all(&ws).unwrap();
+    for (dir, what) in [
+        (&rw, "the sandbox bind"),
+        (&run, "the sandbox run directories"),
+        (&ws, "the sandbox workspaces"),
+    ] {
+        let r = m.exec(with_env("ls", dir, &[])).await;
+        assert_eq!(
+            r.status(),
+            "approval-pending",
+            "{}: {}",
+            dir.display(),
+            r.text()
+        );
+        let reason = r.details["reason"].as_str().unwrap();
+        assert!(reason.contains(what), "{reason}");
+        let r = m.exec(req(&format!("ls {}", dir.display()))).await;
+        assert_eq!(r.status(), "approval-pending", "{}", r.text());
+    }
+    // A read-only bind and the host workdir are not writable from a sandbox.
+    assert_eq!(m.exec(with_env("ls", &ro, &[])).await.status(), "completed");
+    assert_eq!(m.exec(req("ls")).await.status(), "completed");
 }

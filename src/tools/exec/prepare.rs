@@ -115,11 +115,15 @@ impl Prepared {
         }
         if let Decision::Allow | Decision::Ask { .. } = eval.decision {
             if let Some(why) = self.writable_reason(&eval, command) {
-                eval.decision = match eval.decision {
-                    Decision::Ask { reason } => Decision::Ask {
-                        reason: format!("{reason}; {why}"),
-                    },
-                    _ => Decision::Ask { reason: why },
+                let reason = match eval.decision {
+                    Decision::Ask { reason } => format!("{reason}; {why}"),
+                    _ => why,
+                };
+                // `ask = off` means nobody is asked: what would need an operator is refused.
+                eval.decision = if self.policy.ask == Ask::Off {
+                    Decision::Deny { reason }
+                } else {
+                    Decision::Ask { reason }
                 };
             }
         }
