@@ -326,6 +326,15 @@ async fn a_script_swapped_after_approval_never_runs() {
     let ev = event_with(&mut events, &id, 10).await;
     assert!(ev.contains("plan-changed: content of ./run.sh"), "{ev}");
     assert!(!swapped.exists());
+
+    // A file moat cannot bind is refused at once, naming it and why.
+    let err = refused(&m, "main", &with_env("sh missing.sh", &dir, &[])).await;
+    assert!(
+        err.starts_with("bind file `missing.sh` of a host command: open "),
+        "{err}"
+    );
+    let err = refused(&m, "main", &with_env("sh build.sh > out.txt", &dir, &[])).await;
+    assert!(err.starts_with("bind file `build.sh` of a host command: moat cannot make the command run an approved copy"), "{err}");
 }
 
 #[tokio::test]

@@ -94,7 +94,7 @@ const FILE_FLAG_ONLY: &[&str] = &["awk", "gawk", "mawk", "nawk", "sed"];
 pub enum BindError {
     #[error("bind file `{operand}` of a host command: {reason}")]
     Unusable { operand: String, reason: String },
-    #[error("bind file `{operand}` of a host command: it is run by a part of the command moat cannot rebuild ({reason}), so moat cannot make it run the approved copy")]
+    #[error("bind file `{operand}` of a host command: moat cannot make the command run an approved copy of it ({reason})")]
     NotRewritable { operand: String, reason: String },
     #[error("copy file `{operand}` to {dir}")]
     Copy {
@@ -190,8 +190,10 @@ fn trusted(path: &Path, trusted_dirs: &[String]) -> bool {
 pub fn scan(plan: &str, cwd: &Path, trusted_dirs: &[String]) -> Result<Vec<Found>, BindError> {
     let script = parse_script(plan);
     let mut found: Vec<Found> = Vec::new();
+    let mut moved = false;
     for (s, segment) in script.segments.iter().enumerate() {
         let argv = &segment.argv;
+        let before = found.len();
         for layer in command_layers(argv) {
             let mut at: Vec<usize> = Vec::new();
             if layer[0].contains('/') && !trusted(&cwd.join(&layer[0]), trusted_dirs) {
@@ -205,7 +207,7 @@ pub fn scan(plan: &str, cwd: &Path, trusted_dirs: &[String]) -> Result<Vec<Found
                 let Some(offset) = located else {
                     return Err(BindError::NotRewritable {
                         operand,
-                        reason: "a command run by find -exec or xargs".into(),
+                        reason: "it runs through find -exec or xargs".into(),
                     });
                 };
                 let path = cwd.join(&operand);
@@ -219,6 +221,16 @@ pub fn scan(plan: &str, cwd: &Path, trusted_dirs: &[String]) -> Result<Vec<Found
                 }
             }
         }
+        // Files are taken from the workdir; after a `cd` they would name other files.
+        if moved && found.len() > before {
+            return Err(BindError::NotRewritable {
+                operand: found[before].operand.clone(),
+                reason: "a `cd` comes before it; give the directory as the workdir instead".into(),
+            });
+        }
+        moved |= argv
+            .first()
+            .is_some_and(|w| ["cd", "pushd", "popd"].contains(&w.as_str()));
     }
     if let Some(first) = found.first() {
         let miss = script
@@ -232,10 +244,10 @@ pub fn scan(plan: &str, cwd: &Path, trusted_dirs: &[String]) -> Result<Vec<Found
                     .any(|s| s.time_keyword.is_some())
                     .then(|| "the time keyword".to_string())
             });
-        if let Some(reason) = miss {
+        if let Some(miss) = miss {
             return Err(BindError::NotRewritable {
                 operand: first.operand.clone(),
-                reason,
+                reason: format!("the command has a part moat cannot rebuild: {miss}"),
             });
         }
     }
@@ -480,6 +492,14 @@ mod tests {
         assert!(err.contains("bind file `build.sh`"), "{err}");
         assert!(err.contains("cannot rebuild"), "{err}");
         assert_eq!(ops("sh -c 'echo $(id)'").unwrap(), []);
+        assert_eq!(
+            ops("sh build.sh && cd sub").unwrap(),
+            [("build.sh".into(), (0, 1))]
+        );
+        let err = ops("cd sub && sh build.sh").unwrap_err();
+        assert!(err.contains("a `cd` comes before it"), "{err}");
+        let err = ops("sh build.sh > out.txt").unwrap_err();
+        assert!(err.contains("cannot rebuild"), "{err}");
     }
 
     #[test]

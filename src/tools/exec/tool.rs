@@ -139,14 +139,15 @@ impl ExecTool {
                     .as_ref()
                     .map(|p| p.command.clone())
                     .unwrap_or_else(|| req.command.clone());
-                // Files the plan runs, bound by content (host runs under a policy only).
-                let files = match &prepared.writable {
-                    Some(_) => crate::host::bind(&crate::host::scan(
+                // Files a host plan runs, bound by content.
+                let files = if prepared.on_host() {
+                    crate::host::bind(&crate::host::scan(
                         &plan,
                         std::path::Path::new(&prepared.cwd),
                         &prepared.policy.trusted_dirs,
-                    )?)?,
-                    None => Vec::new(),
+                    )?)?
+                } else {
+                    Vec::new()
                 };
                 let redact = |v: &str| self.approvals.redact(v);
                 let binding = Binding::new(

@@ -123,8 +123,7 @@ impl ExecTool {
             .map(|p| (req, p))
     }
 
-    /// Private copies of the files `plan` runs (host runs under a policy), and the plan
-    /// rewritten to run them.
+    /// Private copies of the files a host `plan` runs, and the plan rewritten to run them.
     fn snapshot_files(
         &self,
         prepared: &super::prepare::Prepared,
@@ -135,7 +134,7 @@ impl ExecTool {
             plan: plan.to_string(),
             files: Vec::new(),
         };
-        if prepared.writable.is_none() {
+        if !prepared.on_host() {
             return Ok(none());
         }
         let cwd = std::path::Path::new(&prepared.cwd);
