@@ -69,6 +69,10 @@ fn approvals_list_show_approve_deny() {
     );
     let t = text(&moat(dir.path(), &["approvals", "show", &id[..8]]));
     assert!(t.contains("approval-request"), "{t}");
+    // Every variable the command gets is shown, not only a hash.
+    assert!(t.contains("env:       1 variables\n  LANG=C\n"), "{t}");
+    let t = text(&moat(dir.path(), &["approvals", "show", "--json", &id[..8]]));
+    assert!(t.contains("\"LANG=C\""), "{t}");
 
     let out = moat(dir.path(), &["approvals", "approve", &id[..8]]);
     assert!(out.status.success(), "{}", text(&out));
