@@ -71,7 +71,10 @@ fn approvals_list_show_approve_deny() {
     assert!(t.contains("approval-request"), "{t}");
     // Every variable the command gets is shown, not only a hash.
     assert!(t.contains("env:       1 variables\n  LANG=C\n"), "{t}");
-    let t = text(&moat(dir.path(), &["approvals", "show", "--json", &id[..8]]));
+    let t = text(&moat(
+        dir.path(),
+        &["approvals", "show", "--json", &id[..8]],
+    ));
     assert!(t.contains("\"LANG=C\""), "{t}");
 
     let out = moat(dir.path(), &["approvals", "approve", &id[..8]]);

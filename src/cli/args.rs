@@ -146,7 +146,8 @@ pub struct ExecArgs {
     /// Session key (one container per session).
     #[arg(long, env = "MOAT_SESSION", default_value = "main")]
     pub session: String,
-    /// Working directory (container path under /workspace, relative, or host workspace path).
+    /// Working directory: in the sandbox a container path under /workspace, a relative path or
+    /// a host workspace path; on the host an absolute path or one relative to the host workdir.
     #[arg(long)]
     pub workdir: Option<String>,
     /// Environment override KEY=VALUE (repeatable).

@@ -22,7 +22,7 @@ pub struct ApprovalRow {
     pub command: String,
     /// The exact text that runs once approved.
     pub plan: String,
-    /// JSON: argv and resolved executable per segment, cwd, env hash.
+    /// JSON: argv and resolved executable per segment, cwd, env hash and shown env, bound files.
     pub binding: String,
     /// JSON: the `exec` request, to prepare the same run again (after a restart too).
     pub request: String,
