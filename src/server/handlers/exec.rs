@@ -43,6 +43,11 @@ fn status_of(e: &ExecError) -> StatusCode {
         | ExecError::Workdir(_)
         | ExecError::HostEnv(_)
         | ExecError::HostWorkdir { .. } => StatusCode::BAD_REQUEST,
+        // A file the plan runs that moat cannot bind is the caller's; copying it is ours.
+        ExecError::HostFile(crate::host::BindError::Copy { .. }) => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+        ExecError::HostFile(_) => StatusCode::BAD_REQUEST,
         ExecError::Elevated(_) => StatusCode::FORBIDDEN,
         ExecError::Approval(a) => {
             StatusCode::from_u16(a.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
