@@ -116,6 +116,21 @@ async fn env_that_makes_an_allowlisted_tool_run_anything_is_refused_by_name() {
     // Nothing ran, nothing was registered for approval.
     assert!(!marker.exists() && !trace.exists());
     assert!(m.app.approvals.list(None).unwrap().is_empty());
+    // Set in the command text instead, the variable is in what the operator reads, and the
+    // allowlisted tar alone does not run it.
+    for text in [
+        format!("TAR_OPTIONS='{payload}' tar -cf /dev/null f"),
+        format!("env TAR_OPTIONS='{payload}' tar -cf /dev/null f"),
+    ] {
+        let r = m.exec(with_env(&text, &dir, &[])).await;
+        assert_eq!(r.status(), "approval-pending", "{text}: {}", r.text());
+        assert!(r.details["command"]
+            .as_str()
+            .unwrap()
+            .contains("TAR_OPTIONS="));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!marker.exists());
 
     // An operator-added name passes; the dangerous family cannot be added at all.
     let mut c = config(ElevatedLevel::Full);
