@@ -98,7 +98,9 @@ pub fn entries(eval: &Evaluation, command: &str) -> Vec<PersistEntry> {
             _ => needs_exact = true,
         }
     }
-    if needs_exact {
+    // Inline eval asks every time: an exact-command entry would let the same code run unasked
+    // (docs/approvals.md). The other segments' executables are still remembered.
+    if needs_exact && eval.inline_eval.is_empty() {
         out.push(PersistEntry {
             entry: command_entry(command),
             command: Some(command.to_string()),
@@ -123,7 +125,7 @@ mod tests {
             .with("sh", "/bin/sh")
             .with("python3", "/usr/bin/python3")
             .with("git", "/usr/bin/git");
-        evaluate(&Request { command, cwd: "/w" }, &policy, &resolver)
+        evaluate(&Request::new(command, "/w"), &policy, &resolver)
     }
 
     #[test]
@@ -146,12 +148,24 @@ mod tests {
         let e = entries(&eval("jq . | git status"), "jq . | git status");
         let names: Vec<&str> = e.iter().map(|e| e.entry.as_str()).collect();
         assert_eq!(names, ["/usr/bin/jq", "/usr/bin/git"]);
-        for cmd in ["sh -c 'echo hi'", "python3 -c 'print(1)'"] {
+        for cmd in ["sh ./build.sh", "python3 tool.py"] {
             let e = entries(&eval(cmd), cmd);
             assert_eq!(e.len(), 1, "{e:?}");
             assert!(e[0].entry.starts_with("=command:"), "{e:?}");
             assert_eq!(e[0].command.as_deref(), Some(cmd));
         }
+        // Inline eval is never remembered, whether it missed or passed the allowlist.
+        for cmd in [
+            "sh -c 'echo hi'",
+            "python3 -c 'print(1)'",
+            "python3 /dev/stdin",
+            "sh -s",
+        ] {
+            assert_eq!(entries(&eval(cmd), cmd), [], "{cmd}");
+        }
+        let e = entries(&eval("jq . && python3 -c x"), "jq . && python3 -c x");
+        let names: Vec<&str> = e.iter().map(|e| e.entry.as_str()).collect();
+        assert_eq!(names, ["/usr/bin/jq"]);
         let e = entries(&eval("jq . $(id)"), "jq . $(id)");
         assert!(e.iter().any(|e| e.entry.starts_with("=command:")), "{e:?}");
     }

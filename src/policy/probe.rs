@@ -108,6 +108,9 @@ impl Walker {
                 }
             }
             Command::Function(function) => {
+                // A function named like an innocent command can stand for any body, and its
+                // callers pass the arguments the patterns would have seen.
+                self.opaque("function definition");
                 self.compound(&function.body.0);
                 for redirect in function.body.1.iter().flat_map(|r| r.0.iter()) {
                     self.redirect(redirect);
@@ -216,6 +219,11 @@ impl Walker {
         }
         if argv.is_empty() {
             return;
+        }
+        // `alias x=sudo` makes a later `x id` run sudo under a name no pattern names; dash
+        // expands aliases even when not interactive (docs/policy.md, "Full mode").
+        if basename(&argv[0]) == "alias" && argv[1..].iter().any(|a| a.contains('=')) {
+            self.opaque("alias definition");
         }
         for layer in pattern_layers(&argv) {
             self.payloads(&layer);
@@ -406,6 +414,10 @@ mod tests {
             ),
             ("(( $(id) ))", "command substitution inside arithmetic"),
             ("source ./x.sh", "sourced file"),
+            ("alias x=sudo\nx id", "alias definition"),
+            ("alias x='sudo'; x id", "alias definition"),
+            ("sh -c 'alias x=sudo\nx id'", "alias definition"),
+            ("s() { sudo \"$@\"; }; s id", "function definition"),
             (". ./x.sh", "sourced file"),
             (
                 "sh -c \"sh -c \\\"sh -c 'sh -c \\\\\\\"sh -c id\\\\\\\"'\\\"\"",

@@ -1,28 +1,82 @@
 //! Everything a run needs before the policy decides: where it runs, its working directory,
 //! its environment (secrets included), the policy in force and the PATH lookups.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::exec::{map_workdir, merge_env, ExecRequest, Target};
 use crate::host::{self, HOST_CONTAINER};
 use crate::policy::{
-    command_names, evaluate, raise_ask, tighten_security, Ask, Decision, Evaluation, MapResolver,
-    Policy, Request as PolicyRequest, Security,
+    command_names, evaluate, pattern_words, raise_ask, tighten_security, Ask, Decision, Evaluation,
+    MapResolver, Policy, Request as PolicyRequest, Security,
 };
 
 use super::tool::{ExecError, ExecTool};
 
-/// Resolves each argument name by walking the login PATH for an executable file. Functions
-/// and aliases from the image's profile are deliberately not consulted: the plan runs the
-/// absolute path found here.
-const RESOLVE_SCRIPT: &str = r#"for n in "$@"; do
-  case "$n" in */*) continue ;; esac
-  old_ifs=$IFS; IFS=:
-  for d in $PATH; do
-    if [ -n "$d" ] && [ -f "$d/$n" ] && [ -x "$d/$n" ]; then printf '%s\t%s\n' "$n" "$d/$n"; break; fi
+/// Resolves command words in the sandbox: `$1` is the working directory, then the words. A bare
+/// name is looked up by walking the login PATH for an executable file; a path is taken relative
+/// to the working directory. Each hit prints `word<TAB>PATH-hit<TAB>symlink target` (the PATH
+/// hit is empty for a path). Functions and aliases from the image's profile are deliberately
+/// not consulted (the plan runs the absolute path found here), and the helpers this script uses
+/// are unset first so a planted profile cannot answer for them. `readlink -f` is not in every
+/// image, so without it the links are followed by hand (`ls -ld`, at most 40 hops) and the
+/// directory is made physical with `cd -P`.
+const RESOLVE_SCRIPT: &str = r#"unalias -a 2>/dev/null
+unset -f readlink ls cd pwd printf 2>/dev/null
+moat_real() {
+  p=$1; hops=0
+  r=$(readlink -f -- "$p" 2>/dev/null) && [ -n "$r" ] && { printf '%s' "$r"; return 0; }
+  while [ -h "$p" ] && [ "$hops" -lt 40 ]; do
+    t=$(ls -ld -- "$p" 2>/dev/null) || return 1
+    t=${t#* -> }
+    case $t in /*) p=$t ;; *) p=${p%/*}/$t ;; esac
+    hops=$((hops+1))
   done
-  IFS=$old_ifs
+  rd=${p%/*}; rb=${p##*/}
+  [ -n "$rd" ] || rd=/
+  rd=$(cd -P -- "$rd" 2>/dev/null && pwd -P) || return 1
+  case $rd in /) printf '/%s' "$rb" ;; *) printf '%s/%s' "$rd" "$rb" ;; esac
+}
+cd -- "$1" 2>/dev/null || cd /
+shift
+for n in "$@"; do
+  case "$n" in
+    */*)
+      case "$n" in /*) p=$n ;; *) p=$PWD/$n ;; esac
+      if [ -e "$p" ]; then r=$(moat_real "$p") && printf '%s\t\t%s\n' "$n" "$r"; fi ;;
+    *)
+      old_ifs=$IFS; IFS=:
+      for d in $PATH; do
+        if [ -n "$d" ] && [ -f "$d/$n" ] && [ -x "$d/$n" ]; then
+          r=$(moat_real "$d/$n") || r=
+          printf '%s\t%s\t%s\n' "$n" "$d/$n" "$r"; break
+        fi
+      done
+      IFS=$old_ifs ;;
+  esac
 done"#;
+
+/// Reads the resolve script's output: only words that were asked about, only absolute paths.
+fn read_resolutions(out: &str, asked: &[String]) -> MapResolver {
+    let mut resolver = MapResolver::new();
+    for line in out.lines() {
+        let mut fields = line.split('\t');
+        let (Some(word), Some(path), Some(real)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if !asked.iter().any(|a| a == word) {
+            continue;
+        }
+        if path.starts_with('/') && !word.contains('/') {
+            resolver = resolver.with(word.to_string(), path.to_string());
+        }
+        if real.starts_with('/') {
+            resolver = resolver.with_real(word.to_string(), real.to_string());
+        }
+    }
+    resolver
+}
 
 /// A run, ready for the policy.
 #[derive(Clone)]
@@ -33,6 +87,8 @@ pub(super) struct Prepared {
     pub container: String,
     pub run_dir: PathBuf,
     pub cwd: String,
+    /// The variables the request itself sets, which the policy judges in allowlist mode.
+    pub request_env: BTreeMap<String, String>,
     /// `KEY=VALUE`, final.
     pub env: Vec<String>,
     pub secrets: Vec<(String, String)>,
@@ -59,12 +115,14 @@ impl Prepared {
     }
 
     /// Evaluates `command`. An exact command an operator allowed for good passes where the
-    /// allowlist alone would miss (never past a denied segment or `ask = always`).
+    /// allowlist alone would miss (never past a denied segment, `ask = always`, or inline eval,
+    /// which asks every time: docs/approvals.md).
     pub fn evaluate(&self, command: &str) -> Evaluation {
         let mut eval = evaluate(
             &PolicyRequest {
                 command,
                 cwd: &self.cwd,
+                env: &self.request_env,
             },
             &self.policy,
             &self.resolver,
@@ -84,6 +142,7 @@ impl Prepared {
             .exact
             .contains(&crate::approvals::command_entry(command));
         if durable
+            && eval.inline_eval.is_empty()
             && !refused_outright
             && eval.decision != Decision::Allow
             && self.policy.ask != Ask::Always
@@ -144,10 +203,22 @@ impl ExecTool {
         // Skills and run-time allowlist entries only matter to an allowlist; in the other
         // modes the exec hot path skips their store reads.
         let allowlist = policy.security == Security::Allowlist;
+        let patterns = !policy.deny_patterns.is_empty() || !policy.ask_patterns.is_empty();
         let skills = if allowlist { self.skills() } else { Vec::new() };
         let mut resolver = MapResolver::new();
-        if allowlist {
-            let mut names = command_names(&req.command);
+        // Under an allowlist every command word is resolved; in full mode only when patterns
+        // must see through names and symlinks (docs/policy.md, "Symlinks").
+        if allowlist || (patterns && policy.security == Security::Full) {
+            let mut names = if allowlist {
+                command_names(&req.command)
+            } else {
+                Vec::new()
+            };
+            for word in pattern_words(&req.command) {
+                if !names.contains(&word) {
+                    names.push(word);
+                }
+            }
             names.extend(crate::skills::names(&skills));
             if !names.is_empty() {
                 let mut argv = vec![
@@ -155,19 +226,16 @@ impl ExecTool {
                     "-lc".to_string(),
                     RESOLVE_SCRIPT.to_string(),
                     "moat-resolve".to_string(),
+                    cwd.clone(),
                 ];
-                argv.extend(names);
+                argv.extend(names.iter().cloned());
                 let (_, out) = self
                     .sessions
                     .runtime()
                     .exec_capture(&container.name, argv, None)
                     .await
                     .map_err(|e| ExecError::Process(e.into()))?;
-                for line in String::from_utf8_lossy(&out).lines() {
-                    if let Some((name, path)) = line.split_once('\t') {
-                        resolver = resolver.with(name.to_string(), path.to_string());
-                    }
-                }
+                resolver = read_resolutions(&String::from_utf8_lossy(&out), &names);
             }
         }
         let mut p = Prepared {
@@ -176,6 +244,7 @@ impl ExecTool {
             container: container.name.clone(),
             run_dir: container.run_dir.clone(),
             cwd,
+            request_env: req.env.clone(),
             env,
             secrets,
             policy,
@@ -223,7 +292,12 @@ impl ExecTool {
         let skills = self.skills();
         let mut wanted = command_names(&req.command);
         wanted.extend(crate::skills::names(&skills));
-        let resolver = host::resolve_names(&wanted, &prepend);
+        for word in pattern_words(&req.command) {
+            if !wanted.contains(&word) {
+                wanted.push(word);
+            }
+        }
+        let resolver = with_real_paths(host::resolve_names(&wanted, &prepend), &wanted, &cwd);
         let run_dir = self.home.host_run_dir();
         crate::home::ensure_private_dir(&run_dir).map_err(|source| ExecError::HostRunDir {
             dir: run_dir.display().to_string(),
@@ -235,6 +309,7 @@ impl ExecTool {
             container: HOST_CONTAINER.to_string(),
             run_dir,
             cwd,
+            request_env: req.env.clone(),
             env,
             secrets,
             policy,
@@ -271,6 +346,23 @@ impl ExecTool {
         }
         p.policy.labeled_allowlist.extend(labeled);
     }
+}
+
+/// Adds each word's symlink target on the host: a bare name through its PATH hit, a path
+/// relative to `cwd`.
+fn with_real_paths(mut resolver: MapResolver, words: &[String], cwd: &str) -> MapResolver {
+    use crate::policy::Resolver;
+    for word in words {
+        let path = if word.contains('/') {
+            Some(std::path::Path::new(cwd).join(word))
+        } else {
+            resolver.resolve(word).map(PathBuf::from)
+        };
+        if let Some(real) = path.and_then(|p| std::fs::canonicalize(p).ok()) {
+            resolver = resolver.with_real(word.clone(), real.display().to_string());
+        }
+    }
+    resolver
 }
 
 /// A request may only tighten `security` and raise `ask`.

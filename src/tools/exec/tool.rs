@@ -148,8 +148,10 @@ impl ExecTool {
                     };
                     cheap.evaluate(&req.command).decision == Decision::Allow
                 };
+                let persist = persist_entries(&eval, &req.command);
                 let mut allowed = vec![ApprovalDecision::AllowOnce];
-                if prepared.policy.ask != Ask::Always {
+                // Nothing to remember (inline eval alone): allow-always would be a lie.
+                if prepared.policy.ask != Ask::Always && !persist.is_empty() {
                     allowed.push(ApprovalDecision::AllowAlways);
                 }
                 allowed.push(ApprovalDecision::Deny);
@@ -162,7 +164,7 @@ impl ExecTool {
                     request: serde_json::to_string(req).unwrap_or_default(),
                     reason,
                     allowed,
-                    persist: persist_entries(&eval, &req.command),
+                    persist,
                     covered,
                     timeout_ms: self.config.approvals.timeout_secs as i64 * 1000,
                 })?;
