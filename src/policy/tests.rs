@@ -784,7 +784,7 @@ fn attack_deny_patterns_in_full_mode() {
             &full(Ask::Off),
             &linked,
         );
-        assert_verdict(&eval, command, "deny", "deny pattern \"sudo *\"");
+        assert_verdict(&eval, command, "deny", "deny-pattern: sudo *");
     }
     // Under an allowlist the link is refused as the privilege wrapper it is.
     let everything = Policy {
