@@ -492,7 +492,10 @@ fn image_resolver() -> MapResolver {
     map
 }
 
-fn judge(command: &str, policy: &Policy, env: &[(&str, &str)]) -> Evaluation {
+/// Variables a request sets, as name-value pairs.
+type Env<'a> = &'a [(&'a str, &'a str)];
+
+fn judge(command: &str, policy: &Policy, env: Env<'_>) -> Evaluation {
     let env: std::collections::BTreeMap<String, String> = env
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -538,7 +541,7 @@ fn assert_verdict(eval: &Evaluation, command: &str, want: &str, needle: &str) {
 
 #[test]
 fn attack_request_env_steers_allowlisted_programs() {
-    let rows: &[(&str, &[(&str, &str)], &str)] = &[
+    let rows: &[(&str, Env, &str)] = &[
         (
             "git x",
             &[

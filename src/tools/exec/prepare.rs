@@ -43,7 +43,7 @@ for n in "$@"; do
   case "$n" in
     */*)
       case "$n" in /*) p=$n ;; *) p=$PWD/$n ;; esac
-      if [ -e "$p" ]; then r=$(moat_real "$p") && printf '%s\t\t%s\n' "$n" "$r"; fi ;;
+      if [ -e "$p" ] || [ -h "$p" ]; then r=$(moat_real "$p") && printf '%s\t\t%s\n' "$n" "$r"; fi ;;
     *)
       old_ifs=$IFS; IFS=:
       for d in $PATH; do
