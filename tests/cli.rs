@@ -74,6 +74,8 @@ fn explain_judges_request_env_under_allowlist() {
                 "allowlist",
                 "--allow",
                 "ls",
+                "--ask",
+                "on-miss",
                 "--env",
                 env,
                 "--json",
