@@ -206,6 +206,10 @@ fn evaluate_full(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evalu
         segments: Vec::new(),
     };
     let patterns_configured = !ctx.deny.is_empty() || !ctx.ask.is_empty();
+    let mut opaque = probes.opaque.clone();
+    if patterns_configured {
+        opaque.extend(unresolved_words(probes, ctx));
+    }
     let decision = if let Some(reason) = segment_reason(&segments, SegmentOutcome::Denied)
         .or_else(|| probe_match(&ctx.deny, probes, ctx).map(|m| format!("deny {m}")))
     {
@@ -214,12 +218,12 @@ fn evaluate_full(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evalu
         .or_else(|| probe_match(&ctx.ask, probes, ctx).map(|m| format!("ask {m}")))
     {
         Decision::Ask { reason }
-    } else if patterns_configured && !probes.opaque.is_empty() {
+    } else if patterns_configured && !opaque.is_empty() {
         // A miss in full mode: what the patterns cannot see is asked, or refused when nobody
         // is asked (docs/policy.md, "Full mode").
         let reason = format!(
             "argv patterns cannot see into this command ({})",
-            escape_display(&probes.opaque.join(", "))
+            escape_display(&opaque.join(", "))
         );
         if ctx.policy.ask == Ask::Off {
             Decision::Deny { reason }
@@ -243,6 +247,47 @@ fn evaluate_full(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evalu
         plan,
         inline_eval: Vec::new(),
     }
+}
+
+/// Shell builtins that exist without a file, so resolving them finds nothing.
+const FILELESS_BUILTINS: &[&str] = &[
+    ":", "[", "[[", "type", "command", "wait", "echo", "printf", "test", "true", "false", "pwd",
+    "kill",
+];
+
+/// Command words the caller could not resolve: a program created by the command itself
+/// (`ln -s /usr/bin/sudo s; ./s id`) or found through a PATH the command changes is something
+/// the patterns cannot judge. Also a relative command word after a directory change, which
+/// was resolved against the wrong directory.
+fn unresolved_words(probes: &Probes, ctx: &Context<'_>) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let changes_dir = probes
+        .argvs
+        .iter()
+        .any(|argv| matches!(argv[0].as_str(), "cd" | "pushd" | "popd"));
+    for argv in &probes.argvs {
+        for layer in pattern_layers(argv) {
+            let word = &layer[0];
+            let literal = !word.is_empty() && !word.contains(['$', '`', '"', '\'', ' ']);
+            if !literal || is_code_builtin(word) || FILELESS_BUILTINS.contains(&word.as_str()) {
+                continue;
+            }
+            let relative = word.contains('/') && !word.starts_with('/');
+            let note = if relative && changes_dir {
+                format!("relative command word {word} after a directory change")
+            } else if ctx.resolver.real(word).is_some()
+                || (!word.contains('/') && ctx.resolver.resolve(word).is_some())
+            {
+                continue;
+            } else {
+                format!("command word {word} that could not be resolved before the run")
+            };
+            if !found.contains(&note) {
+                found.push(note);
+            }
+        }
+    }
+    found
 }
 
 /// The reasons of all segments with a given outcome, or `None` if there are none.

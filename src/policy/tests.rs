@@ -480,7 +480,7 @@ fn known_tricky_inputs_do_not_panic() {
 fn image_resolver() -> MapResolver {
     let mut map: MapResolver = [
         "git", "python3", "perl", "sh", "bash", "dash", "awk", "sed", "ls", "cat", "id", "sudo",
-        "env", "nice", "touch",
+        "env", "nice", "touch", "ln",
     ]
     .iter()
     .map(|name| (name.to_string(), format!("/usr/bin/{name}")))
@@ -767,8 +767,35 @@ fn attack_deny_patterns_in_full_mode() {
         &eval,
         command,
         "deny",
-        "argv patterns cannot see into this command (function definition)",
+        "argv patterns cannot see into this command (function definition",
     );
+    // A link created by the command itself, or found after a cd or a PATH change, cannot be
+    // resolved before the run: also a miss.
+    for (command, needle) in [
+        (
+            "ln -s /usr/bin/sudo s; ./s id",
+            "command word ./s that could not be resolved before the run",
+        ),
+        (
+            "cd /tmp && ./s id",
+            "relative command word ./s after a directory change",
+        ),
+        ("PATH=/workspace/bin x id", "PATH assignment"),
+        ("export PATH=/workspace/bin; x id", "PATH assignment"),
+        ("hash -p /usr/bin/sudo x; x id", "hash -p definition"),
+    ] {
+        let linked = if command.starts_with("cd") {
+            image_resolver().with_real("./s", "/usr/bin/ls")
+        } else {
+            image_resolver()
+        };
+        let eval = evaluate(
+            &Request::new(command, "/workspace"),
+            &full(Ask::Off),
+            &linked,
+        );
+        assert_verdict(&eval, command, "deny", needle);
+    }
     // Without patterns, full mode has nothing to protect and runs it.
     assert_verdict(
         &judge("alias x=ls\nx", &Policy::default(), &[]),
