@@ -283,7 +283,7 @@ async fn deny_patterns_see_aliases_and_symlinks_in_full_mode() {
         ),
         (
             "alias x=touch\nx /tmp/pwned",
-            "argv patterns cannot see into this command (alias definition)",
+            "argv patterns cannot see into this command (alias definition",
         ),
         ("f() { touch \"$@\"; }\nf /tmp/pwned", "touch *"),
     ] {
