@@ -178,7 +178,13 @@ async fn inline_eval_from_stdin_descriptors_and_repls_asks() {
             "inline-eval: sed reading its program from /dev/stdin",
         ),
         ("perl -d /dev/null".into(), "inline-eval: perl -d"),
+        (
+            format!("python3 tool.py <<'EOF'\n{payload}\nEOF"),
+            "inline-eval: python3 reading its program from tool.py (a link to /",
+        ),
     ];
+    // A script name that links to stdin reads stdin.
+    m.docker_exec("a", "ln -sf /dev/stdin /workspace/tool.py");
     for (command, needle) in &rows {
         let r = m.exec("a", command).await;
         assert_eq!(r.status(), "approval-pending", "{command:?}: {}", r.text());

@@ -64,7 +64,10 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
     moat::exec::validate_env(&env)?;
     let mut names = moat::policy::command_names(&command);
     names.extend(moat::skills::names(&skills));
-    for word in moat::policy::pattern_words(&command) {
+    let words = moat::policy::pattern_words(&command)
+        .into_iter()
+        .chain(moat::policy::source_words(&command));
+    for word in words {
         if !names.contains(&word) {
             names.push(word);
         }
@@ -73,8 +76,8 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
     for name in &names {
         if name.contains('/') {
             let p = std::path::Path::new(&a.cwd).join(name);
-            if let Ok(real) = std::fs::canonicalize(p) {
-                resolver = resolver.with_real(name.clone(), real.display().to_string());
+            if let Some(real) = moat::tools::real_path(&p) {
+                resolver = resolver.with_real(name.clone(), real);
             }
             continue;
         }
@@ -82,8 +85,8 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
             let p = std::path::Path::new(dir).join(name);
             if p.is_file() {
                 resolver = resolver.with(name.clone(), p.display().to_string());
-                if let Ok(real) = std::fs::canonicalize(&p) {
-                    resolver = resolver.with_real(name.clone(), real.display().to_string());
+                if let Some(real) = moat::tools::real_path(&p) {
+                    resolver = resolver.with_real(name.clone(), real);
                 }
                 break;
             }

@@ -118,6 +118,24 @@ pub fn pattern_words(command: &str) -> Vec<String> {
     words
 }
 
+/// Program paths an interpreter in the command would read (`python3 x.py` → `./x.py`), which a
+/// caller should resolve through symlinks like command words: a script that links to
+/// `/dev/stdin` reads stdin. Best effort; never panics.
+pub fn source_words(command: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for segment in parse_script(command).segments {
+        let Ok(unwrapped) = unwrap(&with_time_keyword(&segment)) else {
+            continue;
+        };
+        if let Some(path) = inline_eval::program_path(&unwrapped.inner) {
+            if !words.contains(&path) && !path.contains(['\n', '\t']) {
+                words.push(path);
+            }
+        }
+    }
+    words
+}
+
 /// Whether any line or any reachable command would run `/approve`.
 fn mentions_approve(command: &str, probes: &Probes) -> bool {
     let is_approve = |word: &str| {
@@ -502,7 +520,8 @@ fn check_segment(ctx: &Context<'_>, index: usize, segment: &Segment) -> Checked 
         let mut names: Vec<&str> = inner.first().map(String::as_str).into_iter().collect();
         names.extend(looked_up.as_deref());
         names.extend(real.as_deref());
-        report.inline_eval = inline_eval::detect(inner, &names, ctx.cwd);
+        report.inline_eval =
+            inline_eval::detect(inner, &names, ctx.cwd, &|word| ctx.resolver.real(word));
     }
     match plan_segment(ctx, segment, &unwrapped.wrappers, inner, real.as_deref()) {
         Ok((resolved, via_path, planned)) => {

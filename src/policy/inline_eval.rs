@@ -477,26 +477,41 @@ fn long_listed(list: &[&str], name: &str) -> bool {
 /// A label such as `python3 -c` when the segment evaluates code no file vouches for, else
 /// `None`. `names` are the names the command goes by (typed word first, then the resolved path
 /// and its symlink target); `cwd` resolves relative program paths.
-pub(crate) fn detect(argv: &[String], names: &[&str], cwd: &str) -> Option<String> {
+pub(crate) fn detect(
+    argv: &[String],
+    names: &[&str],
+    cwd: &str,
+    real: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
     let (family, shown) = family(names)?;
     let scan = scan(family, shown, &argv[1..])?;
     let scan = match scan {
         Ok(scan) => scan,
         Err(label) => return Some(label),
     };
+    // A program path is judged as written and, when the caller resolved it, by what it links
+    // to: `x.py → /dev/stdin` reads stdin all the same.
+    let unreviewed = |path: &str| -> Option<String> {
+        if unreviewed_source(path, cwd) {
+            return Some(if path == "-" {
+                "stdin".to_owned()
+            } else {
+                path.to_owned()
+            });
+        }
+        let target = real(&source_word(path))?;
+        unreviewed_source(&target, "/").then(|| format!("{path} (a link to {target})"))
+    };
     if let Some(file) = scan.program_file {
-        return unreviewed_source(file, cwd)
-            .then(|| format!("{shown} reading its program from {file}"));
+        return unreviewed(file).map(|from| format!("{shown} reading its program from {from}"));
     }
     match family.program {
         Program::ScriptOrStdin => match scan.operands.first() {
             None if scan.info_only => None,
             None => Some(format!("{shown} reading its program from stdin")),
-            Some(first) if unreviewed_source(first, cwd) => {
-                let from = if *first == "-" { "stdin" } else { first };
-                Some(format!("{shown} reading its program from {from}"))
+            Some(first) => {
+                unreviewed(first).map(|from| format!("{shown} reading its program from {from}"))
             }
-            Some(_) => None,
         },
         Program::InlineOperand if !scan.operands.is_empty() => {
             Some(format!("{shown} inline program"))
@@ -505,6 +520,29 @@ pub(crate) fn detect(argv: &[String], names: &[&str], cwd: &str) -> Option<Strin
         Program::Subcommand if family.names.contains(&"deno") => deno(shown, &scan, cwd),
         Program::Subcommand => None,
     }
+}
+
+/// How a program path is asked about when resolving: as a path, never as a PATH lookup.
+pub(crate) fn source_word(path: &str) -> String {
+    if path.contains('/') {
+        path.to_owned()
+    } else {
+        format!("./{path}")
+    }
+}
+
+/// The program path an interpreter invocation would read, if it names one (a script operand
+/// or a program-file option), as it should be resolved: see [`source_word`].
+pub(crate) fn program_path(argv: &[String]) -> Option<String> {
+    let typed = argv.first()?;
+    let (family, shown) = family(&[typed.as_str()])?;
+    let scan = scan(family, shown, &argv[1..])?.ok()?;
+    let path = match (scan.program_file, family.program) {
+        (Some(file), _) => file,
+        (None, Program::ScriptOrStdin) => scan.operands.first()?,
+        (None, _) => return None,
+    };
+    (path != "-").then(|| source_word(path))
 }
 
 /// `deno`: `eval`, `repl` and no subcommand evaluate text; `run` needs a reviewed file.
@@ -691,7 +729,12 @@ mod tests {
     fn run(argv: &str) -> Option<String> {
         let words: Vec<String> = argv.split(' ').map(str::to_owned).collect();
         let resolved = format!("/usr/bin/{}", basename(&words[0]));
-        detect(&words, &[words[0].as_str(), &resolved], "/workspace")
+        detect(
+            &words,
+            &[words[0].as_str(), &resolved],
+            "/workspace",
+            &|word| (word == "./link.py").then(|| "/dev/stdin".to_owned()),
+        )
     }
 
     #[test]
@@ -879,7 +922,7 @@ mod tests {
                 "awk -f /dev/stdin",
                 "awk reading its program from /dev/stdin",
             ),
-            ("awk -f - data", "awk reading its program from -"),
+            ("awk -f - data", "awk reading its program from stdin"),
             (
                 "gawk -l ext x.awk",
                 "gawk -l (loads code or starts a prompt)",
@@ -898,6 +941,14 @@ mod tests {
             (
                 "sed -f /proc/self/fd/0 x",
                 "sed reading its program from /proc/self/fd/0",
+            ),
+            (
+                "python3 link.py",
+                "python3 reading its program from link.py (a link to /dev/stdin)",
+            ),
+            (
+                "sh -e ./link.py",
+                "sh reading its program from ./link.py (a link to /dev/stdin)",
             ),
             ("make --eval=x", "make --eval"),
             ("make test --eval x", "make --eval"),

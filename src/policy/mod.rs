@@ -32,7 +32,7 @@ mod tests;
 pub use allowlist::{Allowlist, Candidate};
 pub use env::DEFAULT_ENV_ALLOW;
 pub use error::PolicyError;
-pub use evaluate::{command_names, evaluate, pattern_words};
+pub use evaluate::{command_names, evaluate, pattern_words, source_words};
 pub use explain::{display_argv, escape_display, explain_json, explain_text};
 pub use ir::{Joiner, Redirect, Script, Segment, TimeKeyword};
 pub use levels::{raise_ask, tighten_security, Ask, Security};

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use crate::exec::{map_workdir, merge_env, ExecRequest, Target};
 use crate::host::{self, HOST_CONTAINER};
 use crate::policy::{
-    command_names, evaluate, pattern_words, raise_ask, tighten_security, Ask, Decision, Evaluation,
-    MapResolver, Policy, Request as PolicyRequest, Security,
+    command_names, evaluate, pattern_words, raise_ask, source_words, tighten_security, Ask,
+    Decision, Evaluation, MapResolver, Policy, Request as PolicyRequest, Security,
 };
 
 use super::tool::{ExecError, ExecTool};
@@ -214,7 +214,12 @@ impl ExecTool {
             } else {
                 Vec::new()
             };
-            for word in pattern_words(&req.command) {
+            let sources = if allowlist {
+                source_words(&req.command)
+            } else {
+                Vec::new()
+            };
+            for word in pattern_words(&req.command).into_iter().chain(sources) {
                 if !names.contains(&word) {
                     names.push(word);
                 }
@@ -292,7 +297,10 @@ impl ExecTool {
         let skills = self.skills();
         let mut wanted = command_names(&req.command);
         wanted.extend(crate::skills::names(&skills));
-        for word in pattern_words(&req.command) {
+        for word in pattern_words(&req.command)
+            .into_iter()
+            .chain(source_words(&req.command))
+        {
             if !wanted.contains(&word) {
                 wanted.push(word);
             }
@@ -358,11 +366,32 @@ fn with_real_paths(mut resolver: MapResolver, words: &[String], cwd: &str) -> Ma
         } else {
             resolver.resolve(word).map(PathBuf::from)
         };
-        if let Some(real) = path.and_then(|p| std::fs::canonicalize(p).ok()) {
-            resolver = resolver.with_real(word.clone(), real.display().to_string());
+        if let Some(real) = path.and_then(|p| real_path(&p)) {
+            resolver = resolver.with_real(word.clone(), real);
         }
     }
     resolver
+}
+
+/// Where `path` finally leads through symbolic links: the canonical path, or, when that cannot
+/// be had (`/dev/stdin` ends in a pipe that is no file), the last path the links named.
+pub fn real_path(path: &std::path::Path) -> Option<String> {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return Some(real.display().to_string());
+    }
+    let mut current = path.to_path_buf();
+    let mut followed = false;
+    for _ in 0..40 {
+        let Ok(target) = std::fs::read_link(&current) else {
+            break;
+        };
+        followed = true;
+        current = match current.parent() {
+            Some(dir) if target.is_relative() => dir.join(target),
+            _ => target,
+        };
+    }
+    followed.then(|| current.display().to_string())
 }
 
 /// A request may only tighten `security` and raise `ask`.
