@@ -188,6 +188,17 @@ pub(crate) struct EnvVerdict {
 /// How much of a value a miss reason shows, so an operator sees what they would approve.
 const SHOWN_VALUE_CHARS: usize = 60;
 
+/// Every refusal and miss for a request's env under `policy` (none outside allowlist mode),
+/// for callers that must not let anything else override them, such as an operator's
+/// exact-command entries.
+pub fn findings(env: &BTreeMap<String, String>, policy: &super::Policy) -> Vec<String> {
+    if policy.security != super::Security::Allowlist {
+        return Vec::new();
+    }
+    let verdict = check(env, &policy.env_allow);
+    verdict.refused.into_iter().chain(verdict.missed).collect()
+}
+
 /// Judges every name a request sets against the built-in list and the operator's `env_allow`.
 pub(crate) fn check(env: &BTreeMap<String, String>, env_allow: &[String]) -> EnvVerdict {
     let mut verdict = EnvVerdict::default();
@@ -301,6 +312,17 @@ mod tests {
         assert!(v.missed[0].len() < 120, "{v:?}");
         let v = check(&env(&[("ESC", "\u{1b}[2J")]), &[]);
         assert!(!v.missed[0].contains('\u{1b}'), "{v:?}");
+    }
+
+    #[test]
+    fn findings_only_under_allowlist() {
+        let allowlist = crate::policy::Policy {
+            security: crate::policy::Security::Allowlist,
+            ..crate::policy::Policy::default()
+        };
+        let bad = env(&[("LD_PRELOAD", "x"), ("FOO", "y"), ("LANG", "C")]);
+        assert_eq!(findings(&bad, &allowlist).len(), 2);
+        assert!(findings(&bad, &crate::policy::Policy::default()).is_empty());
     }
 
     #[test]

@@ -30,7 +30,7 @@ mod wrappers;
 mod tests;
 
 pub use allowlist::{Allowlist, Candidate};
-pub use env::DEFAULT_ENV_ALLOW;
+pub use env::{findings as env_findings, DEFAULT_ENV_ALLOW};
 pub use error::PolicyError;
 pub use evaluate::{command_names, evaluate, pattern_words, source_words};
 pub use explain::{display_argv, escape_display, explain_json, explain_text};

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use crate::exec::{map_workdir, merge_env, ExecRequest, Target};
 use crate::host::{self, HOST_CONTAINER};
 use crate::policy::{
-    command_names, evaluate, pattern_words, raise_ask, source_words, tighten_security, Ask,
-    Decision, Evaluation, MapResolver, Policy, Request as PolicyRequest, Security,
+    command_names, env_findings, evaluate, pattern_words, raise_ask, source_words,
+    tighten_security, Ask, Decision, Evaluation, MapResolver, Policy, Request as PolicyRequest,
+    Security,
 };
 
 use super::tool::{ExecError, ExecTool};
@@ -127,11 +128,14 @@ impl Prepared {
             &self.policy,
             &self.resolver,
         );
+        // Only a miss refused because nobody is asked can be overridden; a deny pattern (also
+        // one found inside a substitution), a privilege wrapper or a refused env name cannot.
         let refused_outright = match &eval.decision {
             Decision::Allow => false,
             Decision::Ask { .. } => false,
-            Decision::Deny { .. } => {
+            Decision::Deny { reason } => {
                 eval.segments.is_empty()
+                    || !reason.starts_with("allowlist miss: ")
                     || eval
                         .segments
                         .iter()
@@ -143,6 +147,7 @@ impl Prepared {
             .contains(&crate::approvals::command_entry(command));
         if durable
             && eval.inline_eval.is_empty()
+            && env_findings(&self.request_env, &self.policy).is_empty()
             && !refused_outright
             && eval.decision != Decision::Allow
             && self.policy.ask != Ask::Always
