@@ -23,7 +23,7 @@ use super::tool::{ExecError, ExecTool};
 /// image, so without it the links are followed by hand (`ls -ld`, at most 40 hops) and the
 /// directory is made physical with `cd -P`.
 const RESOLVE_SCRIPT: &str = r#"unalias -a 2>/dev/null
-unset -f readlink ls cd pwd printf 2>/dev/null
+unset -f readlink ls cd pwd printf [ test 2>/dev/null
 moat_real() {
   p=$1; hops=0
   r=$(readlink -f -- "$p" 2>/dev/null) && [ -n "$r" ] && { printf '%s' "$r"; return 0; }
