@@ -35,7 +35,7 @@ moat_real() {
   done
   rd=${p%/*}; rb=${p##*/}
   [ -n "$rd" ] || rd=/
-  rd=$(cd -P -- "$rd" 2>/dev/null && pwd -P) || return 1
+  rd=$(cd -P -- "$rd" 2>/dev/null && pwd -P) || { case $p in /*) printf '%s' "$p"; return 0 ;; esac; return 1; }
   case $rd in /) printf '/%s' "$rb" ;; *) printf '%s/%s' "$rd" "$rb" ;; esac
 }
 cd -- "$1" 2>/dev/null || cd /
@@ -433,4 +433,80 @@ fn host_workdir(workdir: Option<&str>, workspace: &std::path::Path) -> Result<St
         });
     }
     Ok(real.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Resolver;
+
+    /// Runs the resolve script with `sh` (not a login shell) and the given PATH.
+    fn resolve(path: &str, cwd: &std::path::Path, words: &[&str]) -> MapResolver {
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(RESOLVE_SCRIPT)
+            .arg("moat-resolve")
+            .arg(cwd)
+            .args(words)
+            .env_clear()
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        let asked: Vec<String> = words.iter().map(|w| (*w).to_string()).collect();
+        read_resolutions(&String::from_utf8_lossy(&out.stdout), &asked)
+    }
+
+    #[test]
+    fn resolve_script_follows_links_with_and_without_readlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let bin = root.join("bin");
+        let work = root.join("work");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(work.join("sub")).unwrap();
+        // work/s → sub/t → /bin/sh (relative, then absolute hop).
+        std::os::unix::fs::symlink("/bin/sh", work.join("sub/t")).unwrap();
+        std::os::unix::fs::symlink("sub/t", work.join("s")).unwrap();
+        std::os::unix::fs::symlink("/nonexistent/sudo", work.join("dangling")).unwrap();
+        let sh_real = real_path(std::path::Path::new("/bin/sh")).unwrap();
+        // Only `ls` on PATH: no readlink, so the script follows the links by hand.
+        let ls = std::process::Command::new("sh")
+            .args(["-c", "command -v ls"])
+            .output()
+            .unwrap();
+        let ls = String::from_utf8_lossy(&ls.stdout).trim().to_string();
+        std::os::unix::fs::symlink(&ls, bin.join("ls")).unwrap();
+        std::os::unix::fs::symlink(work.join("s"), bin.join("mytool")).unwrap();
+        let system = format!("{}:/usr/bin:/bin", bin.display());
+        for path in [bin.display().to_string(), system] {
+            let r = resolve(&path, &work, &["./s", "mytool", "./dangling", "./missing"]);
+            assert_eq!(r.real("./s").as_deref(), Some(sh_real.as_str()), "{path}");
+            assert_eq!(
+                r.resolve("mytool").as_deref(),
+                Some(bin.join("mytool").to_str().unwrap()),
+                "{path}"
+            );
+            assert_eq!(
+                r.real("mytool").as_deref(),
+                Some(sh_real.as_str()),
+                "{path}"
+            );
+            assert_eq!(
+                r.real("./dangling").as_deref(),
+                Some("/nonexistent/sudo"),
+                "{path}"
+            );
+            assert_eq!(r.real("./missing"), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn resolutions_are_only_what_was_asked() {
+        let out = "ls\t/usr/bin/ls\t/usr/bin/ls\nevil\t/x\t/y\nls2\trelative\tnot/abs\n";
+        let r = read_resolutions(out, &["ls".into(), "ls2".into()]);
+        assert_eq!(r.resolve("ls").as_deref(), Some("/usr/bin/ls"));
+        assert_eq!(r.resolve("evil"), None);
+        assert_eq!(r.resolve("ls2"), None);
+        assert_eq!(r.real("ls2"), None);
+    }
 }
