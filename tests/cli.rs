@@ -61,3 +61,50 @@ fn explain_json_shows_allowed_and_missed_segments() {
     assert_eq!(v["segments"][0]["outcome"], "allowed");
     assert_eq!(v["segments"][1]["outcome"], "missed");
 }
+
+#[test]
+fn explain_judges_request_env_under_allowlist() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |env: &str| {
+        let out = moat(dir.path())
+            .args([
+                "policy",
+                "explain",
+                "--security",
+                "allowlist",
+                "--allow",
+                "ls",
+                "--ask",
+                "on-miss",
+                "--env",
+                env,
+                "--json",
+                "--",
+                "ls",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let v = run("LD_PRELOAD=/workspace/x.so");
+    assert_eq!(v["decision"], "deny");
+    assert!(v["reason"]
+        .as_str()
+        .unwrap()
+        .contains("request env LD_PRELOAD cannot be set"));
+    let v = run("FOO=bar");
+    assert_eq!(v["decision"], "ask");
+    assert!(v["reason"].as_str().unwrap().contains("FOO=bar"));
+    assert_eq!(run("LANG=C")["decision"], "allow");
+    let out = moat(dir.path())
+        .args(["policy", "explain", "--env", "NOEQUALS", "--", "ls"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NOEQUALS"));
+}

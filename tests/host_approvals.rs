@@ -149,29 +149,34 @@ async fn allow_always_adds_the_resolved_executable_not_a_shell() {
     assert_eq!(r.status(), "completed", "{}", r.text());
     assert!(marker.exists());
 
-    // A shell is never allowlisted as a whole: the exact command is, and nothing else.
+    // A shell is never allowlisted as a whole; inline eval is never remembered at all: it asks
+    // every time (docs/approvals.md).
     let r = m.exec(req("sh -c 'echo inline'")).await;
     assert_eq!(r.status(), "approval-pending", "{}", r.text());
+    assert_eq!(
+        r.details["allowedDecisions"],
+        serde_json::json!(["allow-once", "deny"])
+    );
     let id = r.details["approvalId"].as_str().unwrap().to_string();
-    m.app
+    assert!(m
+        .app
         .approvals
         .decide(&id, ApprovalDecision::AllowAlways, &op())
+        .is_err());
+    m.app
+        .approvals
+        .decide(&id, ApprovalDecision::AllowOnce, &op())
         .unwrap();
     event_with(&mut events, "Exec finished", 10).await;
     let entries = m.app.approvals.allowlist(Some("host")).unwrap();
     assert!(
-        !entries.iter().any(|e| e.entry.ends_with("/sh")),
+        !entries
+            .iter()
+            .any(|e| e.entry.ends_with("/sh") || e.command.is_some()),
         "{entries:?}"
     );
-    assert!(entries
-        .iter()
-        .any(|e| e.command.as_deref() == Some("sh -c 'echo inline'")));
     assert_eq!(
         m.exec(req("sh -c 'echo inline'")).await.status(),
-        "completed"
-    );
-    assert_eq!(
-        m.exec(req("sh -c 'echo other'")).await.status(),
         "approval-pending"
     );
     for blanket in ["/bin/sh", "/usr/bin/python3"] {

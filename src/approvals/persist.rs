@@ -132,7 +132,9 @@ pub fn entries(eval: &Evaluation, command: &str, session: &str, cwd: &str) -> Ve
             _ => needs_exact = true,
         }
     }
-    if needs_exact {
+    // Inline eval asks every time: an exact-command entry would let the same code run unasked
+    // (docs/approvals.md). The other segments' executables are still remembered.
+    if needs_exact && eval.inline_eval.is_empty() {
         out.push(PersistEntry::exact(session, cwd, command));
     }
     out
@@ -154,7 +156,7 @@ mod tests {
             .with("sh", "/bin/sh")
             .with("python3", "/usr/bin/python3")
             .with("git", "/usr/bin/git");
-        evaluate(&Request { command, cwd: "/w" }, &policy, &resolver)
+        evaluate(&Request::new(command, "/w"), &policy, &resolver)
     }
 
     #[test]
@@ -182,7 +184,7 @@ mod tests {
         );
         let names: Vec<&str> = e.iter().map(|e| e.entry.as_str()).collect();
         assert_eq!(names, ["/usr/bin/jq", "/usr/bin/git"]);
-        for cmd in ["sh -c 'echo hi'", "python3 -c 'print(1)'"] {
+        for cmd in ["sh ./build.sh", "python3 tool.py"] {
             let e = entries(&eval(cmd), cmd, "main", "/w");
             assert_eq!(e.len(), 1, "{e:?}");
             assert!(e[0].entry.starts_with("=command:"), "{e:?}");
@@ -192,6 +194,23 @@ mod tests {
             assert_ne!(e[0].entry, command_entry("other", "/w", cmd));
             assert_ne!(e[0].entry, command_entry("main", "/w2", cmd));
         }
+        // Inline eval is never remembered, whether it missed or passed the allowlist.
+        for cmd in [
+            "sh -c 'echo hi'",
+            "python3 -c 'print(1)'",
+            "python3 /dev/stdin",
+            "sh -s",
+        ] {
+            assert_eq!(entries(&eval(cmd), cmd, "main", "/w"), [], "{cmd}");
+        }
+        let e = entries(
+            &eval("jq . && python3 -c x"),
+            "jq . && python3 -c x",
+            "main",
+            "/w",
+        );
+        let names: Vec<&str> = e.iter().map(|e| e.entry.as_str()).collect();
+        assert_eq!(names, ["/usr/bin/jq"]);
         let e = entries(&eval("jq . $(id)"), "jq . $(id)", "main", "/w");
         assert!(e.iter().any(|e| e.entry.starts_with("=command:")), "{e:?}");
     }

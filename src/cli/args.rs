@@ -294,6 +294,10 @@ pub struct ExplainArgs {
     /// Working directory the command would run in.
     #[arg(long, default_value = "/workspace")]
     pub cwd: String,
+    /// A variable the request would set, `KEY=VALUE`; repeatable. Judged as `exec` judges a
+    /// request's `env`.
+    #[arg(long = "env")]
+    pub env: Vec<String>,
     #[arg(long)]
     pub json: bool,
     #[arg(required = true, last = true, num_args = 1..)]

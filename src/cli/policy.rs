@@ -54,14 +54,40 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
     } else {
         Vec::new()
     };
+    let mut env = std::collections::BTreeMap::new();
+    for pair in &a.env {
+        let Some((key, value)) = pair.split_once('=') else {
+            anyhow::bail!("read --env {pair:?}: expected KEY=VALUE");
+        };
+        env.insert(key.to_string(), value.to_string());
+    }
+    moat::exec::validate_env(&env)?;
     let mut names = moat::policy::command_names(&command);
     names.extend(moat::skills::names(&skills));
+    let words = moat::policy::pattern_words(&command)
+        .into_iter()
+        .chain(moat::policy::source_words(&command));
+    for word in words {
+        if !names.contains(&word) {
+            names.push(word);
+        }
+    }
     let mut resolver = MapResolver::new();
-    for name in names {
+    for name in &names {
+        if name.contains('/') {
+            let p = std::path::Path::new(&a.cwd).join(name);
+            if let Some(real) = moat::tools::real_path(&p) {
+                resolver = resolver.with_real(name.clone(), real);
+            }
+            continue;
+        }
         for dir in &policy.trusted_dirs {
-            let p = std::path::Path::new(dir).join(&name);
+            let p = std::path::Path::new(dir).join(name);
             if p.is_file() {
                 resolver = resolver.with(name.clone(), p.display().to_string());
+                if let Some(real) = moat::tools::real_path(&p) {
+                    resolver = resolver.with_real(name.clone(), real);
+                }
                 break;
             }
         }
@@ -81,6 +107,7 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
         &Request {
             command: &command,
             cwd: &a.cwd,
+            env: &env,
         },
         &policy,
         &resolver,

@@ -165,6 +165,30 @@ mod tests {
     }
 
     #[test]
+    fn env_allow_refuses_code_loading_names() {
+        for name in [
+            "LD_PRELOAD",
+            "GIT_CONFIG_COUNT",
+            "HOME",
+            "PATH",
+            "PYTHONPATH",
+        ] {
+            let err = load(
+                &format!("[policy.sandbox]\nenv_allow = [\"{name}\"]\n"),
+                &[],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains("policy.sandbox") && err.contains(name),
+                "{name}: {err}"
+            );
+        }
+        let c = load("[policy.host]\nenv_allow = [\"MY_FLAG\"]\n", &[]).unwrap();
+        assert_eq!(c.policy.host.env_allow, ["MY_FLAG"]);
+    }
+
+    #[test]
     fn host_policy_keeps_host_defaults() {
         let c = load("[policy.host]\nallowlist = [\"git\"]\n", &[]).unwrap();
         assert_eq!(c.policy.host.security, crate::policy::Security::Allowlist);

@@ -60,4 +60,14 @@ pub enum PolicyError {
         /// What is wrong with it.
         reason: String,
     },
+
+    /// An `env_allow` name that is not a variable name, or one that would let a request steer
+    /// what an allowlisted program runs.
+    #[error("allow request env {name:?} under allowlist: {reason}")]
+    InvalidEnvAllow {
+        /// The name as configured.
+        name: String,
+        /// Why it cannot be allowed.
+        reason: String,
+    },
 }

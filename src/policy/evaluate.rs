@@ -6,7 +6,9 @@
 //! ask patterns, or `ask = always`.
 
 use super::allowlist::{Allowlist, Candidate};
+use super::env;
 use super::explain::{display_argv, escape_display};
+use super::git;
 use super::inline_eval;
 use super::ir::{Redirect, Segment, TimeKeyword};
 use super::levels::{Ask, Security};
@@ -15,13 +17,14 @@ use super::paths::basename;
 use super::patterns::PatternSet;
 use super::plan::{render, Plan, PlannedSegment};
 use super::probe::{self, Probes};
-use super::resolve::{is_bare_name, resolve_word, Resolver};
+use super::resolve::{check_trusted, is_bare_name, resolve_word, Resolver};
 use super::safe_bins;
 use super::settings::Policy;
 use super::verdict::{Decision, Evaluation, Request, SegmentOutcome, SegmentReport};
 use super::workdir;
 use super::wrappers::{
     is_code_builtin, pattern_layers, runs_other_programs, unwrap, UnwrapError, WrapperUse,
+    PRIVILEGE_WRAPPERS,
 };
 
 /// The refusal for commands that would run `/approve`.
@@ -32,6 +35,8 @@ const APPROVE_REASON: &str =
 struct Context<'a> {
     /// The operator's settings, for the dials and the trusted directories.
     policy: &'a Policy,
+    /// The working directory, against which relative program paths are judged.
+    cwd: &'a str,
     /// The caller's PATH lookups; the engine itself never searches PATH.
     resolver: &'a dyn Resolver,
     /// The allowlist, compiled once per evaluation rather than once per segment.
@@ -65,6 +70,7 @@ pub fn evaluate(req: &Request<'_>, policy: &Policy, resolver: &dyn Resolver) -> 
     }
     let ctx = Context {
         policy,
+        cwd: req.cwd,
         resolver,
         allowlist: Allowlist::compile_lenient(&policy.allowlist)
             .with_labeled(&policy.labeled_allowlist),
@@ -91,6 +97,43 @@ pub fn command_names(command: &str) -> Vec<String> {
         }
     }
     names
+}
+
+/// Every command word a caller should resolve (PATH hit and symlink target) so that argv
+/// patterns see what really runs: the command word of every reachable command and of the
+/// commands its wrappers run, bare names and paths alike. Best effort; never panics.
+pub fn pattern_words(command: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for argv in probe::collect(command).argvs {
+        for layer in pattern_layers(&argv) {
+            let first = &layer[0];
+            let literal = !first.is_empty()
+                && !first.contains(['$', '`', '\'', '"', '\n', '\t', ' '])
+                && !is_code_builtin(first);
+            if literal && !words.contains(first) {
+                words.push(first.clone());
+            }
+        }
+    }
+    words
+}
+
+/// Program paths an interpreter in the command would read (`python3 x.py` → `./x.py`), which a
+/// caller should resolve through symlinks like command words: a script that links to
+/// `/dev/stdin` reads stdin. Best effort; never panics.
+pub fn source_words(command: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for segment in parse_script(command).segments {
+        let Ok(unwrapped) = unwrap(&with_time_keyword(&segment)) else {
+            continue;
+        };
+        if let Some(path) = inline_eval::program_path(&unwrapped.inner) {
+            if !words.contains(&path) && !path.contains(['\n', '\t']) {
+                words.push(path);
+            }
+        }
+    }
+    words
 }
 
 /// Whether any line or any reachable command would run `/approve`.
@@ -128,7 +171,15 @@ fn with_time_keyword(segment: &Segment) -> Vec<String> {
 
 /// The first pattern of `set` matching an argv or a command it runs through wrappers.
 fn pattern_hit<'s>(set: &'s PatternSet, argv: &[String], ctx: &Context<'_>) -> Option<&'s str> {
-    set.find(&pattern_layers(argv), &|word| ctx.resolver.resolve(word))
+    let also = |word: &str| {
+        let mut names = Vec::new();
+        if !word.contains('/') {
+            names.extend(ctx.resolver.resolve(word));
+        }
+        names.extend(ctx.resolver.real(word));
+        names
+    };
+    set.find(&pattern_layers(argv), &also)
 }
 
 /// The first deny or ask pattern matching any reachable command, with the command shown.
@@ -164,6 +215,7 @@ fn evaluate_full(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evalu
             resolved,
             outcome,
             rule,
+            inline_eval: None,
         });
     }
     let original = Plan {
@@ -172,6 +224,10 @@ fn evaluate_full(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evalu
         segments: Vec::new(),
     };
     let patterns_configured = !ctx.deny.is_empty() || !ctx.ask.is_empty();
+    let mut opaque = probes.opaque.clone();
+    if patterns_configured {
+        opaque.extend(unresolved_words(probes, ctx));
+    }
     let decision = if let Some(reason) = segment_reason(&segments, SegmentOutcome::Denied)
         .or_else(|| probe_match(&ctx.deny, probes, ctx).map(|m| format!("deny {m}")))
     {
@@ -180,12 +236,17 @@ fn evaluate_full(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evalu
         .or_else(|| probe_match(&ctx.ask, probes, ctx).map(|m| format!("ask {m}")))
     {
         Decision::Ask { reason }
-    } else if patterns_configured && !probes.opaque.is_empty() {
-        Decision::Ask {
-            reason: format!(
-                "argv patterns cannot see into this command ({})",
-                escape_display(&probes.opaque.join(", "))
-            ),
+    } else if patterns_configured && !opaque.is_empty() {
+        // A miss in full mode: what the patterns cannot see is asked, or refused when nobody
+        // is asked (docs/policy.md, "Full mode").
+        let reason = format!(
+            "argv patterns cannot see into this command ({})",
+            escape_display(&opaque.join(", "))
+        );
+        if ctx.policy.ask == Ask::Off {
+            Decision::Deny { reason }
+        } else {
+            Decision::Ask { reason }
         }
     } else if ctx.policy.ask == Ask::Always {
         Decision::Ask {
@@ -202,7 +263,49 @@ fn evaluate_full(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evalu
         decision,
         segments,
         plan,
+        inline_eval: Vec::new(),
     }
+}
+
+/// Shell builtins that exist without a file, so resolving them finds nothing.
+const FILELESS_BUILTINS: &[&str] = &[
+    ":", "[", "[[", "type", "command", "wait", "echo", "printf", "test", "true", "false", "pwd",
+    "kill",
+];
+
+/// Command words the caller could not resolve: a program created by the command itself
+/// (`ln -s /usr/bin/sudo s; ./s id`) or found through a PATH the command changes is something
+/// the patterns cannot judge. Also a relative command word after a directory change, which
+/// was resolved against the wrong directory.
+fn unresolved_words(probes: &Probes, ctx: &Context<'_>) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let changes_dir = probes
+        .argvs
+        .iter()
+        .any(|argv| matches!(argv[0].as_str(), "cd" | "pushd" | "popd"));
+    for argv in &probes.argvs {
+        for layer in pattern_layers(argv) {
+            let word = &layer[0];
+            let literal = !word.is_empty() && !word.contains(['$', '`', '"', '\'', ' ']);
+            if !literal || is_code_builtin(word) || FILELESS_BUILTINS.contains(&word.as_str()) {
+                continue;
+            }
+            let relative = word.contains('/') && !word.starts_with('/');
+            let note = if relative && changes_dir {
+                format!("relative command word {word} after a directory change")
+            } else if ctx.resolver.real(word).is_some()
+                || (!word.contains('/') && ctx.resolver.resolve(word).is_some())
+            {
+                continue;
+            } else {
+                format!("command word {word} that could not be resolved before the run")
+            };
+            if !found.contains(&note) {
+                found.push(note);
+            }
+        }
+    }
+    found
 }
 
 /// The reasons of all segments with a given outcome, or `None` if there are none.
@@ -235,13 +338,17 @@ fn evaluate_allowlist(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> 
     let planned: Option<Vec<PlannedSegment>> = checked.iter().map(|c| c.planned.clone()).collect();
     let segments: Vec<SegmentReport> = checked.into_iter().map(|c| c.report).collect();
 
+    let inline_eval = inline_eval_labels(&segments);
+    let env = env::check(req.env, &ctx.policy.env_allow);
     let denied = segment_reason(&segments, SegmentOutcome::Denied)
-        .or_else(|| probe_match(&ctx.deny, probes, ctx).map(|m| format!("deny {m}")));
+        .or_else(|| probe_match(&ctx.deny, probes, ctx).map(|m| format!("deny {m}")))
+        .or_else(|| (!env.refused.is_empty()).then(|| env.refused.join("; ")));
     if let Some(reason) = denied {
         return Evaluation {
             decision: Decision::Deny { reason },
             segments,
             plan: None,
+            inline_eval,
         };
     }
 
@@ -249,6 +356,7 @@ fn evaluate_allowlist(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> 
     if let Some(miss) = &script.miss {
         misses.push(escape_display(miss));
     }
+    misses.extend(env.missed);
     if let Some(reason) = segment_reason(&segments, SegmentOutcome::Missed) {
         misses.push(reason);
     }
@@ -276,6 +384,7 @@ fn evaluate_allowlist(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> 
                 decision: Decision::Deny { reason },
                 segments,
                 plan: None,
+                inline_eval,
             };
         }
         // Approving a miss approves the text the operator saw; nothing was rebuilt.
@@ -288,6 +397,7 @@ fn evaluate_allowlist(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> 
             decision: Decision::Ask { reason },
             segments,
             plan: Some(plan),
+            inline_eval,
         };
     }
 
@@ -312,7 +422,18 @@ fn evaluate_allowlist(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> 
         decision,
         segments,
         plan,
+        inline_eval,
     }
+}
+
+/// The inline-eval labels of every segment that runs code its argv carries or reads from a
+/// source nobody reviewed, whatever else its outcome: allow-always must never turn such a
+/// command into one that runs unasked (docs/approvals.md).
+fn inline_eval_labels(segments: &[SegmentReport]) -> Vec<String> {
+    segments
+        .iter()
+        .filter_map(|s| s.inline_eval.clone())
+        .collect()
 }
 
 /// Judges one segment in allowlist mode.
@@ -325,6 +446,7 @@ fn check_segment(ctx: &Context<'_>, index: usize, segment: &Segment) -> Checked 
         resolved: None,
         outcome: SegmentOutcome::Missed,
         rule: String::new(),
+        inline_eval: None,
     };
     let verdict = |report: &mut SegmentReport, outcome, rule: String| {
         report.outcome = outcome;
@@ -375,20 +497,44 @@ fn check_segment(ctx: &Context<'_>, index: usize, segment: &Segment) -> Checked 
             };
         }
     };
-    match plan_segment(ctx, segment, &unwrapped.wrappers, &unwrapped.inner) {
+    let inner = &unwrapped.inner;
+    let real = inner.first().and_then(|word| real_target(ctx, word));
+    if let Some(real) = &real {
+        if let Some(name) = PRIVILEGE_WRAPPERS.iter().find(|p| **p == basename(real)) {
+            verdict(
+                &mut report,
+                SegmentOutcome::Denied,
+                format!("privilege-wrapper: {name} (via symlink {})", inner[0]),
+            );
+            return Checked {
+                report,
+                planned: None,
+            };
+        }
+    }
+    if ctx.policy.strict_inline_eval {
+        let looked_up = inner
+            .first()
+            .filter(|word| !word.contains('/'))
+            .and_then(|word| ctx.resolver.resolve(word));
+        let mut names: Vec<&str> = inner.first().map(String::as_str).into_iter().collect();
+        names.extend(looked_up.as_deref());
+        names.extend(real.as_deref());
+        report.inline_eval =
+            inline_eval::detect(inner, &names, ctx.cwd, &|word| ctx.resolver.real(word));
+    }
+    match plan_segment(ctx, segment, &unwrapped.wrappers, inner, real.as_deref()) {
         Ok((resolved, via_path, planned)) => {
             report.resolved = Some(resolved.clone());
-            let (outcome, rule) = cover(ctx, &unwrapped.inner, &resolved, via_path);
+            let (outcome, rule) = cover(ctx, inner, &resolved, via_path);
             verdict(&mut report, outcome, rule);
             if outcome == SegmentOutcome::Allowed {
-                if ctx.policy.strict_inline_eval {
-                    if let Some(label) = inline_eval::detect(&unwrapped.inner, &resolved) {
-                        verdict(
-                            &mut report,
-                            SegmentOutcome::Ask,
-                            format!("inline-eval: {label}"),
-                        );
-                    }
+                if let Some(label) = report.inline_eval.clone() {
+                    verdict(
+                        &mut report,
+                        SegmentOutcome::Ask,
+                        format!("inline-eval: {label}"),
+                    );
                 }
                 if report.outcome == SegmentOutcome::Allowed {
                     if let Some(pattern) = pattern_hit(&ctx.ask, &argv, ctx) {
@@ -421,12 +567,25 @@ fn check_segment(ctx: &Context<'_>, index: usize, segment: &Segment) -> Checked 
     }
 }
 
+/// What a command word finally resolves to through symlinks, when it differs from the word's
+/// own path (PATH hit, or the path as written).
+fn real_target(ctx: &Context<'_>, word: &str) -> Option<String> {
+    let real = ctx.resolver.real(word)?;
+    let own = if word.contains('/') {
+        Some(word.to_owned())
+    } else {
+        ctx.resolver.resolve(word)
+    };
+    (own.as_deref() != Some(real.as_str())).then_some(real)
+}
+
 /// Resolves the wrappers and the inner command and builds the planned segment.
 fn plan_segment(
     ctx: &Context<'_>,
     segment: &Segment,
     wrappers: &[WrapperUse],
     inner: &[String],
+    real: Option<&str>,
 ) -> Result<(String, bool, PlannedSegment), String> {
     let trusted = &ctx.policy.trusted_dirs;
     let mut argv: Vec<String> = Vec::new();
@@ -444,6 +603,24 @@ fn plan_segment(
     }
     let resolved = resolve_word(word, ctx.resolver, trusted)?;
     if let Some(reason) = runs_other_programs(inner, &resolved.path) {
+        return Err(reason);
+    }
+    if let Some(real) = real {
+        // A symlink stays what it points at: the target must be trusted too, and a target
+        // that runs other programs makes the link one (docs/policy.md, "Symlinks"). Multi-call
+        // binaries choose their applet by argv[0], which the link keeps.
+        check_trusted(real, trusted)
+            .map_err(|reason| format!("{word} is a symlink to {reason}"))?;
+        if !matches!(basename(real), "busybox" | "toybox") {
+            if let Some(reason) = runs_other_programs(&[real.to_owned()], real) {
+                return Err(format!("{reason} (via symlink {word})"));
+            }
+        }
+        if let Some(reason) = git::miss(inner, real) {
+            return Err(reason);
+        }
+    }
+    if let Some(reason) = git::miss(inner, &resolved.path) {
         return Err(reason);
     }
     argv.push(resolved.path.clone());
@@ -597,14 +774,7 @@ mod tests {
     }
 
     fn run(command: &str, policy: &Policy) -> Evaluation {
-        evaluate(
-            &Request {
-                command,
-                cwd: "/workspace",
-            },
-            policy,
-            &resolver(),
-        )
+        evaluate(&Request::new(command, "/workspace"), policy, &resolver())
     }
 
     /// Asserts a decision kind and that its reason (if any) contains `needle`.
@@ -965,7 +1135,6 @@ mod tests {
             ),
             ("env python3 -c x", "inline-eval: python3 -c"),
             ("nice -n 1 bash -c x", "inline-eval: bash -c"),
-            ("git -c core.pager=sh log", "inline-eval: git -c"),
             ("ls && python3 -c x", "segment 2"),
         ];
         for (command, needle) in rows {
@@ -1062,9 +1231,20 @@ mod tests {
         expect("echo $(sudo id)", &full, "deny", "sudo *");
         expect("bash -c \"sudo id\"", &full, "deny", "sudo *");
         expect("eval 'sudo id'", &full, "deny", "sudo *");
+        // What the patterns cannot see is a miss: refused with ask off, asked otherwise.
         expect(
             "$CMD id",
             &full,
+            "deny",
+            "argv patterns cannot see into this command",
+        );
+        let full_on_miss = Policy {
+            ask: Ask::OnMiss,
+            ..full.clone()
+        };
+        expect(
+            "$CMD id",
+            &full_on_miss,
             "ask",
             "argv patterns cannot see into this command",
         );
@@ -1078,17 +1258,10 @@ mod tests {
                 allowed_workdirs: vec!["/workspace".into()],
                 ..policy(security, Ask::OnMiss, CONTROLS)
             };
-            let inside = evaluate(
-                &Request {
-                    command: "ls",
-                    cwd: "/workspace/sub",
-                },
-                &policy,
-                &resolver(),
-            );
+            let inside = evaluate(&Request::new("ls", "/workspace/sub"), &policy, &resolver());
             assert_eq!(inside.decision, Decision::Allow);
             for cwd in ["/etc", "/workspace2", "/workspace/../etc", "relative"] {
-                let eval = evaluate(&Request { command: "ls", cwd }, &policy, &resolver());
+                let eval = evaluate(&Request::new("ls", cwd), &policy, &resolver());
                 let reason = eval.decision.reason().unwrap_or("");
                 assert_eq!(eval.decision.as_str(), "deny", "cwd {cwd:?}");
                 assert!(
@@ -1214,14 +1387,7 @@ mod tests {
         let no_nice = MapResolver::new()
             .with("ls", "/usr/bin/ls")
             .with("nice", "/workspace/nice");
-        let eval = evaluate(
-            &Request {
-                command: "nice ls",
-                cwd: "/",
-            },
-            &policy,
-            &no_nice,
-        );
+        let eval = evaluate(&Request::new("nice ls", "/"), &policy, &no_nice);
         assert_eq!(eval.decision.as_str(), "deny");
         assert!(eval
             .decision
@@ -1229,14 +1395,7 @@ mod tests {
             .unwrap_or("")
             .contains("wrapper nice"));
         let no_time = MapResolver::new().with("ls", "/usr/bin/ls");
-        let eval = evaluate(
-            &Request {
-                command: "time ls",
-                cwd: "/",
-            },
-            &policy,
-            &no_time,
-        );
+        let eval = evaluate(&Request::new("time ls", "/"), &policy, &no_time);
         assert!(eval
             .decision
             .reason()

@@ -4,9 +4,11 @@
 //! (see [`command_names`]) and hands the results over through a [`Resolver`].
 
 mod allowlist;
+mod env;
 mod error;
 mod evaluate;
 mod explain;
+mod git;
 mod inline_eval;
 mod ir;
 mod levels;
@@ -28,8 +30,9 @@ mod wrappers;
 mod tests;
 
 pub use allowlist::{Allowlist, Candidate};
+pub use env::{findings as env_findings, DEFAULT_ENV_ALLOW};
 pub use error::PolicyError;
-pub use evaluate::{command_names, evaluate};
+pub use evaluate::{command_names, evaluate, pattern_words, source_words};
 pub use explain::{display_argv, escape_display, explain_json, explain_text};
 pub use ir::{Joiner, Redirect, Script, Segment, TimeKeyword};
 pub use levels::{raise_ask, tighten_security, Ask, Security};
@@ -38,7 +41,7 @@ pub use patterns::{ArgvPattern, PatternSet};
 pub use plan::{quote, render, Plan, PlannedSegment};
 pub use resolve::{MapResolver, Resolver};
 pub use settings::{Policy, DEFAULT_SAFE_BINS, DEFAULT_TRUSTED_DIRS};
-pub use verdict::{Decision, Evaluation, Request, SegmentOutcome, SegmentReport};
+pub use verdict::{Decision, Evaluation, Request, SegmentOutcome, SegmentReport, NO_ENV};
 /// The argv itself, then each command it runs through wrappers (`env`, `nice`, `sudo`, `xargs`,
 /// `find -exec`): best effort, never fails. The host executor uses it to find the files a
 /// plan runs.

@@ -118,31 +118,29 @@ impl PatternSet {
         self.patterns.is_empty()
     }
 
-    /// The first pattern matching any of the layers; `resolve` looks a bare `argv[0]` up through
-    /// PATH so that path-form patterns (`/usr/bin/rm *`) also catch `rm`.
+    /// The first pattern matching any of the layers. `resolve` names what `argv[0]` of a layer
+    /// also goes by: its PATH hit, so that path-form patterns (`/usr/bin/rm *`) also catch
+    /// `rm`, and its symlink target, so that a link named `x` to `sudo` is caught by `sudo *`.
     pub fn find<'s>(
         &'s self,
         layers: &[Vec<String>],
-        resolve: &dyn Fn(&str) -> Option<String>,
+        resolve: &dyn Fn(&str) -> Vec<String>,
     ) -> Option<&'s str> {
-        let resolved: Vec<Option<String>> = layers
+        let resolved: Vec<Vec<String>> = layers
             .iter()
             .map(|layer| {
-                let first = layer.first()?;
-                if first.contains('/') {
-                    None
-                } else {
-                    resolve(first)
-                }
+                layer
+                    .first()
+                    .map(|first| resolve(first))
+                    .unwrap_or_default()
             })
             .collect();
         self.patterns
             .iter()
             .find(|p| {
-                layers
-                    .iter()
-                    .zip(&resolved)
-                    .any(|(layer, path)| p.matches(layer, path.as_deref()))
+                layers.iter().zip(&resolved).any(|(layer, paths)| {
+                    p.matches(layer, None) || paths.iter().any(|path| p.matches(layer, Some(path)))
+                })
             })
             .map(ArgvPattern::as_str)
     }
@@ -218,16 +216,28 @@ mod tests {
     fn set_reports_first_match_over_layers() {
         let set = PatternSet::compile_lenient(&["rm -rf *".to_owned(), "sudo *".to_owned()]);
         let layers = vec![argv("sudo rm -rf /"), argv("rm -rf /")];
-        let nothing = |_: &str| None;
+        let nothing = |_: &str| Vec::new();
         assert_eq!(set.find(&layers, &nothing), Some("rm -rf *"));
         assert_eq!(set.find(&[argv("ls")], &nothing), None);
         let by_path = PatternSet::compile_lenient(&["/usr/bin/rm *".to_owned()]);
-        let path = |word: &str| Some(format!("/usr/bin/{word}"));
+        let path = |word: &str| vec![format!("/usr/bin/{word}")];
         assert_eq!(
             by_path.find(&[argv("nice rm x"), argv("rm x")], &path),
             Some("/usr/bin/rm *")
         );
         assert_eq!(by_path.find(&[argv("nice ls")], &path), None);
         assert!(PatternSet::compile_lenient(&[]).is_empty());
+        // A symlink named `x` that resolves to sudo is sudo.
+        let sudo = PatternSet::compile_lenient(&["sudo *".to_owned()]);
+        let link = |word: &str| {
+            if word == "/workspace/x" || word == "x" {
+                vec!["/usr/bin/sudo".to_owned()]
+            } else {
+                Vec::new()
+            }
+        };
+        assert_eq!(sudo.find(&[argv("/workspace/x id")], &link), Some("sudo *"));
+        assert_eq!(sudo.find(&[argv("x id")], &link), Some("sudo *"));
+        assert_eq!(sudo.find(&[argv("y id")], &link), None);
     }
 }

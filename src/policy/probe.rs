@@ -108,6 +108,9 @@ impl Walker {
                 }
             }
             Command::Function(function) => {
+                // A function named like an innocent command can stand for any body, and its
+                // callers pass the arguments the patterns would have seen.
+                self.opaque("function definition");
                 self.compound(&function.body.0);
                 for redirect in function.body.1.iter().flat_map(|r| r.0.iter()) {
                     self.redirect(redirect);
@@ -200,6 +203,9 @@ impl Walker {
         let prefix = simple.prefix.iter().flat_map(|p| p.0.iter());
         for item in prefix {
             if let CommandPrefixOrSuffixItem::AssignmentWord(_, word) = item {
+                if word.value.starts_with("PATH=") || word.value.starts_with("PATH+=") {
+                    self.opaque("PATH assignment");
+                }
                 self.word(&word.value);
             } else {
                 self.item(item, &mut argv, &mut dynamic_command);
@@ -216,6 +222,25 @@ impl Walker {
         }
         if argv.is_empty() {
             return;
+        }
+        // `alias x=sudo` makes a later `x id` run sudo under a name no pattern names; dash
+        // expands aliases even when not interactive (docs/policy.md, "Full mode").
+        let head: Vec<&str> = argv.iter().take(3).map(|w| basename(w)).collect();
+        if head.contains(&"alias") && argv[1..].iter().any(|a| a.contains('=')) {
+            self.opaque("alias definition");
+        }
+        // `hash -p /usr/bin/sudo x` makes `x` run sudo in bash.
+        if head.contains(&"hash") && argv.iter().any(|a| a.starts_with("-p")) {
+            self.opaque("hash -p definition");
+        }
+        // A changed PATH makes a bare name resolve to another program than the one checked.
+        let sets_path = |w: &String| w.starts_with("PATH=") || w.starts_with("PATH+=");
+        if head
+            .iter()
+            .any(|h| matches!(*h, "export" | "declare" | "typeset" | "readonly" | "local"))
+            && argv.iter().any(sets_path)
+        {
+            self.opaque("PATH assignment");
         }
         for layer in pattern_layers(&argv) {
             self.payloads(&layer);
@@ -406,6 +431,14 @@ mod tests {
             ),
             ("(( $(id) ))", "command substitution inside arithmetic"),
             ("source ./x.sh", "sourced file"),
+            ("alias x=sudo\nx id", "alias definition"),
+            ("builtin alias x=sudo\nx id", "alias definition"),
+            ("hash -p /usr/bin/sudo x; x id", "hash -p definition"),
+            ("PATH=/workspace/bin x id", "PATH assignment"),
+            ("export PATH=/workspace/bin; x id", "PATH assignment"),
+            ("alias x='sudo'; x id", "alias definition"),
+            ("sh -c 'alias x=sudo\nx id'", "alias definition"),
+            ("s() { sudo \"$@\"; }; s id", "function definition"),
             (". ./x.sh", "sourced file"),
             (
                 "sh -c \"sh -c \\\"sh -c 'sh -c \\\\\\\"sh -c id\\\\\\\"'\\\"\"",

@@ -13,11 +13,19 @@ use super::paths::{is_within, normalize_absolute};
 pub trait Resolver {
     /// The absolute path `name` resolves to, or `None` if it is not found.
     fn resolve(&self, name: &str) -> Option<String>;
+
+    /// What a command word (a bare name after its PATH lookup, or a path as written) finally
+    /// resolves to through symbolic links, when the caller found out; `None` when unknown.
+    /// A symlink named `x` that points at `sudo` is `sudo` (docs/policy.md, "Symlinks").
+    fn real(&self, _word: &str) -> Option<String> {
+        None
+    }
 }
 
-/// A resolver backed by a ready-made map, for tests and for callers that resolve up front.
+/// A resolver backed by ready-made maps, for tests and for callers that resolve up front:
+/// names to PATH hits, and command words to their symlink targets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MapResolver(pub HashMap<String, String>);
+pub struct MapResolver(pub HashMap<String, String>, pub HashMap<String, String>);
 
 impl MapResolver {
     /// An empty resolver: nothing resolves.
@@ -30,6 +38,12 @@ impl MapResolver {
         self.0.insert(name.into(), path.into());
         self
     }
+
+    /// Records that the command word `word` finally resolves to `real` through symlinks.
+    pub fn with_real(mut self, word: impl Into<String>, real: impl Into<String>) -> Self {
+        self.1.insert(word.into(), real.into());
+        self
+    }
 }
 
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for MapResolver {
@@ -38,6 +52,7 @@ impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for MapResolver {
             iter.into_iter()
                 .map(|(k, v)| (k.into(), v.into()))
                 .collect(),
+            HashMap::new(),
         )
     }
 }
@@ -46,11 +61,19 @@ impl Resolver for MapResolver {
     fn resolve(&self, name: &str) -> Option<String> {
         self.0.get(name).cloned()
     }
+
+    fn real(&self, word: &str) -> Option<String> {
+        self.1.get(word).cloned()
+    }
 }
 
 impl<R: Resolver + ?Sized> Resolver for &R {
     fn resolve(&self, name: &str) -> Option<String> {
         (**self).resolve(name)
+    }
+
+    fn real(&self, word: &str) -> Option<String> {
+        (**self).real(word)
     }
 }
 
@@ -105,7 +128,7 @@ pub(crate) fn resolve_word(
 }
 
 /// Checks that a path is absolute, normalized, plain, and inside a trusted directory.
-fn check_trusted(path: &str, trusted_dirs: &[String]) -> Result<(), String> {
+pub(crate) fn check_trusted(path: &str, trusted_dirs: &[String]) -> Result<(), String> {
     if normalize_absolute(path) != Ok(path) || path == "/" {
         return Err(format!("{path:?}, not a normalized absolute path"));
     }

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::allowlist::Allowlist;
+use super::env;
 use super::error::PolicyError;
 use super::levels::{Ask, Security};
 use super::paths::normalize_absolute;
@@ -39,6 +40,11 @@ pub struct Policy {
     /// Directories an executable may resolve from; anything else (the workspace, `/tmp`, a
     /// relative path) could be a file the agent wrote itself.
     pub trusted_dirs: Vec<String>,
+    /// Request env names allowed in allowlist mode on top of the built-in presentation list
+    /// (locale, time zone, terminal): any other name a request sets is a miss, because the
+    /// environment can make an allowlisted program run something else. Names from the
+    /// code-loading families (`HOME`, `PATH`, `LD_*`, `GIT_*`, `PYTHON*`, …) are refused here.
+    pub env_allow: Vec<String>,
     /// Entries added at run time rather than by configuration, each with the rule text explain
     /// reports for it: enabled skills' binaries, executables an operator approved for good.
     #[serde(skip)]
@@ -69,6 +75,7 @@ impl Default for Policy {
             ask_patterns: Vec::new(),
             deny_patterns: Vec::new(),
             allowed_workdirs: Vec::new(),
+            env_allow: Vec::new(),
             trusted_dirs: DEFAULT_TRUSTED_DIRS
                 .iter()
                 .map(|s| (*s).to_owned())
@@ -101,6 +108,20 @@ impl Policy {
         }
         for pattern in self.ask_patterns.iter().chain(&self.deny_patterns) {
             ArgvPattern::compile(pattern)?;
+        }
+        for name in &self.env_allow {
+            if !env::is_valid_name(name) {
+                return Err(PolicyError::InvalidEnvAllow {
+                    name: name.clone(),
+                    reason: "not a variable name".to_owned(),
+                });
+            }
+            if let Some(why) = env::forbidden(name) {
+                return Err(PolicyError::InvalidEnvAllow {
+                    name: name.clone(),
+                    reason: why.to_owned(),
+                });
+            }
         }
         for (key, dirs) in [
             ("allowed_workdirs", &self.allowed_workdirs),
@@ -170,6 +191,34 @@ mod tests {
                     ..Policy::default()
                 },
                 "accept argv pattern \"\"",
+            ),
+            (
+                Policy {
+                    env_allow: vec!["LD_PRELOAD".into()],
+                    ..Policy::default()
+                },
+                "allow request env \"LD_PRELOAD\" under allowlist: it changes",
+            ),
+            (
+                Policy {
+                    env_allow: vec!["GIT_CONFIG_COUNT".into()],
+                    ..Policy::default()
+                },
+                "allow request env \"GIT_CONFIG_COUNT\"",
+            ),
+            (
+                Policy {
+                    env_allow: vec!["PATH".into()],
+                    ..Policy::default()
+                },
+                "allow request env \"PATH\" under allowlist: PATH decides",
+            ),
+            (
+                Policy {
+                    env_allow: vec!["A-B".into()],
+                    ..Policy::default()
+                },
+                "allow request env \"A-B\" under allowlist: not a variable name",
             ),
             (
                 Policy {

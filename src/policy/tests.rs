@@ -313,7 +313,7 @@ proptest! {
             prop_assert!(!name.is_empty() && !name.contains('/'));
         }
         for policy in policies() {
-            let eval = evaluate(&Request { command: &command, cwd: &cwd }, &policy, &resolver());
+            let eval = evaluate(&Request::new(&command, &cwd), &policy, &resolver());
             let _ = explain_text(&eval);
             let json = explain_json(&eval);
             prop_assert!(json["decision"].is_string());
@@ -375,7 +375,7 @@ proptest! {
         }
         prop_assume!(!command.to_ascii_lowercase().contains("/approve"));
         let policy = &policies()[0];
-        let eval = evaluate(&Request { command: &command, cwd: "/workspace" }, policy, &resolver_all());
+        let eval = evaluate(&Request::new(&command, "/workspace"), policy, &resolver_all());
         prop_assert_eq!(&eval.decision, &Decision::Allow, "command {:?}", command);
         let plan = eval.plan.expect("an allow carries a plan");
         prop_assert_eq!(plan.segments.len(), segments.len());
@@ -405,7 +405,7 @@ proptest! {
         for joiner in ["\n", ";", " && ", " | ", " || "] {
             let command = format!("rm -rf /tmp/x{joiner}{suffix}");
             let only_ls = Policy { allowlist: vec!["/usr/bin/ls".into()], ..policy.clone() };
-            let eval = evaluate(&Request { command: &command, cwd: "/workspace" }, &only_ls, &resolver());
+            let eval = evaluate(&Request::new(&command, "/workspace"), &only_ls, &resolver());
             prop_assert_ne!(eval.decision, Decision::Allow, "command {:?}", command);
         }
     }
@@ -466,17 +466,375 @@ fn known_tricky_inputs_do_not_panic() {
     ];
     for input in inputs {
         for policy in policies() {
-            let eval = evaluate(
-                &Request {
-                    command: input,
-                    cwd: "/workspace",
-                },
-                &policy,
-                &resolver(),
-            );
+            let eval = evaluate(&Request::new(input, "/workspace"), &policy, &resolver());
             let _ = explain_text(&eval);
             let _ = explain_json(&eval);
         }
         let _ = command_names(input);
     }
+}
+
+// The attacks of the second security review (docs/policy.md), one table per class.
+
+/// PATH lookups of the sandbox image, with the symlinks Debian really has.
+fn image_resolver() -> MapResolver {
+    let mut map: MapResolver = [
+        "git", "python3", "perl", "sh", "bash", "dash", "awk", "sed", "ls", "cat", "id", "sudo",
+        "env", "nice", "touch", "ln",
+    ]
+    .iter()
+    .map(|name| (name.to_string(), format!("/usr/bin/{name}")))
+    .collect();
+    map = map
+        .with_real("python3", "/usr/bin/python3.11")
+        .with_real("sh", "/usr/bin/dash")
+        .with_real("awk", "/usr/bin/mawk");
+    map
+}
+
+/// Variables a request sets, as name-value pairs.
+type Env<'a> = &'a [(&'a str, &'a str)];
+
+fn judge(command: &str, policy: &Policy, env: Env<'_>) -> Evaluation {
+    let env: std::collections::BTreeMap<String, String> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    evaluate(
+        &Request {
+            command,
+            cwd: "/workspace",
+            env: &env,
+        },
+        policy,
+        &image_resolver(),
+    )
+}
+
+fn allowlisted(ask: Ask) -> Policy {
+    Policy {
+        security: Security::Allowlist,
+        ask,
+        allowlist: [
+            "git", "python3", "perl", "sh", "bash", "dash", "awk", "sed", "ls", "cat",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect(),
+        ..Policy::default()
+    }
+}
+
+fn assert_verdict(eval: &Evaluation, command: &str, want: &str, needle: &str) {
+    let reason = eval.decision.reason().unwrap_or("");
+    assert_eq!(
+        eval.decision.as_str(),
+        want,
+        "{command:?}: {:?}",
+        eval.decision
+    );
+    assert!(
+        reason.contains(needle),
+        "{command:?}: reason {reason:?} lacks {needle:?}"
+    );
+}
+
+#[test]
+fn attack_request_env_steers_allowlisted_programs() {
+    let rows: &[(&str, Env, &str)] = &[
+        (
+            "git x",
+            &[
+                ("GIT_CONFIG_COUNT", "1"),
+                ("GIT_CONFIG_KEY_0", "alias.x"),
+                ("GIT_CONFIG_VALUE_0", "!id > /tmp/pwned"),
+            ],
+            "request env GIT_CONFIG_COUNT cannot be set under security allowlist",
+        ),
+        (
+            "ls",
+            &[("HOME", "/workspace")],
+            "request env HOME cannot be set",
+        ),
+        (
+            "python3 /dev/null",
+            &[
+                ("PYTHONWARNINGS", "all:0:antigravity.x:0:0"),
+                ("BROWSER", "sh -c 'id > /tmp/pwned' #%s"),
+            ],
+            "request env BROWSER cannot be set",
+        ),
+        (
+            "ls",
+            &[("LD_PRELOAD", "/workspace/evil.so")],
+            "request env LD_PRELOAD cannot be set",
+        ),
+        ("ls", &[("PATH", "/workspace/bin")], "PATH decides"),
+        ("ls", &[("BASH_ENV", "/workspace/x")], "BASH_ENV"),
+        ("ls", &[("ENV", "/workspace/x")], "request env ENV"),
+    ];
+    for ask in [Ask::Off, Ask::OnMiss, Ask::Always] {
+        for (command, env, needle) in rows {
+            // Refused outright: an approval cannot make these names safe.
+            let eval = judge(command, &allowlisted(ask), env);
+            assert_verdict(&eval, command, "deny", needle);
+            assert!(eval.plan.is_none());
+        }
+    }
+    // Any other unlisted name is a miss, with the name (and value) in the reason.
+    let eval = judge("ls", &allowlisted(Ask::OnMiss), &[("FOO", "bar")]);
+    assert_verdict(
+        &eval,
+        "ls",
+        "ask",
+        "request env FOO=bar is not on the env allowlist",
+    );
+    assert!(eval.plan.is_some_and(|p| !p.rebuilt));
+    let eval = judge("ls", &allowlisted(Ask::Off), &[("FOO", "bar")]);
+    assert_verdict(&eval, "ls", "deny", "request env FOO=bar");
+    // The built-in presentation list and the operator's names pass.
+    let eval = judge(
+        "ls",
+        &allowlisted(Ask::Off),
+        &[
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C"),
+            ("TERM", "dumb"),
+            ("NO_COLOR", "1"),
+        ],
+    );
+    assert_verdict(&eval, "ls", "allow", "");
+    let extra = Policy {
+        env_allow: vec!["FOO".into()],
+        ..allowlisted(Ask::Off)
+    };
+    assert_verdict(&judge("ls", &extra, &[("FOO", "bar")]), "ls", "allow", "");
+    // Full mode runs what it is given, env included.
+    let full = Policy::default();
+    assert_verdict(
+        &judge("ls", &full, &[("LD_PRELOAD", "x")]),
+        "ls",
+        "allow",
+        "",
+    );
+}
+
+#[test]
+fn attack_inline_eval_from_stdin_descriptors_and_repls() {
+    let rows: &[(&str, &str)] = &[
+        (
+            "python3 /dev/stdin <<'EOF'\nimport os; os.system('id > /tmp/pwned')\nEOF",
+            "inline-eval: python3 reading its program from /dev/stdin",
+        ),
+        (
+            "python3 /proc/self/fd/0 <<'EOF'\nimport os\nEOF",
+            "inline-eval: python3 reading its program from /proc/self/fd/0",
+        ),
+        (
+            "python3 -m code <<'EOF'\nimport os\nEOF",
+            "inline-eval: python3 -m code",
+        ),
+        (
+            "python3 -i /dev/null <<'EOF'\nimport os\nEOF",
+            "inline-eval: python3 -i",
+        ),
+        (
+            "perl '-MPOSIX;system(q(id))' /dev/null",
+            "inline-eval: perl -M",
+        ),
+        (
+            "sh /dev/stdin",
+            "inline-eval: sh reading its program from /dev/stdin",
+        ),
+        ("sh -s", "inline-eval: sh -s"),
+        (
+            "cat x | sh",
+            "inline-eval: sh reading its program from stdin",
+        ),
+        (
+            "awk -f /dev/stdin",
+            "inline-eval: awk reading its program from /dev/stdin",
+        ),
+        (
+            "sed -f /dev/stdin",
+            "inline-eval: sed reading its program from /dev/stdin",
+        ),
+        ("perl -d x.pl", "inline-eval: perl -d"),
+        ("env python3 -m pdb x.py", "inline-eval: python3 -m pdb"),
+    ];
+    for ask in [Ask::Off, Ask::OnMiss] {
+        for (command, needle) in rows {
+            let eval = judge(command, &allowlisted(ask), &[]);
+            assert_verdict(&eval, command, "ask", needle);
+            assert!(!eval.inline_eval.is_empty(), "{command:?}");
+        }
+    }
+    // Not allowlisted: a miss, but still remembered as inline eval.
+    let only_ls = Policy {
+        allowlist: vec!["ls".into()],
+        ..allowlisted(Ask::OnMiss)
+    };
+    let eval = judge("python3 /dev/stdin", &only_ls, &[]);
+    assert_verdict(&eval, "python3 /dev/stdin", "ask", "not allowlisted");
+    assert_eq!(
+        eval.inline_eval,
+        ["python3 reading its program from /dev/stdin"]
+    );
+    // Plain scripts in the workspace are what the allowlist can vouch for.
+    for command in ["python3 tool.py", "sh ./build.sh", "awk -f prog.awk data"] {
+        assert_verdict(
+            &judge(command, &allowlisted(Ask::Off), &[]),
+            command,
+            "allow",
+            "",
+        );
+    }
+}
+
+#[test]
+fn attack_git_aliases_are_other_programs() {
+    let rows: &[(&str, &str)] = &[
+        ("git -C repo config alias.x '!id'", "git config alias.x"),
+        ("git x", "git x is not one of git's own commands"),
+        ("git -C repo x", "git x is not one of git's own commands"),
+        ("git -c alias.x='!id' x", "git -c alias.x"),
+        ("git -c core.pager='id' log", "git -c core.pager"),
+        ("git -c core.sshCommand=id fetch", "git -c core.sshCommand"),
+        ("git -c core.fsmonitor=id status", "git -c core.fsmonitor"),
+        (
+            "git -c credential.helper='!id' push",
+            "git -c credential.helper",
+        ),
+        ("git -c diff.external=id diff", "git -c diff.external"),
+        ("git -c core.editor=id commit", "git -c core.editor"),
+    ];
+    for (command, needle) in rows {
+        let eval = judge(command, &allowlisted(Ask::Off), &[]);
+        assert_verdict(&eval, command, "deny", needle);
+        let eval = judge(command, &allowlisted(Ask::OnMiss), &[]);
+        assert_verdict(&eval, command, "ask", "allowlist miss");
+    }
+    for command in [
+        "git status",
+        "git -c user.name=x commit -m y",
+        "git log --oneline",
+    ] {
+        assert_verdict(
+            &judge(command, &allowlisted(Ask::Off), &[]),
+            command,
+            "allow",
+            "",
+        );
+    }
+}
+
+#[test]
+fn attack_deny_patterns_in_full_mode() {
+    let full = |ask| Policy {
+        deny_patterns: vec!["sudo *".into()],
+        ask,
+        ..Policy::default()
+    };
+    // An alias renames sudo: a miss for the patterns.
+    for command in [
+        "alias x=sudo\nx id",
+        "alias x=sudo; x id",
+        "sh -c 'alias x=sudo\nx id'",
+    ] {
+        let eval = judge(command, &full(Ask::Off), &[]);
+        assert_verdict(
+            &eval,
+            command,
+            "deny",
+            "argv patterns cannot see into this command",
+        );
+        let eval = judge(command, &full(Ask::OnMiss), &[]);
+        assert_verdict(
+            &eval,
+            command,
+            "ask",
+            "argv patterns cannot see into this command",
+        );
+    }
+    // So does a function that passes its arguments on.
+    let exact = Policy {
+        deny_patterns: vec!["sudo id".into()],
+        ..Policy::default()
+    };
+    let command = "s() { sudo \"$@\"; }\ns id";
+    let eval = judge(command, &exact, &[]);
+    assert_verdict(
+        &eval,
+        command,
+        "deny",
+        "argv patterns cannot see into this command (function definition",
+    );
+    // A link created by the command itself, or found after a cd or a PATH change, cannot be
+    // resolved before the run: also a miss.
+    for (command, needle) in [
+        (
+            "ln -s /usr/bin/sudo s; ./s id",
+            "command word ./s that could not be resolved before the run",
+        ),
+        (
+            "cd /tmp && ./s id",
+            "relative command word ./s after a directory change",
+        ),
+        ("PATH=/workspace/bin x id", "PATH assignment"),
+        ("export PATH=/workspace/bin; x id", "PATH assignment"),
+        ("hash -p /usr/bin/sudo x; x id", "hash -p definition"),
+    ] {
+        let linked = if command.starts_with("cd") {
+            image_resolver().with_real("./s", "/usr/bin/ls")
+        } else {
+            image_resolver()
+        };
+        let eval = evaluate(
+            &Request::new(command, "/workspace"),
+            &full(Ask::Off),
+            &linked,
+        );
+        assert_verdict(&eval, command, "deny", needle);
+    }
+    // Without patterns, full mode has nothing to protect and runs it.
+    assert_verdict(
+        &judge("alias x=ls\nx", &Policy::default(), &[]),
+        "alias",
+        "allow",
+        "",
+    );
+    // A symlink to sudo is sudo, whatever its name and wherever it lives.
+    let linked = image_resolver()
+        .with_real("/workspace/s", "/usr/bin/sudo")
+        .with("ok", "/usr/local/bin/ok")
+        .with_real("ok", "/usr/bin/sudo");
+    for command in ["/workspace/s id", "ok id", "nice ok id"] {
+        let eval = evaluate(
+            &Request::new(command, "/workspace"),
+            &full(Ask::Off),
+            &linked,
+        );
+        assert_verdict(&eval, command, "deny", "deny-pattern: sudo *");
+    }
+    // Under an allowlist the link is refused as the privilege wrapper it is.
+    let everything = Policy {
+        allowlist: vec!["/usr/local/bin/*".into()],
+        ..allowlisted(Ask::OnMiss)
+    };
+    let eval = evaluate(&Request::new("ok id", "/workspace"), &everything, &linked);
+    assert_verdict(
+        &eval,
+        "ok id",
+        "deny",
+        "privilege-wrapper: sudo (via symlink ok)",
+    );
+    // A trusted name that links out of the trusted directories is a miss.
+    let out = image_resolver()
+        .with("tool", "/usr/local/bin/tool")
+        .with_real("tool", "/workspace/tool");
+    let eval = evaluate(&Request::new("tool", "/workspace"), &everything, &out);
+    assert_verdict(&eval, "tool", "ask", "tool is a symlink to");
+    // Real Debian links keep working.
+    let eval = judge("python3 tool.py", &allowlisted(Ask::Off), &[]);
+    assert_verdict(&eval, "python3 tool.py", "allow", "");
 }

@@ -1,5 +1,7 @@
 //! What an evaluation returns.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::plan::Plan;
@@ -11,6 +13,23 @@ pub struct Request<'a> {
     pub command: &'a str,
     /// The working directory it would run in (checked against `allowed_workdirs`).
     pub cwd: &'a str,
+    /// The variables the request sets on top of the configured environment: in allowlist mode
+    /// they could steer an allowlisted program, so they are judged too.
+    pub env: &'a BTreeMap<String, String>,
+}
+
+/// The environment of a request that sets no variables.
+pub static NO_ENV: BTreeMap<String, String> = BTreeMap::new();
+
+impl<'a> Request<'a> {
+    /// A request that sets no environment variables.
+    pub fn new(command: &'a str, cwd: &'a str) -> Self {
+        Self {
+            command,
+            cwd,
+            env: &NO_ENV,
+        }
+    }
 }
 
 /// The verdict on a whole command.
@@ -80,6 +99,11 @@ pub struct SegmentReport {
     /// The rule that decided, e.g. `allowlist: /usr/bin/ls`, `safe-bin: wc`,
     /// `miss: command substitution`, `deny-pattern: sudo *`.
     pub rule: String,
+    /// The inline-eval label when the segment runs code that no file vouches for
+    /// (`python3 -c`, a program read from stdin), also when it missed for another reason;
+    /// only set in allowlist mode with `strict_inline_eval`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline_eval: Option<String>,
 }
 
 /// The full result of [`evaluate`](super::evaluate).
@@ -91,6 +115,10 @@ pub struct Evaluation {
     pub segments: Vec<SegmentReport>,
     /// What runs on allow (or on approval); `None` on deny.
     pub plan: Option<Plan>,
+    /// Labels of the inline-eval constructs found in allowlist mode with `strict_inline_eval`
+    /// (also in segments that missed): such a command asks every time, so an approval of it
+    /// must never be remembered as an exact-command entry.
+    pub inline_eval: Vec<String>,
 }
 
 impl Evaluation {
@@ -102,6 +130,7 @@ impl Evaluation {
             },
             segments: Vec::new(),
             plan: None,
+            inline_eval: Vec::new(),
         }
     }
 }

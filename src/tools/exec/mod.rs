@@ -7,4 +7,5 @@ mod prepare;
 mod tool;
 mod waiter;
 
+pub use prepare::real_path;
 pub use tool::{ExecError, ExecTool};

@@ -1,28 +1,83 @@
 //! Everything a run needs before the policy decides: where it runs, its working directory,
 //! its environment (secrets included), the policy in force and the PATH lookups.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::exec::{map_workdir, merge_env, ExecRequest, Target};
 use crate::host::{self, HOST_CONTAINER};
 use crate::policy::{
-    command_names, evaluate, raise_ask, tighten_security, Ask, Decision, Evaluation, MapResolver,
-    Policy, Request as PolicyRequest, Security,
+    command_names, env_findings, evaluate, pattern_words, raise_ask, source_words,
+    tighten_security, Ask, Decision, Evaluation, MapResolver, Policy, Request as PolicyRequest,
+    Security,
 };
 
 use super::tool::{ExecError, ExecTool};
 
-/// Resolves each argument name by walking the login PATH for an executable file. Functions
-/// and aliases from the image's profile are deliberately not consulted: the plan runs the
-/// absolute path found here.
-const RESOLVE_SCRIPT: &str = r#"for n in "$@"; do
-  case "$n" in */*) continue ;; esac
-  old_ifs=$IFS; IFS=:
-  for d in $PATH; do
-    if [ -n "$d" ] && [ -f "$d/$n" ] && [ -x "$d/$n" ]; then printf '%s\t%s\n' "$n" "$d/$n"; break; fi
+/// Resolves command words in the sandbox: `$1` is the working directory, then the words. A bare
+/// name is looked up by walking the login PATH for an executable file; a path is taken relative
+/// to the working directory. Each hit prints `word<TAB>PATH-hit<TAB>symlink target` (the PATH
+/// hit is empty for a path). Functions and aliases from the image's profile are deliberately
+/// not consulted (the plan runs the absolute path found here), and the helpers this script uses
+/// are unset first so a planted profile cannot answer for them. `readlink -f` is not in every
+/// image, so without it the links are followed by hand (`ls -ld`, at most 40 hops) and the
+/// directory is made physical with `cd -P`.
+const RESOLVE_SCRIPT: &str = r#"unalias -a 2>/dev/null
+unset -f readlink ls cd pwd printf [ test 2>/dev/null
+moat_real() {
+  p=$1; hops=0
+  r=$(readlink -f -- "$p" 2>/dev/null) && [ -n "$r" ] && { printf '%s' "$r"; return 0; }
+  while [ -h "$p" ] && [ "$hops" -lt 40 ]; do
+    t=$(ls -ld -- "$p" 2>/dev/null) || return 1
+    t=${t#* -> }
+    case $t in /*) p=$t ;; *) p=${p%/*}/$t ;; esac
+    hops=$((hops+1))
   done
-  IFS=$old_ifs
+  rd=${p%/*}; rb=${p##*/}
+  [ -n "$rd" ] || rd=/
+  rd=$(cd -P -- "$rd" 2>/dev/null && pwd -P) || { case $p in /*) printf '%s' "$p"; return 0 ;; esac; return 1; }
+  case $rd in /) printf '/%s' "$rb" ;; *) printf '%s/%s' "$rd" "$rb" ;; esac
+}
+cd -- "$1" 2>/dev/null || cd /
+shift
+for n in "$@"; do
+  case "$n" in
+    */*)
+      case "$n" in /*) p=$n ;; *) p=$PWD/$n ;; esac
+      if [ -e "$p" ] || [ -h "$p" ]; then r=$(moat_real "$p") && printf '%s\t\t%s\n' "$n" "$r"; fi ;;
+    *)
+      old_ifs=$IFS; IFS=:
+      for d in $PATH; do
+        if [ -n "$d" ] && [ -f "$d/$n" ] && [ -x "$d/$n" ]; then
+          r=$(moat_real "$d/$n") || r=
+          printf '%s\t%s\t%s\n' "$n" "$d/$n" "$r"; break
+        fi
+      done
+      IFS=$old_ifs ;;
+  esac
 done"#;
+
+/// Reads the resolve script's output: only words that were asked about, only absolute paths.
+fn read_resolutions(out: &str, asked: &[String]) -> MapResolver {
+    let mut resolver = MapResolver::new();
+    for line in out.lines() {
+        let mut fields = line.split('\t');
+        let (Some(word), Some(path), Some(real)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if !asked.iter().any(|a| a == word) {
+            continue;
+        }
+        if path.starts_with('/') && !word.contains('/') {
+            resolver = resolver.with(word.to_string(), path.to_string());
+        }
+        if real.starts_with('/') {
+            resolver = resolver.with_real(word.to_string(), real.to_string());
+        }
+    }
+    resolver
+}
 
 /// A run, ready for the policy.
 #[derive(Clone)]
@@ -33,6 +88,8 @@ pub(super) struct Prepared {
     pub container: String,
     pub run_dir: PathBuf,
     pub cwd: String,
+    /// The variables the request itself sets, which the policy judges in allowlist mode.
+    pub request_env: BTreeMap<String, String>,
     /// `KEY=VALUE`, final.
     pub env: Vec<String>,
     pub secrets: Vec<(String, String)>,
@@ -72,22 +129,27 @@ impl Prepared {
     }
 
     /// Evaluates `command`. An exact command an operator allowed for good passes where the
-    /// allowlist alone would miss (never past a denied segment or `ask = always`), but neither
-    /// passes a host run that touches a directory a sandbox can write: that asks.
+    /// allowlist alone would miss (never past a denied segment, `ask = always`, or inline eval,
+    /// which asks every time: docs/approvals.md), but neither passes a host run that touches a
+    /// directory a sandbox can write: that asks.
     pub fn evaluate(&self, command: &str) -> Evaluation {
         let mut eval = evaluate(
             &PolicyRequest {
                 command,
                 cwd: &self.cwd,
+                env: &self.request_env,
             },
             &self.policy,
             &self.resolver,
         );
+        // Only a miss refused because nobody is asked can be overridden; a deny pattern (also
+        // one found inside a substitution), a privilege wrapper or a refused env name cannot.
         let refused_outright = match &eval.decision {
             Decision::Allow => false,
             Decision::Ask { .. } => false,
-            Decision::Deny { .. } => {
+            Decision::Deny { reason } => {
                 eval.segments.is_empty()
+                    || !reason.starts_with("allowlist miss: ")
                     || eval
                         .segments
                         .iter()
@@ -100,6 +162,8 @@ impl Prepared {
             command,
         ));
         if durable
+            && eval.inline_eval.is_empty()
+            && env_findings(&self.request_env, &self.policy).is_empty()
             && !refused_outright
             && eval.decision != Decision::Allow
             && self.policy.ask != Ask::Always
@@ -174,10 +238,27 @@ impl ExecTool {
         // Skills and run-time allowlist entries only matter to an allowlist; in the other
         // modes the exec hot path skips their store reads.
         let allowlist = policy.security == Security::Allowlist;
+        let patterns = !policy.deny_patterns.is_empty() || !policy.ask_patterns.is_empty();
         let skills = if allowlist { self.skills() } else { Vec::new() };
         let mut resolver = MapResolver::new();
-        if allowlist {
-            let mut names = command_names(&req.command);
+        // Under an allowlist every command word is resolved; in full mode only when patterns
+        // must see through names and symlinks (docs/policy.md, "Symlinks").
+        if allowlist || (patterns && policy.security == Security::Full) {
+            let mut names = if allowlist {
+                command_names(&req.command)
+            } else {
+                Vec::new()
+            };
+            let sources = if allowlist {
+                source_words(&req.command)
+            } else {
+                Vec::new()
+            };
+            for word in pattern_words(&req.command).into_iter().chain(sources) {
+                if !names.contains(&word) {
+                    names.push(word);
+                }
+            }
             names.extend(crate::skills::names(&skills));
             if !names.is_empty() {
                 let mut argv = vec![
@@ -185,19 +266,16 @@ impl ExecTool {
                     "-lc".to_string(),
                     RESOLVE_SCRIPT.to_string(),
                     "moat-resolve".to_string(),
+                    cwd.clone(),
                 ];
-                argv.extend(names);
+                argv.extend(names.iter().cloned());
                 let (_, out) = self
                     .sessions
                     .runtime()
                     .exec_capture(&container.name, argv, None)
                     .await
                     .map_err(|e| ExecError::Process(e.into()))?;
-                for line in String::from_utf8_lossy(&out).lines() {
-                    if let Some((name, path)) = line.split_once('\t') {
-                        resolver = resolver.with(name.to_string(), path.to_string());
-                    }
-                }
+                resolver = read_resolutions(&String::from_utf8_lossy(&out), &names);
             }
         }
         let mut p = Prepared {
@@ -206,6 +284,7 @@ impl ExecTool {
             container: container.name.clone(),
             run_dir: container.run_dir.clone(),
             cwd,
+            request_env: req.env.clone(),
             env,
             secrets,
             policy,
@@ -254,7 +333,15 @@ impl ExecTool {
         let skills = self.skills();
         let mut wanted = command_names(&req.command);
         wanted.extend(crate::skills::names(&skills));
-        let resolver = host::resolve_names(&wanted, &prepend);
+        for word in pattern_words(&req.command)
+            .into_iter()
+            .chain(source_words(&req.command))
+        {
+            if !wanted.contains(&word) {
+                wanted.push(word);
+            }
+        }
+        let resolver = with_real_paths(host::resolve_names(&wanted, &prepend), &wanted, &cwd);
         let run_dir = self.home.host_run_dir();
         crate::home::ensure_private_dir(&run_dir).map_err(|source| ExecError::HostRunDir {
             dir: run_dir.display().to_string(),
@@ -266,6 +353,7 @@ impl ExecTool {
             container: HOST_CONTAINER.to_string(),
             run_dir,
             cwd,
+            request_env: req.env.clone(),
             env,
             secrets,
             policy,
@@ -349,6 +437,44 @@ impl ExecTool {
     }
 }
 
+/// Adds each word's symlink target on the host: a bare name through its PATH hit, a path
+/// relative to `cwd`.
+fn with_real_paths(mut resolver: MapResolver, words: &[String], cwd: &str) -> MapResolver {
+    use crate::policy::Resolver;
+    for word in words {
+        let path = if word.contains('/') {
+            Some(std::path::Path::new(cwd).join(word))
+        } else {
+            resolver.resolve(word).map(PathBuf::from)
+        };
+        if let Some(real) = path.and_then(|p| real_path(&p)) {
+            resolver = resolver.with_real(word.clone(), real);
+        }
+    }
+    resolver
+}
+
+/// Where `path` finally leads through symbolic links: the canonical path, or, when that cannot
+/// be had (`/dev/stdin` ends in a pipe that is no file), the last path the links named.
+pub fn real_path(path: &std::path::Path) -> Option<String> {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return Some(real.display().to_string());
+    }
+    let mut current = path.to_path_buf();
+    let mut followed = false;
+    for _ in 0..40 {
+        let Ok(target) = std::fs::read_link(&current) else {
+            break;
+        };
+        followed = true;
+        current = match current.parent() {
+            Some(dir) if target.is_relative() => dir.join(target),
+            _ => target,
+        };
+    }
+    followed.then(|| current.display().to_string())
+}
+
 /// A request may only tighten `security` and raise `ask`.
 fn apply_request(policy: &mut Policy, req: &ExecRequest) {
     policy.security = tighten_security(
@@ -377,4 +503,80 @@ fn host_workdir(workdir: Option<&str>, base: &std::path::Path) -> Result<String,
         });
     }
     Ok(real.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Resolver;
+
+    /// Runs the resolve script with `sh` (not a login shell) and the given PATH.
+    fn resolve(path: &str, cwd: &std::path::Path, words: &[&str]) -> MapResolver {
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(RESOLVE_SCRIPT)
+            .arg("moat-resolve")
+            .arg(cwd)
+            .args(words)
+            .env_clear()
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        let asked: Vec<String> = words.iter().map(|w| (*w).to_string()).collect();
+        read_resolutions(&String::from_utf8_lossy(&out.stdout), &asked)
+    }
+
+    #[test]
+    fn resolve_script_follows_links_with_and_without_readlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let bin = root.join("bin");
+        let work = root.join("work");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(work.join("sub")).unwrap();
+        // work/s → sub/t → /bin/sh (relative, then absolute hop).
+        std::os::unix::fs::symlink("/bin/sh", work.join("sub/t")).unwrap();
+        std::os::unix::fs::symlink("sub/t", work.join("s")).unwrap();
+        std::os::unix::fs::symlink("/nonexistent/sudo", work.join("dangling")).unwrap();
+        let sh_real = real_path(std::path::Path::new("/bin/sh")).unwrap();
+        // Only `ls` on PATH: no readlink, so the script follows the links by hand.
+        let ls = std::process::Command::new("sh")
+            .args(["-c", "command -v ls"])
+            .output()
+            .unwrap();
+        let ls = String::from_utf8_lossy(&ls.stdout).trim().to_string();
+        std::os::unix::fs::symlink(&ls, bin.join("ls")).unwrap();
+        std::os::unix::fs::symlink(work.join("s"), bin.join("mytool")).unwrap();
+        let system = format!("{}:/usr/bin:/bin", bin.display());
+        for path in [bin.display().to_string(), system] {
+            let r = resolve(&path, &work, &["./s", "mytool", "./dangling", "./missing"]);
+            assert_eq!(r.real("./s").as_deref(), Some(sh_real.as_str()), "{path}");
+            assert_eq!(
+                r.resolve("mytool").as_deref(),
+                Some(bin.join("mytool").to_str().unwrap()),
+                "{path}"
+            );
+            assert_eq!(
+                r.real("mytool").as_deref(),
+                Some(sh_real.as_str()),
+                "{path}"
+            );
+            assert_eq!(
+                r.real("./dangling").as_deref(),
+                Some("/nonexistent/sudo"),
+                "{path}"
+            );
+            assert_eq!(r.real("./missing"), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn resolutions_are_only_what_was_asked() {
+        let out = "ls\t/usr/bin/ls\t/usr/bin/ls\nevil\t/x\t/y\nls2\trelative\tnot/abs\n";
+        let r = read_resolutions(out, &["ls".into(), "ls2".into()]);
+        assert_eq!(r.resolve("ls").as_deref(), Some("/usr/bin/ls"));
+        assert_eq!(r.resolve("evil"), None);
+        assert_eq!(r.resolve("ls2"), None);
+        assert_eq!(r.real("ls2"), None);
+    }
 }

@@ -170,20 +170,21 @@ impl ExecTool {
                     cheap.evaluate(&req.command).decision == Decision::Allow
                 };
                 // Nothing reusable for a plan that runs a file (it could change) or touches a
-                // directory a sandbox writes (it asks every time anyway).
-                let reusable = prepared.policy.ask != Ask::Always
+                // directory a sandbox writes (it asks every time anyway); and nothing to
+                // remember for inline eval alone: allow-always would be a lie.
+                let persist = if prepared.policy.ask != Ask::Always
                     && binding.files.is_empty()
-                    && prepared.writable_reason(&eval, &req.command).is_none();
-                let mut allowed = vec![ApprovalDecision::AllowOnce];
-                if reusable {
-                    allowed.push(ApprovalDecision::AllowAlways);
-                }
-                allowed.push(ApprovalDecision::Deny);
-                let persist = if reusable {
+                    && prepared.writable_reason(&eval, &req.command).is_none()
+                {
                     persist_entries(&eval, &req.command, session, &prepared.cwd)
                 } else {
                     Vec::new()
                 };
+                let mut allowed = vec![ApprovalDecision::AllowOnce];
+                if !persist.is_empty() {
+                    allowed.push(ApprovalDecision::AllowAlways);
+                }
+                allowed.push(ApprovalDecision::Deny);
                 let row = self.approvals.create(NewApproval {
                     session: session.to_string(),
                     requester: caller.label(),
