@@ -133,7 +133,7 @@ pub fn raise_nofile() -> u64 {
             }
         }
     }
-    lim.rlim_cur as u64
+    lim.rlim_cur
 }
 
 /// Raises the open-file limit and derives the caps from it; logs what is in force.
