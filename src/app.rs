@@ -80,7 +80,10 @@ impl App {
         let registry = Registry::new(runtime.clone(), store.clone(), limits, EventBus::default());
         let secrets = Arc::new(Secrets::load(&config)?);
         registry.set_secret_source(secrets.source());
-        let approvals = Arc::new(Approvals::new(store.clone(), secrets.all()));
+        let approvals = Arc::new(
+            Approvals::new(store.clone(), secrets.all())
+                .with_max_pending(config.approvals.max_pending_per_session),
+        );
         let exec = ExecTool {
             sessions: sessions.clone(),
             registry: registry.clone(),

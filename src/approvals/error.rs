@@ -31,6 +31,8 @@ pub enum ApprovalError {
     BadEntry { entry: String, reason: String },
     #[error("read approval {0}: the stored record is damaged")]
     Corrupt(String),
+    #[error("request approval in session {session}: it already has {max} pending approvals, the most allowed (approvals.max_pending_per_session = {max}); decide some first")]
+    TooManyPending { session: String, max: u32 },
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }
@@ -47,6 +49,7 @@ impl ApprovalError {
             | Self::UnknownDecision(_)
             | Self::Interpreter(_)
             | Self::BadEntry { .. } => 400,
+            Self::TooManyPending { .. } => 429,
             Self::Corrupt(_) | Self::Store(_) => 500,
         }
     }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::binding::Binding;
 use super::error::ApprovalError;
 use super::persist::{is_interpreter, PersistEntry};
+use super::wake::Wakeups;
 use crate::output::Redactor;
 use crate::policy::escape_display;
 use crate::store::{now_ms, AllowlistRow, ApprovalRow, AuditRow, Store};
@@ -94,6 +95,10 @@ pub struct Approvals {
     store: Arc<Store>,
     /// Secret values never shown in a display.
     redactor: Redactor,
+    /// Wakes this process's waiters when a decision or expiry is written here.
+    wakeups: Arc<Wakeups>,
+    /// `approvals.max_pending_per_session`: how many pending approvals a session may hold.
+    max_pending: u32,
 }
 
 /// `host` for both host targets, `sandbox` otherwise: allowlist entries are per machine.
@@ -110,14 +115,28 @@ impl Approvals {
         Self {
             store,
             redactor: Redactor::new(secrets),
+            wakeups: Arc::default(),
+            max_pending: crate::config::ApprovalsConfig::default().max_pending_per_session,
         }
+    }
+
+    /// Sets `approvals.max_pending_per_session`.
+    pub fn with_max_pending(mut self, max: u32) -> Self {
+        self.max_pending = max;
+        self
+    }
+
+    /// The waiters of this process (see [`Wakeups`]).
+    pub fn wakeups(&self) -> &Arc<Wakeups> {
+        &self.wakeups
     }
 
     pub fn store(&self) -> &Arc<Store> {
         &self.store
     }
 
-    /// Registers a pending approval (random UUID id) and audits the request.
+    /// Registers a pending approval (random UUID id) and audits the request. Refused when the
+    /// session already holds `approvals.max_pending_per_session` pending approvals.
     pub fn create(&self, n: NewApproval) -> Result<ApprovalRow, ApprovalError> {
         let now = now_ms();
         // Random (v4), not time-ordered (v7): the slug is the first 8 characters, and a v7 id's
@@ -151,7 +170,19 @@ impl Approvals {
             used_at_ms: None,
             process_id: None,
         };
-        self.store.insert_approval(&row)?;
+        if !self.store.insert_approval_capped(&row, self.max_pending)? {
+            let _ = self.store.audit(
+                "approval-refused",
+                None,
+                Some(&row.session),
+                &row.requester,
+                &format!("too many pending approvals (limit {})", self.max_pending),
+            );
+            return Err(ApprovalError::TooManyPending {
+                session: escape_display(&row.session),
+                max: self.max_pending,
+            });
+        }
         self.store.audit(
             "approval-request",
             Some(&id),
@@ -244,6 +275,9 @@ impl Approvals {
         {
             return Err(self.not_pending(&self.get(&row.id)?));
         }
+        // Allow-always entries below are written before the waiter reads the row again: it
+        // takes the store lock after them.
+        let wake = WakeOnDrop(&self.wakeups, &row.id);
         self.store.audit(
             "approval-decision",
             Some(&row.id),
@@ -264,6 +298,7 @@ impl Approvals {
                 )?;
             }
         }
+        drop(wake);
         self.get(&row.id)
     }
 
@@ -294,6 +329,7 @@ impl Approvals {
             now_ms(),
         )?;
         if done {
+            self.wakeups.wake(&row.id);
             self.store.audit(
                 "approval-expired",
                 Some(&row.id),
@@ -561,5 +597,15 @@ impl Approvals {
     /// escaped, never truncated.
     pub fn display(&self, text: &str) -> String {
         escape_display(&self.redactor.redact_all(text))
+    }
+}
+
+/// Wakes an approval's waiter when dropped, so every way out of `decide` after the decision
+/// was written (an error while auditing or adding entries included) wakes it.
+struct WakeOnDrop<'a>(&'a Wakeups, &'a str);
+
+impl Drop for WakeOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.wake(self.1);
     }
 }

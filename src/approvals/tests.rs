@@ -213,3 +213,73 @@ fn the_display_escapes_and_redacts_without_truncating() {
     );
     assert!(shown.ends_with(&format!("{long}\\u{{001b}}[2J")));
 }
+
+#[tokio::test]
+async fn a_decision_here_wakes_its_waiter_at_once() {
+    let (a, _d) = service();
+    let row = a
+        .create(new(&binding("/w", &[], &["touch", "x"]), 60_000))
+        .unwrap();
+    let wake = a.wakeups().register(&row.id, a.store());
+    a.decide(&row.id, ApprovalDecision::Deny, &op()).unwrap();
+    // The permit is kept although nobody was parked yet.
+    tokio::time::timeout(std::time::Duration::from_millis(50), wake.notified())
+        .await
+        .expect("woken by the decision");
+}
+
+#[tokio::test]
+async fn a_decision_written_by_another_process_is_found_by_the_shared_check() {
+    let (a, d) = service();
+    let row = a
+        .create(new(&binding("/w", &[], &["touch", "x"]), 60_000))
+        .unwrap();
+    let untouched = a
+        .create(new(&binding("/w", &[], &["touch", "y"]), 60_000))
+        .unwrap();
+    let wake = a.wakeups().register(&row.id, a.store());
+    let quiet = a.wakeups().register(&untouched.id, a.store());
+    // Another process: its own connection to the same database, its own service.
+    let other = Approvals::new(
+        Arc::new(Store::open(&d.path().join("state.db")).unwrap()),
+        vec![],
+    );
+    other
+        .decide(&row.id, ApprovalDecision::AllowOnce, &op())
+        .unwrap();
+    let within = crate::approvals::WAKE_FALLBACK + std::time::Duration::from_secs(1);
+    tokio::time::timeout(within, wake.notified())
+        .await
+        .expect("found by the fallback check");
+    // Only the decided one: the other stays parked.
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(100), quiet.notified())
+            .await
+            .is_err()
+    );
+    assert_eq!(a.wakeups().waiting(), 2);
+}
+
+#[test]
+fn pending_approvals_per_session_are_capped() {
+    let (a, _d) = service();
+    let a = a.with_max_pending(2);
+    let b = binding("/w", &[], &["touch", "x"]);
+    let first = a.create(new(&b, 60_000)).unwrap();
+    a.create(new(&b, 60_000)).unwrap();
+    let err = a.create(new(&b, 60_000)).unwrap_err();
+    assert_eq!(err.http_status(), 429);
+    assert!(
+        err.to_string()
+            .contains("approvals.max_pending_per_session = 2"),
+        "{err}"
+    );
+    // Another session has its own count; an expired approval no longer counts.
+    let mut elsewhere = new(&b, 60_000);
+    elsewhere.session = "other".into();
+    a.create(elsewhere).unwrap();
+    a.decide(&first.id, ApprovalDecision::Deny, &op()).unwrap();
+    a.create(new(&b, 1)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    a.create(new(&b, 60_000)).unwrap();
+}

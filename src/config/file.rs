@@ -31,7 +31,7 @@ pub struct Config {
 
 /// The HTTP API. The unix socket (`$MOAT_HOME/moat.sock`, 0600) is the operator's channel
 /// and needs no token; TCP is off unless `tcp` is set, and then every request needs a token.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServeConfig {
     /// TCP listen address such as `127.0.0.1:7878`; empty = unix socket only.
@@ -40,6 +40,35 @@ pub struct ServeConfig {
     pub operator_token: String,
     /// Bearer tokens for agents, each bound to one session.
     pub agents: Vec<AgentToken>,
+    /// Connections all non-operator clients may hold together; past it a new one gets 503.
+    /// 0 = derived from the open-file limit (docs/http-api.md, "Limits"), and a value larger
+    /// than the file limit allows is lowered to fit, so moat never runs out of descriptors.
+    pub max_connections: u32,
+    /// Connections one identity (the operator, or one agent token) may hold; past it 429.
+    pub max_connections_per_token: u32,
+    /// Connections kept free for the operator on top of `max_connections`, so an agent flood
+    /// never locks the operator out.
+    pub operator_reserve: u32,
+    /// Event streams (`/events`, `GET /mcp`) all agents may hold together; past it 503.
+    /// 0 = half of `max_connections`.
+    pub max_streams: u32,
+    /// Event streams one identity may hold; past it 429.
+    pub max_streams_per_token: u32,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            tcp: String::new(),
+            operator_token: String::new(),
+            agents: Vec::new(),
+            max_connections: 0,
+            max_connections_per_token: 64,
+            operator_reserve: 16,
+            max_streams: 0,
+            max_streams_per_token: 8,
+        }
+    }
 }
 
 /// An agent's credential: whoever holds it acts as this agent in this session only.

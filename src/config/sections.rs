@@ -54,6 +54,9 @@ pub struct ApprovalsConfig {
     pub ask_fallback: Security,
     /// Seconds after which an approved command still running sends one `Exec running` event.
     pub running_notice_secs: u64,
+    /// Pending approvals one session may have at once; a request past it is refused, so one
+    /// agent cannot pile up waiters and rows (docs/approvals.md, "Limits").
+    pub max_pending_per_session: u32,
 }
 
 impl Default for ApprovalsConfig {
@@ -62,6 +65,7 @@ impl Default for ApprovalsConfig {
             timeout_secs: 1800,
             ask_fallback: Security::Deny,
             running_notice_secs: 10,
+            max_pending_per_session: 20,
         }
     }
 }

@@ -112,6 +112,32 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
         }
         crate::session::validate_key(&a.session).map_err(|e| invalid(&key, e.to_string()))?;
     }
+    for (key, value, range) in [
+        (
+            "serve.max_connections_per_token",
+            serve.max_connections_per_token,
+            1..=100_000,
+        ),
+        (
+            "serve.max_streams_per_token",
+            serve.max_streams_per_token,
+            1..=100_000,
+        ),
+        ("serve.operator_reserve", serve.operator_reserve, 1..=10_000),
+        (
+            "serve.max_connections",
+            serve.max_connections,
+            0..=1_000_000,
+        ),
+        ("serve.max_streams", serve.max_streams, 0..=1_000_000),
+    ] {
+        if !range.contains(&value) {
+            return Err(invalid(
+                key,
+                format!("{value} is outside [{}, {}]", range.start(), range.end()),
+            ));
+        }
+    }
     if !serve.operator_token.is_empty() && serve.operator_token.len() < 16 {
         return Err(invalid(
             "serve.operator_token",
@@ -162,6 +188,15 @@ fn validate_sections(config: &Config) -> Result<(), ConfigError> {
                 "sender ids must not be empty".into(),
             ));
         }
+    }
+    if !(1..=10_000).contains(&config.approvals.max_pending_per_session) {
+        return Err(invalid(
+            "approvals.max_pending_per_session".into(),
+            format!(
+                "{} is outside [1, 10000]",
+                config.approvals.max_pending_per_session
+            ),
+        ));
     }
     if config.approvals.timeout_secs == 0 {
         return Err(invalid(
@@ -381,6 +416,19 @@ mod tests {
                 |c| c.elevated.workdir = "relative/dir".into(),
                 "elevated.workdir",
             ),
+            (
+                |c| c.approvals.max_pending_per_session = 0,
+                "approvals.max_pending_per_session",
+            ),
+            (
+                |c| c.serve.max_connections_per_token = 0,
+                "serve.max_connections_per_token",
+            ),
+            (
+                |c| c.serve.max_streams_per_token = 0,
+                "serve.max_streams_per_token",
+            ),
+            (|c| c.serve.operator_reserve = 0, "serve.operator_reserve"),
             (
                 |c| {
                     c.secrets.insert("BAD-NAME".into(), Default::default());

@@ -128,6 +128,7 @@ mod tests {
                 session: "s1".into(),
                 ..Default::default()
             }],
+            ..Default::default()
         }
     }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::Transport;
+use super::limits;
 use super::routes::{router, ServerState};
 
 #[derive(Debug, thiserror::Error)]
@@ -60,9 +61,16 @@ pub async fn serve(
         approvals,
         "re-attached processes and approval waiters"
     );
+    let tracker = limits::start(&state.app.config.serve);
     let mut tasks = Vec::new();
     tokio::spawn(prune_loop(state.clone(), shutdown.clone()));
-    let unix_app = router(state.clone(), Transport::Unix);
+    let unix_app = limits::PerConnection::new(
+        router(state.clone(), Transport::Unix),
+        state.clone(),
+        tracker.clone(),
+        Transport::Unix,
+    );
+    let unix = limits::Limited::new(unix, tracker.clone(), Transport::Unix);
     let sd = shutdown.clone();
     tasks.push(tokio::spawn(async move {
         axum::serve(unix, unix_app)
@@ -82,7 +90,13 @@ pub async fn serve(
             .map(|a| a.to_string())
             .unwrap_or_default();
         where_.push_str(&format!(" tcp:{bound}"));
-        let tcp_app = router(state.clone(), Transport::Tcp);
+        let tcp_app = limits::PerConnection::new(
+            router(state.clone(), Transport::Tcp),
+            state.clone(),
+            tracker.clone(),
+            Transport::Tcp,
+        );
+        let listener = limits::Limited::new(listener, tracker.clone(), Transport::Tcp);
         let sd = shutdown.clone();
         tasks.push(tokio::spawn(async move {
             axum::serve(listener, tcp_app)

@@ -1,11 +1,13 @@
 //! `moat serve`: the HTTP API (axum) on the unix socket and, with tokens, on TCP.
 //!
 //! `auth` turns a request into an identity, `error` is the JSON error shape, `routes` maps
-//! paths to handlers, `handlers` holds one function per endpoint, `listen` owns the sockets.
+//! paths to handlers, `handlers` holds one function per endpoint, `listen` owns the sockets,
+//! `limits` bounds the connections and event streams one client may hold.
 
 mod auth;
 mod error;
 mod handlers;
+mod limits;
 mod listen;
 mod routes;
 

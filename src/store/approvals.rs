@@ -90,6 +90,46 @@ impl Store {
         Ok(())
     }
 
+    /// Records `a` only while its session has fewer than `max_pending` pending approvals that
+    /// have not expired; false when the session is at the cap. One statement, so two requests
+    /// racing cannot both take the last place.
+    pub fn insert_approval_capped(
+        &self,
+        a: &ApprovalRow,
+        max_pending: u32,
+    ) -> Result<bool, StoreError> {
+        let n = self
+            .conn()
+            .execute(
+                &format!(
+                    "INSERT INTO approvals ({COLUMNS})
+                     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21
+                     WHERE (SELECT COUNT(*) FROM approvals
+                            WHERE session = ?2 AND status = 'pending' AND expires_at_ms > ?14) < ?22"
+                ),
+                params![
+                    a.id, a.session, a.requester, a.agent, a.target, a.command, a.plan, a.binding,
+                    a.request, a.reason, a.allowed, a.persist, a.covered, a.created_at_ms,
+                    a.expires_at_ms, a.status, a.decision, a.decided_by, a.decided_at_ms,
+                    a.used_at_ms, a.process_id, max_pending
+                ],
+            )
+            .ctx("record approval")?;
+        Ok(n == 1)
+    }
+
+    /// The ids of every pending approval: one query answers all waiters at once.
+    pub fn pending_approval_ids(&self) -> Result<std::collections::HashSet<String>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached("SELECT id FROM approvals WHERE status = 'pending'")
+            .ctx("list pending approvals")?;
+        let rows = stmt
+            .query_map([], |r| r.get(0))
+            .ctx("list pending approvals")?;
+        rows.collect::<Result<_, _>>().ctx("list pending approvals")
+    }
+
     pub fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, StoreError> {
         self.conn()
             .query_row(

@@ -1,7 +1,12 @@
-//! The owner task of one approval: it polls the store until an operator decides (or the
-//! approval expires), then runs exactly the approved plan once and reports to the session:
+//! The owner task of one approval: it waits until an operator decides (or the approval
+//! expires), then runs exactly the approved plan once and reports to the session:
 //! `Exec running …` once after the notice delay, `Exec finished …` with the output tail, or
 //! `Exec denied …` with the reason.
+//!
+//! Waiting costs nothing while nothing happens (docs/approvals.md, "How waiters wake"): the
+//! waiter parks on its wake-up handle and a timer for the expiry. A decision written through
+//! this process's approvals service wakes it at once; one written by another process is found
+//! by the shared check every two seconds.
 
 use std::time::Duration;
 
@@ -11,9 +16,6 @@ use crate::policy::Security;
 use crate::store::{now_ms, ApprovalRow};
 
 use super::tool::ExecTool;
-
-/// How often a waiter looks at the store; a CLI decision lands within this.
-const POLL: Duration = Duration::from_millis(250);
 
 impl ExecTool {
     pub(super) fn spawn_waiter(&self, id: String) {
@@ -36,33 +38,43 @@ impl ExecTool {
     }
 
     async fn wait_for_decision(&self, id: String) {
-        loop {
+        let wakeups = self.approvals.wakeups().clone();
+        // Registered before the first read, so a decision landing in between leaves a permit.
+        let wake = wakeups.register(&id, self.approvals.store());
+        let row = loop {
             let row = match self.approvals.get(&id) {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::warn!(%id, error = %e, "failed to read approval; its waiter stops");
+                    wakeups.unregister(&id);
                     return;
                 }
             };
-            match row.status.as_str() {
-                "pending" => {
-                    if now_ms() >= row.expires_at_ms {
-                        let _ = self.approvals.expire(&row.id);
-                        continue;
-                    }
-                }
-                "approved" => return self.run_approved(row).await,
-                "denied" => {
-                    let reason = match row.decision.as_deref() {
-                        Some("plan-changed") => "plan-changed",
-                        _ => "user-denied",
-                    };
-                    return self.deny(&row, reason);
-                }
-                "expired" => return self.apply_fallback(row).await,
-                _ => return,
+            if row.status != "pending" {
+                break row;
             }
-            tokio::time::sleep(POLL).await;
+            let left = row.expires_at_ms.saturating_sub(now_ms());
+            if left <= 0 {
+                let _ = self.approvals.expire(&row.id);
+                continue;
+            }
+            tokio::select! {
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(left as u64)) => {}
+            }
+        };
+        wakeups.unregister(&id);
+        match row.status.as_str() {
+            "approved" => self.run_approved(row).await,
+            "denied" => {
+                let reason = match row.decision.as_deref() {
+                    Some("plan-changed") => "plan-changed",
+                    _ => "user-denied",
+                };
+                self.deny(&row, reason)
+            }
+            "expired" => self.apply_fallback(row).await,
+            _ => {}
         }
     }
 
