@@ -43,7 +43,7 @@ fn status_of(e: &ExecError) -> StatusCode {
         | ExecError::Workdir(_)
         | ExecError::HostEnv(_)
         | ExecError::HostWorkdir { .. } => StatusCode::BAD_REQUEST,
-        ExecError::Elevated(_) => StatusCode::FORBIDDEN,
+        ExecError::Elevated(_) | ExecError::Secrets(_) => StatusCode::FORBIDDEN,
         ExecError::Approval(a) => {
             StatusCode::from_u16(a.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
         }

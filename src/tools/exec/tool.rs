@@ -47,6 +47,8 @@ pub enum ExecError {
     },
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    #[error(transparent)]
+    Secrets(#[from] crate::secrets::SecretsError),
 }
 
 /// See the module docs. Cheap to clone: approval waiters keep a copy.
