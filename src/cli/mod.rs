@@ -26,7 +26,8 @@ use term::{say, say_err, say_part};
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| term::LogWriter)
+        .with_ansi(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MOAT_LOG")
                 .unwrap_or_else(|_| "warn".into()),

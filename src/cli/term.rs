@@ -67,3 +67,19 @@ pub fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) -> anyhow::Result<()
 pub fn json_text(text: &str) {
     println!("{}", escape_json_text(text));
 }
+
+/// Log lines (`MOAT_LOG`) to stderr, escaped like everything else: a log message can quote an
+/// engine error or a value an agent chose.
+pub struct LogWriter;
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = escape_terminal(&String::from_utf8_lossy(buf));
+        std::io::stderr().write_all(text.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
