@@ -79,6 +79,60 @@ mod tests {
         }
     }
 
+    /// What a process printed, sanitized as moat keeps it, then escaped for the terminal.
+    fn shown(raw: &[u8]) -> String {
+        let mut s = crate::output::Sanitizer::new();
+        let mut kept = String::new();
+        s.push(raw, &mut kept);
+        s.finish(&mut kept);
+        escape_terminal(&kept)
+    }
+
+    fn acts_on_terminal(c: char) -> bool {
+        c != '\n' && c != '\t' && is_deceptive(c)
+    }
+
+    #[test]
+    fn sanitized_output_table() {
+        let rows: &[(&[u8], &str)] = &[
+            (
+                b"progress 10%\rprogress 20%\n",
+                "progress 10%\\rprogress 20%\n",
+            ),
+            (b"line\r\n", "line\n"),
+            (b"title \x1b]0;pwn", "title "),
+            (b"csi \x1b[", "csi "),
+            (b"lone \x1b", "lone "),
+            (b"dcs \x1bP1$r", "dcs "),
+            (b"c1 \xc2\x9b2J", "c1 "),
+            (b"\x1b[2J\x1b]0;pwn\x07ok", "ok"),
+            (b"rlo \xe2\x80\xaeabc", "rlo abc"),
+        ];
+        for (raw, want) in rows {
+            assert_eq!(shown(raw), *want, "{:?}", String::from_utf8_lossy(raw));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn nothing_reaches_the_terminal_raw(raw in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::prelude::Just(0x1bu8),
+                proptest::prelude::Just(b'\r'),
+                proptest::prelude::Just(0x07u8),
+                proptest::prelude::Just(b'['),
+                proptest::prelude::Just(b']'),
+                proptest::prelude::any::<u8>(),
+            ],
+            0..64,
+        )) {
+            let out = shown(&raw);
+            proptest::prop_assert!(!out.chars().any(acts_on_terminal), "{:?}", out);
+            let direct = escape_terminal(&String::from_utf8_lossy(&raw));
+            proptest::prop_assert!(!direct.chars().any(acts_on_terminal), "{:?}", direct);
+        }
+    }
+
     #[test]
     fn json_table() {
         let rows = [
