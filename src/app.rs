@@ -80,6 +80,7 @@ impl App {
         let registry = Registry::new(runtime.clone(), store.clone(), limits, EventBus::default());
         let secrets = Arc::new(Secrets::load(&config)?);
         registry.set_secret_source(secrets.source());
+        registry.set_scope(config.sandbox.scope);
         let approvals = Arc::new(
             Approvals::new(store.clone(), secrets.all())
                 .with_max_pending(config.approvals.max_pending_per_session),

@@ -5,7 +5,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
-use crate::config::{Config, SecretConfig};
+use crate::config::{Config, Scope, SecretConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SecretsError {
@@ -26,12 +26,23 @@ pub enum SecretsError {
     },
     #[error("read secret {name}: the value is empty")]
     Empty { name: String },
+    /// The secret names single sessions where sessions share a container.
+    #[error("give secret {name} to session {session}: {why}")]
+    SharedContainer {
+        name: String,
+        session: String,
+        why: String,
+    },
 }
 
 /// The loaded secrets.
 #[derive(Debug, Clone, Default)]
 pub struct Secrets {
+    /// `(name, config, value)` in config order.
     entries: Vec<(String, SecretConfig, String)>,
+    /// `sandbox.scope`: a secret for single sessions is refused where sessions share a
+    /// container (docs/security.md, "Shared containers").
+    scope: Scope,
 }
 
 impl Secrets {
@@ -46,6 +57,14 @@ impl Secrets {
     ) -> Result<Self, SecretsError> {
         let mut entries = Vec::new();
         for (name, s) in &config.secrets {
+            // Config validation refuses this already; a config built another way is not trusted.
+            if let Some(why) = s.splits_containers(config.sandbox.scope) {
+                return Err(SecretsError::SharedContainer {
+                    name: name.clone(),
+                    session: s.sessions.join(", "),
+                    why,
+                });
+            }
             let value = if !s.env.is_empty() {
                 env(&s.env).ok_or_else(|| SecretsError::MissingEnv {
                     name: name.clone(),
@@ -59,7 +78,29 @@ impl Secrets {
             }
             entries.push((name.clone(), s.clone(), value));
         }
-        Ok(Self { entries })
+        Ok(Self {
+            entries,
+            scope: config.sandbox.scope,
+        })
+    }
+
+    /// The env a command of `session` gets in its sandbox: refused when a secret it would get
+    /// is meant for single sessions and the container is shared, as the other sessions there
+    /// would read it too.
+    pub fn for_sandbox(&self, session: &str) -> Result<Vec<(String, String)>, SecretsError> {
+        for (name, s, _) in &self.entries {
+            if !s.applies_to(session, false) {
+                continue;
+            }
+            if let Some(why) = s.splits_containers(self.scope) {
+                return Err(SecretsError::SharedContainer {
+                    name: name.clone(),
+                    session: session.to_string(),
+                    why,
+                });
+            }
+        }
+        Ok(self.for_target(session, false))
     }
 
     /// `(name, value)` for `session` on the host (`true`) or in its sandbox.
@@ -146,6 +187,28 @@ mod tests {
         assert!(s.for_target("other", false).is_empty());
         let err = Secrets::load_with(&config("NOPE", ""), |_| None).unwrap_err();
         assert!(err.to_string().contains("TOKEN") && err.to_string().contains("NOPE"));
+    }
+
+    #[test]
+    fn single_session_secret_refused_in_shared_container() {
+        let mut c = config("SRC", "");
+        c.sandbox.scope = Scope::Agent;
+        let err = Secrets::load_with(&c, |_| Some("val".into())).unwrap_err();
+        assert!(err.to_string().contains("sandbox.scope"), "{err}");
+        // The use-time check holds even for secrets that did not come through `load`.
+        let s = Secrets {
+            entries: vec![("TOKEN".into(), c.secrets["TOKEN"].clone(), "val".into())],
+            scope: Scope::Agent,
+        };
+        let err = s.for_sandbox("main").unwrap_err();
+        assert!(err.to_string().contains("TOKEN") && err.to_string().contains("environment"));
+        assert!(s.for_sandbox("other").unwrap().is_empty());
+        c.secrets.get_mut("TOKEN").unwrap().sessions = vec!["main*".into()];
+        let s = Secrets::load_with(&c, |_| Some("val".into())).unwrap();
+        assert_eq!(
+            s.for_sandbox("main:x").unwrap(),
+            [("TOKEN".into(), "val".into())]
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `moat allowlist …`: run-time allowlist entries (configured ones live in moat.toml).
 
+use super::term::say;
 use std::process::ExitCode;
 
 use anyhow::bail;
@@ -28,9 +29,9 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|e| json!({"id": e.id, "host": e.target, "entry": e.entry, "command": e.command.as_deref().map(|c| a.display(c)), "session": e.session, "cwd": e.cwd, "source": e.source, "approvalId": e.approval_id, "addedBy": e.added_by, "addedAtMs": e.added_at_ms}))
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                super::term::json_pretty(&v)?;
             } else if rows.is_empty() {
-                println!("no run-time allowlist entries");
+                say!("no run-time allowlist entries");
             } else {
                 for e in rows {
                     let shown = match (&e.command, &e.session, &e.cwd) {
@@ -46,9 +47,12 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
                         ),
                         (None, _, _) => moat::policy::escape_display(&e.entry),
                     };
-                    println!(
+                    say!(
                         "{:>4}  {:<7}  {shown}  ({} by {})",
-                        e.id, e.target, e.source, e.added_by
+                        e.id,
+                        e.target,
+                        e.source,
+                        e.added_by
                     );
                 }
             }
@@ -72,7 +76,7 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
             } else {
                 a.allowlist_add(t, &entry, &d)?
             };
-            println!(
+            say!(
                 "{} {t}: {}",
                 if added { "added" } else { "already present" },
                 a.display(&entry)
@@ -86,7 +90,7 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
                     moat::policy::escape_display(&entry)
                 );
             }
-            println!("removed {n} entr{}", if n == 1 { "y" } else { "ies" });
+            say!("removed {n} entr{}", if n == 1 { "y" } else { "ies" });
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -2,6 +2,7 @@
 //! in `$MOAT_HOME` (mode 0700, the operator's); the moat waiting on an approval notices the
 //! decision within a fraction of a second and runs the plan.
 
+use super::term::say;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -58,16 +59,16 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
             let rows = a.list(filter)?;
             if json {
                 let v: Vec<_> = rows.iter().map(|r| a.to_json(r)).collect();
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                super::term::json_pretty(&v)?;
             } else if rows.is_empty() {
-                println!(
+                say!(
                     "no approvals{}",
                     filter.map(|f| format!(" ({f})")).unwrap_or_default()
                 );
             } else {
                 for r in &rows {
                     // Never truncated: the operator decides on what is really there.
-                    println!(
+                    say!(
                         "{}  {:<8}  {:<9}  {:<12}  expires {}  {}",
                         &r.id[..8],
                         r.status,
@@ -88,13 +89,13 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|e| json!({"atMs": e.at_ms, "kind": e.kind, "actor": e.actor, "detail": e.detail}))
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                super::term::json_pretty(&v)?;
             } else {
-                println!("id:        {}", r.id);
-                println!("status:    {}", r.status);
-                println!("host:      {}", r.target);
-                println!("session:   {}", r.session);
-                println!(
+                say!("id:        {}", r.id);
+                say!("status:    {}", r.status);
+                say!("host:      {}", r.target);
+                say!("session:   {}", r.session);
+                say!(
                     "requester: {}{}",
                     r.requester,
                     r.agent
@@ -102,19 +103,19 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
                         .map(|g| format!(" (agent {g})"))
                         .unwrap_or_default()
                 );
-                println!("reason:    {}", moat::policy::escape_display(&r.reason));
-                println!("command:   {}", a.display(&r.command));
-                println!("plan:      {}", a.display(&r.plan));
+                say!("reason:    {}", moat::policy::escape_display(&r.reason));
+                say!("command:   {}", a.display(&r.command));
+                say!("plan:      {}", a.display(&r.plan));
                 if let Ok(b) = serde_json::from_str::<moat::approvals::Binding>(&r.binding) {
-                    println!("cwd:       {}", moat::policy::escape_display(&b.cwd));
-                    println!("env hash:  {}", b.env_hash);
+                    say!("cwd:       {}", moat::policy::escape_display(&b.cwd));
+                    say!("env hash:  {}", b.env_hash);
                     // Every variable the command gets, as bound (secret values redacted).
-                    println!("env:       {} variables", b.env.len());
+                    say!("env:       {} variables", b.env.len());
                     for kv in &b.env {
-                        println!("  {}", a.display(kv));
+                        say!("  {}", a.display(kv));
                     }
                     for f in &b.files {
-                        println!(
+                        say!(
                             "file:      {} ({}, {} bytes, sha256 {})",
                             moat::policy::escape_display(&f.operand),
                             moat::policy::escape_display(&f.path),
@@ -123,7 +124,7 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
                         );
                     }
                     for (i, (argv, res)) in b.argv.iter().zip(&b.resolved).enumerate() {
-                        println!(
+                        say!(
                             "segment {}: {} → {}",
                             i + 1,
                             moat::policy::display_argv(argv),
@@ -131,22 +132,22 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
                         );
                     }
                 }
-                println!("created:   {}", when(Some(r.created_at_ms)));
-                println!("expires:   {}", when(Some(r.expires_at_ms)));
-                println!("offers:    {}", r.allowed.replace(',', ", "));
+                say!("created:   {}", when(Some(r.created_at_ms)));
+                say!("expires:   {}", when(Some(r.expires_at_ms)));
+                say!("offers:    {}", r.allowed.replace(',', ", "));
                 if let Some(d) = &r.decision {
-                    println!(
+                    say!(
                         "decision:  {d} by {} {}",
                         r.decided_by.as_deref().unwrap_or("?"),
                         when(r.decided_at_ms)
                     );
                 }
                 if let Some(p) = &r.process_id {
-                    println!("process:   {p}");
+                    say!("process:   {p}");
                 }
-                println!("audit:");
+                say!("audit:");
                 for e in audit {
-                    println!(
+                    say!(
                         "  {}  {}  {}  {}",
                         when(Some(e.at_ms)),
                         e.kind,
@@ -163,7 +164,7 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
                 ApprovalDecision::AllowOnce
             };
             let r = a.decide(&id, d, &operator()?)?;
-            println!(
+            say!(
                 "approved {} ({}): {}",
                 &r.id[..8],
                 d.as_str(),
@@ -172,7 +173,7 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
         }
         ApprovalsCommand::Deny { id } => {
             let r = a.decide(&id, ApprovalDecision::Deny, &operator()?)?;
-            println!("denied {}: {}", &r.id[..8], a.display(&r.command));
+            say!("denied {}: {}", &r.id[..8], a.display(&r.command));
         }
         ApprovalsCommand::Audit { id, limit, json } => {
             let id = match id {
@@ -185,10 +186,10 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|e| json!({"atMs": e.at_ms, "kind": e.kind, "approvalId": e.approval_id, "session": e.session, "actor": e.actor, "detail": e.detail}))
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                super::term::json_pretty(&v)?;
             } else {
                 for e in rows {
-                    println!(
+                    say!(
                         "{}  {:<17}  {:<8}  {:<12}  {}  {}",
                         e.at_ms,
                         e.kind,

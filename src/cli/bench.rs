@@ -1,3 +1,4 @@
+use super::term::{say_err, say_part};
 use std::process::ExitCode;
 
 use moat::home::Home;
@@ -7,23 +8,23 @@ use super::args::BenchArgs;
 pub async fn run(home: Home, a: BenchArgs) -> anyhow::Result<ExitCode> {
     if a.processes {
         let report =
-            moat::bench::run_processes(home, a.concurrent, a.idle_sessions, |l| eprintln!("{l}"))
+            moat::bench::run_processes(home, a.concurrent, a.idle_sessions, |l| say_err!("{l}"))
                 .await?;
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            super::term::json_pretty(&report)?;
         } else {
-            print!("{}", report.render());
+            say_part!("{}", report.render());
         }
         return Ok(ExitCode::SUCCESS);
     }
     let report = moat::bench::run(home, a.runs, a.cold_runs, a.flood_bytes, |l| {
-        eprintln!("{l}")
+        say_err!("{l}")
     })
     .await?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        super::term::json_pretty(&report)?;
     } else {
-        print!("{}", report.render());
+        say_part!("{}", report.render());
     }
     Ok(ExitCode::SUCCESS)
 }

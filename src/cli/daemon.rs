@@ -102,7 +102,7 @@ pub async fn follow_events(home: &Home, session: &str) -> anyhow::Result<ExitCod
     let mut lines = BufReader::new(stream).lines();
     while let Some(line) = lines.next_line().await.context("read events")? {
         if let Some(data) = line.strip_prefix("data:") {
-            println!("{}", data.trim_start());
+            super::term::json_text(data.trim_start());
         }
     }
     Ok(ExitCode::SUCCESS)

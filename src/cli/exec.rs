@@ -1,3 +1,4 @@
+use super::term::{say, say_err, say_part};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
@@ -47,19 +48,19 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if a.json {
-        println!("{}", serde_json::to_string(&result)?);
+        super::term::json(&result)?;
     } else if result.status() == "running" {
-        println!("{}", result.text());
+        say!("{}", result.text());
     } else {
         // The command's own output on stdout; moat's remarks (timeout, signal) on stderr.
         let output = result.details["aggregated"].as_str().unwrap_or_default();
-        print!("{output}");
+        say_part!("{output}");
         if !output.is_empty() && !output.ends_with('\n') {
-            println!();
+            say!();
         }
         if result.details["exitCode"].is_null() || result.details["timedOut"] == true {
             if let Some((_, note)) = result.text().rsplit_once("\n\n") {
-                eprintln!("moat: {note}");
+                say_err!("moat: {note}");
             }
         }
     }
@@ -85,10 +86,10 @@ async fn wait_for_approval(
         .unwrap_or_default()
         .to_string();
     if json {
-        println!("{}", serde_json::to_string(pending)?);
+        super::term::json(pending)?;
     } else {
-        eprintln!("{}", pending.text());
-        eprintln!("moat: waiting for an operator's decision (Ctrl-C leaves it pending)");
+        say_err!("{}", pending.text());
+        say_err!("moat: waiting for an operator's decision (Ctrl-C leaves it pending)");
     }
     let needle = format!("id={id},");
     loop {
@@ -101,9 +102,9 @@ async fn wait_for_approval(
             continue;
         }
         if json {
-            println!("{}", serde_json::json!({"event": event.text}));
+            say!("{}", serde_json::json!({"event": event.text}));
         } else {
-            println!("{}", event.text);
+            say!("{}", event.text);
         }
         if event.text.starts_with("Exec denied") {
             return Ok(ExitCode::from(1));

@@ -14,17 +14,20 @@ mod process;
 mod serve;
 mod sessions;
 mod skills;
+mod term;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
 use args::{Cli, Command};
+use term::{say, say_err, say_part};
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| term::LogWriter)
+        .with_ansi(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MOAT_LOG")
                 .unwrap_or_else(|_| "warn".into()),
@@ -36,7 +39,7 @@ pub fn main() -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("moat: failed to start the async runtime: {e}");
+            say_err!("moat: failed to start the async runtime: {e}");
             return ExitCode::from(2);
         }
     };
@@ -46,9 +49,9 @@ pub fn main() -> ExitCode {
             let msg = format!("{e:#}");
             // Contract texts (SPEC §7) are complete sentences, not "failed to …" fragments.
             if msg.starts_with("Security Violation") {
-                eprintln!("moat: {msg}");
+                say_err!("moat: {msg}");
             } else {
-                eprintln!("moat: failed to {msg}");
+                say_err!("moat: failed to {msg}");
             }
             ExitCode::from(2)
         }
@@ -67,16 +70,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config(args::ConfigCommand::Show { json }) => {
             let (config, source) = moat::config::load(&home.config_file())?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&config)?);
+                term::json_pretty(&config)?;
             } else {
                 match &source.file {
-                    Some(f) => println!("# from {}", f.display()),
-                    None => println!("# no {} (defaults)", home.config_file().display()),
+                    Some(f) => say!("# from {}", f.display()),
+                    None => say!("# no {} (defaults)", home.config_file().display()),
                 }
                 if !source.overrides.is_empty() {
-                    println!("# environment overrides: {}", source.overrides.join(", "));
+                    say!("# environment overrides: {}", source.overrides.join(", "));
                 }
-                print!("{}", toml::to_string_pretty(&config)?);
+                say_part!("{}", toml::to_string_pretty(&config)?);
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -1,3 +1,4 @@
+use super::term::say_part;
 use std::process::ExitCode;
 
 use moat::home::Home;
@@ -113,9 +114,9 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
         &resolver,
     );
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&explain_json(&eval))?);
+        super::term::json_pretty(&explain_json(&eval))?;
     } else {
-        print!("{}", explain_text(&eval));
+        say_part!("{}", explain_text(&eval));
     }
     Ok(ExitCode::SUCCESS)
 }

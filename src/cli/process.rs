@@ -1,3 +1,4 @@
+use super::term::say;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -28,9 +29,9 @@ pub async fn run(home: Home, a: ProcessArgs) -> anyhow::Result<ExitCode> {
     };
     let result = tool.run(&a.session, &req).await;
     if a.json {
-        println!("{}", serde_json::to_string(&result)?);
+        super::term::json(&result)?;
     } else {
-        println!("{}", result.text());
+        say!("{}", result.text());
     }
     Ok(
         if result.is_error() && result.details.get("sessionId").is_none() {

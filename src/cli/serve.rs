@@ -1,3 +1,4 @@
+use super::term::say_err;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -28,7 +29,7 @@ pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
         sd.cancel();
     });
     serve(state, a.tcp, shutdown, |at| {
-        eprintln!("moat {} serving on {at}", env!("CARGO_PKG_VERSION"))
+        say_err!("moat {} serving on {at}", env!("CARGO_PKG_VERSION"))
     })
     .await?;
     Ok(ExitCode::SUCCESS)

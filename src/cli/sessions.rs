@@ -1,3 +1,4 @@
+use super::term::say;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -37,16 +38,20 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                 }));
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                super::term::json_pretty(&rows)?;
             } else if rows.is_empty() {
-                println!("no session containers");
+                say!("no session containers");
             } else {
-                println!(
+                say!(
                     "{:<24} {:<40} {:<12} {:<8} {:<20} LAST USED",
-                    "SESSION", "CONTAINER", "ID", "STATE", "CREATED"
+                    "SESSION",
+                    "CONTAINER",
+                    "ID",
+                    "STATE",
+                    "CREATED"
                 );
                 for r in rows {
-                    println!(
+                    say!(
                         "{:<24} {:<40} {:<12} {:<8} {:<20} {}",
                         r["session"].as_str().unwrap_or(""),
                         r["container"].as_str().unwrap_or(""),
@@ -83,7 +88,7 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                     loosen,
                 },
             )?;
-            println!("policy override for session {key} saved");
+            say!("policy override for session {key} saved");
         }
         SessionsCommand::Show { key, json } => {
             moat::session::validate_key(&key)?;
@@ -101,9 +106,9 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                 "ask": ask.as_str(),
             });
             if json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                super::term::json_pretty(&v)?;
             } else {
-                println!(
+                say!(
                     "session   {key}\ncontainer {} ({})\nsecurity  {}\nask       {}",
                     names.name,
                     v["state"].as_str().unwrap_or("not created"),
@@ -114,9 +119,9 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
         }
         SessionsCommand::Rm { key } => {
             if app.sessions.remove(&key).await? {
-                println!("removed the container of session {key} (its workspace was kept)");
+                say!("removed the container of session {key} (its workspace was kept)");
             } else {
-                println!("session {key} has no container");
+                say!("session {key} has no container");
             }
         }
     }

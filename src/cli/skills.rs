@@ -1,5 +1,6 @@
 //! `moat skills …`: switch configured skills on and off at run time.
 
+use super::term::say;
 use std::process::ExitCode;
 
 use anyhow::bail;
@@ -21,13 +22,13 @@ pub fn run(home: Home, cmd: SkillsCommand) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|s| json!({"name": s.name, "bins": s.bins, "enabled": s.enabled, "source": s.source}))
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                super::term::json_pretty(&v)?;
             } else if states.is_empty() {
-                println!("no skills configured ([skills.NAME] in moat.toml)");
+                say!("no skills configured ([skills.NAME] in moat.toml)");
             } else {
                 for s in states {
                     let state = if s.enabled { "enabled" } else { "disabled" };
-                    println!(
+                    say!(
                         "{:<16}  {state:<8} ({})  {}",
                         s.name,
                         s.source,
@@ -35,9 +36,7 @@ pub fn run(home: Home, cmd: SkillsCommand) -> anyhow::Result<ExitCode> {
                     );
                 }
                 if !config.policy.auto_allow_skills {
-                    println!(
-                        "note: policy.auto_allow_skills = false, so no skill allowlists anything"
-                    );
+                    say!("note: policy.auto_allow_skills = false, so no skill allowlists anything");
                 }
             }
         }
@@ -54,13 +53,13 @@ pub fn run(home: Home, cmd: SkillsCommand) -> anyhow::Result<ExitCode> {
             let d = operator()?;
             store.set_skill(&name, true, &d.label())?;
             store.audit("skill", None, None, &d.label(), &format!("enable {name}"))?;
-            println!("enabled skill {name}");
+            say!("enabled skill {name}");
         }
         SkillsCommand::Disable { name } => {
             let d = operator()?;
             store.set_skill(&name, false, &d.label())?;
             store.audit("skill", None, None, &d.label(), &format!("disable {name}"))?;
-            println!("disabled skill {name}");
+            say!("disabled skill {name}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::Scope;
 use crate::policy::Security;
 
 /// What an `elevated` request gets when the gates let it through.
@@ -79,7 +80,9 @@ pub struct SecretConfig {
     /// Or from this file (must be mode 0600 or stricter, owned by moat's user).
     pub file: String,
     /// Session keys that get the value as the env var named like the secret (`*` = all;
-    /// `agent:*` = every session of that agent).
+    /// `prefix*` = every key starting with `prefix`). When `sandbox.scope` puts several
+    /// sessions in one container, the patterns must cover whole containers
+    /// ([`SecretConfig::splits_containers`]).
     pub sessions: Vec<String>,
     /// `sandbox`, `host`, or both.
     pub hosts: Vec<String>,
@@ -107,6 +110,54 @@ impl SecretConfig {
                 .any(|h| h.trim().eq_ignore_ascii_case(host))
         };
         hosts_ok && self.sessions.iter().any(|p| session_matches(p, session))
+    }
+}
+
+impl SecretConfig {
+    /// Why this secret cannot be given out under `scope`, if it cannot: a session pattern that
+    /// picks some but not all of the sessions sharing a container. Those sessions share one
+    /// process table, so each can read the others' environment (`/proc/*/environ`); a secret
+    /// meant for one of them reaches all (docs/security.md, "Shared containers").
+    pub fn splits_containers(&self, scope: Scope) -> Option<String> {
+        let sandbox = self.hosts.is_empty()
+            || self
+                .hosts
+                .iter()
+                .any(|h| h.trim().eq_ignore_ascii_case("sandbox"));
+        if !sandbox {
+            return None;
+        }
+        let bad = self
+            .sessions
+            .iter()
+            .find(|p| !covers_whole_containers(p, scope))?;
+        Some(match scope {
+            Scope::Session => unreachable!("every pattern covers whole per-session containers"),
+            Scope::Agent => format!(
+                "`{bad}` picks single sessions, but sandbox.scope = \"agent\" puts all sessions of \
+                 an agent (the key before `:`) in one container, where each can read the \
+                 others' environment and processes; give the secret to whole agents \
+                 (`AGENT*`, no `:`) or `*`, or set sandbox.scope = \"session\""
+            ),
+            Scope::Shared => format!(
+                "`{bad}` picks single sessions, but sandbox.scope = \"shared\" puts every \
+                 session in one container, where each can read the others' environment and \
+                 processes; give the secret to `*`, or set sandbox.scope = \"session\""
+            ),
+        })
+    }
+}
+
+/// Whether a session pattern matches all or none of the sessions of each container.
+fn covers_whole_containers(pattern: &str, scope: Scope) -> bool {
+    match scope {
+        Scope::Session => true,
+        Scope::Shared => pattern == "*",
+        // An agent's container holds `AGENT` and every `AGENT:…`: a prefix without `:` takes
+        // either all of them or none; an exact key or a prefix with `:` can take some.
+        Scope::Agent => pattern
+            .strip_suffix('*')
+            .is_some_and(|prefix| !prefix.contains(':')),
     }
 }
 
@@ -142,5 +193,45 @@ mod tests {
             ..Default::default()
         };
         assert!(both.applies_to("x", true) && both.applies_to("y", false));
+    }
+
+    #[test]
+    fn secrets_under_shared_containers() {
+        // (scope, sessions, hosts, refused)
+        let rows: &[(Scope, &[&str], &[&str], bool)] = &[
+            (Scope::Session, &["bot:x"], &[], false),
+            (Scope::Session, &["main"], &["sandbox"], false),
+            (Scope::Agent, &["bot:x"], &[], true),
+            (Scope::Agent, &["bot:*"], &[], true),
+            (Scope::Agent, &["main"], &[], true),
+            (Scope::Agent, &["bot*"], &[], false),
+            (Scope::Agent, &["*"], &[], false),
+            (Scope::Agent, &["bot*", "x:y"], &[], true),
+            (Scope::Agent, &["bot:x"], &["host"], false),
+            (Scope::Agent, &["bot:x"], &["host", "sandbox"], true),
+            (Scope::Shared, &["bot*"], &[], true),
+            (Scope::Shared, &["*"], &[], false),
+            (Scope::Shared, &["main"], &["host"], false),
+        ];
+        for (scope, sessions, hosts, refused) in rows {
+            let s = SecretConfig {
+                env: "X".into(),
+                sessions: sessions.iter().map(|p| p.to_string()).collect(),
+                hosts: hosts.iter().map(|h| h.to_string()).collect(),
+                ..Default::default()
+            };
+            let why = s.splits_containers(*scope);
+            assert_eq!(
+                why.is_some(),
+                *refused,
+                "{scope:?} {sessions:?} {hosts:?}: {why:?}"
+            );
+            if let Some(why) = why {
+                assert!(
+                    why.contains("sandbox.scope") && why.contains("environment"),
+                    "{why}"
+                );
+            }
+        }
     }
 }

@@ -237,6 +237,9 @@ fn validate_sections(config: &Config) -> Result<(), ConfigError> {
                 ));
             }
         }
+        if let Some(why) = secret.splits_containers(config.sandbox.scope) {
+            return Err(invalid(key(".sessions"), why));
+        }
     }
     for (name, skill) in &config.skills {
         for bin in &skill.bins {

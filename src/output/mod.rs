@@ -1,11 +1,13 @@
 //! Output pipeline pieces: sanitizing, capping, redacting and paging process output.
 
 mod capped;
+mod display;
 mod lines;
 mod redact;
 mod sanitize;
 
 pub use capped::{clamp_max_chars, CappedText, DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS};
+pub use display::{escape_json_text, escape_terminal};
 pub use lines::{page, Page, DEFAULT_PAGE_LINES};
 pub use redact::Redactor;
 pub use sanitize::{

@@ -5,6 +5,17 @@
 //! into one region, and each region becomes a single marker named after the longest value in it
 //! (on a tie, the one configured first). So no byte of any secret survives, even when two
 //! secrets overlap in the text. Streaming output is identical to one-shot output.
+//!
+//! [`Redactor::new`] also hides each value's encoded forms (`forms.rs`: reversed, hex,
+//! percent-encoded, base64) under the same name; [`Redactor::literal`] matches the values only.
+//! All values are searched at once with one Aho-Corasick automaton, so the cost of a pass
+//! barely grows with the number of forms.
+
+mod forms;
+
+pub use forms::encoded_forms;
+
+use aho_corasick::{AhoCorasick, Input, MatchKind};
 
 /// One configured secret.
 #[derive(Clone, Debug)]
@@ -39,14 +50,38 @@ pub struct Redactor {
     secrets: Vec<Secret>,
     /// Length in bytes of the longest value, which bounds what must be held back.
     max_len: usize,
+    /// Finds the leftmost occurrence of any value (the longest among those starting there);
+    /// `None` when there are no values.
+    finder: Option<AhoCorasick>,
     /// Where the current stream stands.
     stream: Stream,
 }
 
 impl Redactor {
-    /// Creates a redactor for `(name, value)` pairs. Empty values are ignored; of several
-    /// secrets with the same value the first name is used.
+    /// Creates a redactor for `(name, value)` pairs that hides each value and its encoded forms
+    /// (see [`encoded_forms`]), every form named after its secret. Empty values are ignored.
     pub fn new(secrets: Vec<(String, String)>) -> Self {
+        let mut all = Vec::new();
+        for (name, value) in &secrets {
+            if !value.is_empty() {
+                all.push((name.clone(), value.clone()));
+            }
+        }
+        // The values first: on a tie a value names a region before any encoded form.
+        for (name, value) in secrets {
+            if value.is_empty() {
+                continue;
+            }
+            for form in encoded_forms(&value) {
+                all.push((name.clone(), form));
+            }
+        }
+        Self::literal(all)
+    }
+
+    /// Creates a redactor that hides the `(name, value)` pairs exactly as given. Empty values
+    /// are ignored; of several secrets with the same value the first name is used.
+    pub fn literal(secrets: Vec<(String, String)>) -> Self {
         let mut kept: Vec<Secret> = Vec::new();
         for (name, value) in secrets {
             if value.is_empty() || kept.iter().any(|s| s.value == value) {
@@ -56,9 +91,18 @@ impl Redactor {
             kept.push(Secret { name, value, fail });
         }
         let max_len = kept.iter().map(|s| s.value.len()).max().unwrap_or(0);
+        let finder = if kept.is_empty() {
+            None
+        } else {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(kept.iter().map(|s| s.value.as_bytes()))
+                .ok()
+        };
         Self {
             secrets: kept,
             max_len,
+            finder,
             stream: Stream::default(),
         }
     }
@@ -113,7 +157,6 @@ impl Redactor {
         } else {
             self.partial_start(&stream.buf)
         };
-        let mut finder = Finder::new(self.secrets.len());
         loop {
             if let Some(name) = stream.open {
                 let (end, name) = self.extend_region(&stream.buf, stream.done, name);
@@ -131,7 +174,7 @@ impl Redactor {
                 continue;
             }
             let limit = partial.unwrap_or(stream.buf.len());
-            match finder.earliest(&self.secrets, &stream.buf, stream.done) {
+            match self.earliest(&stream.buf, stream.done) {
                 Some((start, idx)) if start <= limit => {
                     out.push_str(&stream.buf[stream.done..start]);
                     stream.done = start + self.secrets[idx].value.len();
@@ -173,6 +216,14 @@ impl Redactor {
         (best_end, name)
     }
 
+    /// Earliest occurrence at or after `from`, with the longest secret among those starting
+    /// there (distinct values of one length cannot start at the same place).
+    fn earliest(&self, buf: &str, from: usize) -> Option<(usize, usize)> {
+        let finder = self.finder.as_ref()?;
+        let found = finder.find(Input::new(buf).span(from..buf.len()))?;
+        Some((found.start(), found.pattern().as_usize()))
+    }
+
     /// Whether secret `a` names a region in preference to secret `b`.
     fn wins(&self, a: usize, b: usize) -> bool {
         let (la, lb) = (self.secrets[a].value.len(), self.secrets[b].value.len());
@@ -191,51 +242,6 @@ impl Redactor {
                 let start = bytes.len() - matched;
                 best = Some(best.map_or(start, |b: usize| b.min(start)));
             }
-        }
-        best
-    }
-}
-
-/// Remembers, per secret, where its next occurrence is, so repeated searches in one drain stay
-/// linear.
-struct Finder {
-    /// Per secret: (position searched from, next occurrence at or after it).
-    cache: Vec<Option<(usize, Option<usize>)>>,
-}
-
-impl Finder {
-    fn new(n: usize) -> Self {
-        Self {
-            cache: vec![None; n],
-        }
-    }
-
-    /// Earliest occurrence at or after `from`, with the preferred secret among those starting
-    /// there.
-    fn earliest(&mut self, secrets: &[Secret], buf: &str, from: usize) -> Option<(usize, usize)> {
-        let mut best: Option<(usize, usize)> = None;
-        for (idx, secret) in secrets.iter().enumerate() {
-            let hit = match self.cache[idx] {
-                Some((searched, hit)) if searched <= from && hit.is_none_or(|h| h >= from) => hit,
-                _ => {
-                    let hit = buf[from..].find(secret.value.as_str()).map(|p| p + from);
-                    self.cache[idx] = Some((from, hit));
-                    hit
-                }
-            };
-            let Some(start) = hit else { continue };
-            best = match best {
-                Some((b, bidx)) if b < start => Some((b, bidx)),
-                Some((b, bidx)) if b == start => {
-                    let (la, lb) = (secret.value.len(), secrets[bidx].value.len());
-                    if la > lb {
-                        Some((start, idx))
-                    } else {
-                        Some((b, bidx))
-                    }
-                }
-                _ => Some((start, idx)),
-            };
         }
         best
     }

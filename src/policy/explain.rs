@@ -8,7 +8,7 @@ use super::verdict::{Evaluation, SegmentReport};
 
 /// Whether a character would hide or disguise text on a terminal: controls, bidi overrides,
 /// zero-width and other invisible or look-alike spacing characters.
-fn is_deceptive(c: char) -> bool {
+pub fn is_deceptive(c: char) -> bool {
     c.is_control()
         || matches!(c as u32,
             0x00A0 | 0x00AD | 0x034F | 0x061C | 0x115F | 0x1160 | 0x17B4 | 0x17B5

@@ -33,7 +33,7 @@ pub use allowlist::{Allowlist, Candidate};
 pub use env::{findings as env_findings, DEFAULT_ENV_ALLOW};
 pub use error::PolicyError;
 pub use evaluate::{command_names, evaluate, pattern_words, source_words};
-pub use explain::{display_argv, escape_display, explain_json, explain_text};
+pub use explain::{display_argv, escape_display, explain_json, explain_text, is_deceptive};
 pub use ir::{Joiner, Redirect, Script, Segment, TimeKeyword};
 pub use levels::{raise_ask, tighten_security, Ask, Security};
 pub use parse::parse_script;

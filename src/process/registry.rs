@@ -17,8 +17,10 @@ use super::output::OutputState;
 use super::proc::{Control, ExitInfo, Proc, ProcInfo, ProcState};
 use super::script::{self, PTY_SIZE};
 use super::supervisor::{ExitWatch, Supervisor};
+use crate::config::Scope;
 use crate::host::{HostRuntime, HOST_CONTAINER};
 use crate::runtime::{ExecSpec, Runtime, RuntimeError};
+use crate::session::container_key;
 use crate::store::{now_ms, ProcessRow, ProcessStatus, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +89,9 @@ pub struct Registry {
     procs: Mutex<HashMap<String, Arc<Proc>>>,
     /// When `start` last swept (`list` always does).
     last_sweep_ms: AtomicI64,
+    /// How sessions map to containers: sessions that share a container share its processes
+    /// (docs/security.md, "Shared containers").
+    scope: Mutex<Scope>,
 }
 
 impl Registry {
@@ -105,7 +110,27 @@ impl Registry {
             events,
             procs: Mutex::new(HashMap::new()),
             last_sweep_ms: AtomicI64::new(0),
+            scope: Mutex::new(Scope::Session),
         })
+    }
+
+    /// Sets how sessions map to containers (`sandbox.scope`), once at start.
+    pub fn set_scope(&self, scope: Scope) {
+        *self.scope.lock().unwrap() = scope;
+    }
+
+    /// Whether `session` may see and act on a process `owner` started in `container`: its
+    /// own, and under a shared scope every process of the container it shares. Every session
+    /// in a container can already reach those with `ps` and `kill`; the tool says so instead
+    /// of pretending otherwise. Host processes stay per session.
+    fn visible_to(&self, owner: &str, container: &str, session: &str) -> bool {
+        if owner == session {
+            return true;
+        }
+        let scope = *self.scope.lock().unwrap();
+        scope != Scope::Session
+            && container != HOST_CONTAINER
+            && container_key(owner, scope) == container_key(session, scope)
     }
 
     /// Where secrets for re-attached processes come from (set once by the app).
@@ -235,22 +260,31 @@ impl Registry {
     }
 
     /// A process of `session` by id, re-attaching it from the index if this moat has not
-    /// seen it yet. Another session's id is "not found".
+    /// seen it yet. Another container's (or another session's host) id is "not found".
     pub fn get(self: &Arc<Self>, session: &str, id: &str) -> Option<Arc<Proc>> {
         if let Some(p) = self.procs.lock().unwrap().get(id).cloned() {
-            return (p.info.session == session).then_some(p);
+            return self
+                .visible_to(&p.info.session, &p.info.container, session)
+                .then_some(p);
         }
         let row = self.store.process(id).ok().flatten()?;
-        if row.session != session {
+        if !self.visible_to(&row.session, &row.container, session) {
             return None;
         }
         self.attach(row)
     }
 
-    /// The session's processes that the `process` tool shows (background ones), newest first.
+    /// The processes that the `process` tool shows `session` (background ones, of every session
+    /// in its container under a shared scope), newest first.
     pub fn list(self: &Arc<Self>, session: &str) -> Vec<Arc<Proc>> {
         self.sweep(session);
-        let rows = self.store.processes(session).unwrap_or_default();
+        let rows = if *self.scope.lock().unwrap() == Scope::Session {
+            self.store.processes(session).unwrap_or_default()
+        } else {
+            let mut rows = self.store.all_processes().unwrap_or_default();
+            rows.retain(|r| self.visible_to(&r.session, &r.container, session));
+            rows
+        };
         rows.into_iter()
             .filter(|r| r.background)
             .filter_map(|r| self.get(session, &r.id))

@@ -140,6 +140,19 @@ impl Store {
         rows.collect::<Result<_, _>>().ctx("list processes")
     }
 
+    /// Every process of every session, newest first (sessions sharing a container list each
+    /// other's).
+    pub fn all_processes(&self) -> Result<Vec<ProcessRow>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT {COLUMNS} FROM processes ORDER BY started_at_ms DESC, id DESC"
+            ))
+            .ctx("list processes")?;
+        let rows = stmt.query_map([], row).ctx("list processes")?;
+        rows.collect::<Result<_, _>>().ctx("list processes")
+    }
+
     /// Every process still marked running (to re-attach after a restart).
     pub fn running_processes(&self) -> Result<Vec<ProcessRow>, StoreError> {
         let conn = self.conn();

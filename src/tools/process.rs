@@ -242,12 +242,13 @@ impl ProcessTool {
             let runtime = end - p.info.started_at_ms;
             let status = status_of(p);
             let cmd: String = p.info.command.chars().take(120).collect();
+            // The command is the agent's text: shown escaped, like an approval's.
             lines.push(format!(
                 "{} {:<9} {} :: {}",
                 p.info.id,
                 status,
                 runtime_text(runtime),
-                cmd.replace('\n', " ")
+                crate::policy::escape_display(&cmd)
             ));
             rows.push(json!({
                 "sessionId": p.info.id,

@@ -48,7 +48,7 @@ fn status_of(e: &ExecError) -> StatusCode {
             StatusCode::INTERNAL_SERVER_ERROR
         }
         ExecError::HostFile(_) => StatusCode::BAD_REQUEST,
-        ExecError::Elevated(_) => StatusCode::FORBIDDEN,
+        ExecError::Elevated(_) | ExecError::Secrets(_) => StatusCode::FORBIDDEN,
         ExecError::Approval(a) => {
             StatusCode::from_u16(a.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
         }

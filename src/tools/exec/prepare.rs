@@ -216,7 +216,7 @@ impl ExecTool {
         let container = self.sessions.ensure(session).await?;
         let cwd = map_workdir(req.workdir.as_deref(), &container.workspace)?;
         let sandbox = &self.config.sandbox;
-        let secrets = self.secrets.for_target(session, false);
+        let secrets = self.secrets.for_sandbox(session)?;
         let mut base = sandbox.env.clone();
         base.extend(secrets.iter().cloned());
         let env = merge_env(&base, &req.env, &sandbox.path_prepend);

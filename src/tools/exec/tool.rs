@@ -50,6 +50,8 @@ pub enum ExecError {
     /// A file the plan runs cannot be bound to the approval.
     #[error(transparent)]
     HostFile(#[from] crate::host::BindError),
+    #[error(transparent)]
+    Secrets(#[from] crate::secrets::SecretsError),
 }
 
 /// See the module docs. Cheap to clone: approval waiters keep a copy.

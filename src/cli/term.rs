@@ -1,0 +1,85 @@
+//! The only way the CLI writes to the operator's terminal. Anything it prints may carry text an
+//! agent chose (commands, output, event texts, error messages naming a value), so every line
+//! goes through `moat::output::escape_terminal`, and JSON through `escape_json_text`, which
+//! keeps it valid and equal in value (docs/security.md, "Operator-facing text").
+//! `tests/cli_terminal.rs` checks that no other file in src/cli prints directly.
+
+use std::io::Write;
+
+use moat::output::{escape_json_text, escape_terminal};
+
+/// `println!` for the operator: the formatted text is escaped first.
+macro_rules! say {
+    () => {
+        $crate::cli::term::line("")
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::term::line(&format!($($arg)*))
+    };
+}
+
+/// `eprintln!` for the operator.
+macro_rules! say_err {
+    ($($arg:tt)*) => {
+        $crate::cli::term::err_line(&format!($($arg)*))
+    };
+}
+
+/// `print!` for the operator (no line break added).
+macro_rules! say_part {
+    ($($arg:tt)*) => {
+        $crate::cli::term::part(&format!($($arg)*))
+    };
+}
+
+pub(crate) use {say, say_err, say_part};
+
+pub fn line(text: &str) {
+    println!("{}", escape_terminal(text));
+}
+
+pub fn err_line(text: &str) {
+    eprintln!("{}", escape_terminal(text));
+}
+
+pub fn part(text: &str) {
+    print!("{}", escape_terminal(text));
+    let _ = std::io::stdout().flush();
+}
+
+/// Prints a value as one line of JSON.
+pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
+    println!("{}", escape_json_text(&serde_json::to_string(value)?));
+    Ok(())
+}
+
+/// Prints a value as indented JSON.
+pub fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
+    println!(
+        "{}",
+        escape_json_text(&serde_json::to_string_pretty(value)?)
+    );
+    Ok(())
+}
+
+/// Prints an already serialized JSON text (e.g. an event's `data`) with the JSON escaping:
+/// for text that is not JSON it is still a terminal-safe rendering.
+pub fn json_text(text: &str) {
+    println!("{}", escape_json_text(text));
+}
+
+/// Log lines (`MOAT_LOG`) to stderr, escaped like everything else: a log message can quote an
+/// engine error or a value an agent chose.
+pub struct LogWriter;
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = escape_terminal(&String::from_utf8_lossy(buf));
+        std::io::stderr().write_all(text.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
