@@ -50,7 +50,7 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
             entry,
         } => {
             let t = target(&host)?;
-            let d = operator()?;
+            let d = operator(&a, &format!("allowlist add --host {t} {entry}"), None)?;
             let added = if command {
                 a.allowlist_add_command(t, &entry, &d)?
             } else {
@@ -63,7 +63,8 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
             );
         }
         AllowlistCommand::Rm { entry } => {
-            let n = a.allowlist_remove(&entry, &operator()?)?;
+            let d = operator(&a, &format!("allowlist rm {entry}"), None)?;
+            let n = a.allowlist_remove(&entry, &d)?;
             if n == 0 {
                 bail!(
                     "remove allowlist entry `{}`: no such entry",

@@ -11,6 +11,7 @@ mod image;
 mod mcp;
 mod policy;
 mod process;
+mod run_as;
 mod serve;
 mod sessions;
 mod skills;
@@ -22,6 +23,10 @@ use clap::Parser;
 use args::{Cli, Command};
 
 pub fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(moat::host::RUN_AS_SUBCOMMAND) {
+        return run_as::main(&args[2..]);
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -34,6 +34,10 @@ pub struct ElevatedConfig {
     pub default_level: ElevatedLevel,
     /// Host directories put in front of the login-shell PATH.
     pub path_prepend: Vec<String>,
+    /// The user host commands run as (`name`, `uid` or `uid:gid`; empty = moat's own user).
+    /// Another user cannot enter moat's 0700 home, so no host command can reach the socket,
+    /// the operator token or the state database (docs/security.md, "The operator channel").
+    pub user: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -147,6 +147,7 @@ mod tests {
             allow_from,
             default_level: level,
             path_prepend: vec![],
+            user: String::new(),
         }
     }
 

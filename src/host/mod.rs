@@ -2,13 +2,22 @@
 //!
 //! `env` is the host env policy, `path` the login-shell PATH and name resolution, `runtime`
 //! the [`Runtime`](crate::runtime::Runtime) seam that lets the process registry run host
-//! commands through the same wrapper, log and supervisor as container ones, `pty` terminals.
+//! commands through the same wrapper, log and supervisor as container ones, `pty` terminals,
+//! `lineage` tells whether a process descends from a host command, `operator` refuses such a
+//! process operator rights and audits the attempt, and `run_as` is
+//! `elevated.user` (docs/security.md, "The operator channel").
 
 mod env;
+mod lineage;
+mod operator;
 mod path;
 mod pty;
+mod run_as;
 mod runtime;
 
 pub use env::{check_overrides, inherited, override_allowed, HostEnvError};
+pub use lineage::{host_origin, HostOrigin, LineageError, HOST_MARKER};
+pub use operator::{audit_refusal, check_pid, check_self, Refusal, REFUSED_KIND};
 pub use path::{login_path, merge as merge_path, resolve as resolve_names, split as split_path};
+pub use run_as::{exec_as, parse_groups, RunAs, RunAsError, RUN_AS_SUBCOMMAND};
 pub use runtime::{HostRuntime, HOST_CONTAINER};

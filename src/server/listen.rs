@@ -62,7 +62,13 @@ pub async fn serve(
     );
     let mut tasks = Vec::new();
     tokio::spawn(prune_loop(state.clone(), shutdown.clone()));
-    let unix_app = router(state.clone(), Transport::Unix);
+    // Every request on the socket first proves it does not come from a host command.
+    let unix_app = router(state.clone(), Transport::Unix)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            super::peer::guard,
+        ))
+        .into_make_service_with_connect_info::<super::peer::UnixPeer>();
     let sd = shutdown.clone();
     tasks.push(tokio::spawn(async move {
         axum::serve(unix, unix_app)

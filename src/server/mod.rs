@@ -1,12 +1,14 @@
 //! `moat serve`: the HTTP API (axum) on the unix socket and, with tokens, on TCP.
 //!
 //! `auth` turns a request into an identity, `error` is the JSON error shape, `routes` maps
-//! paths to handlers, `handlers` holds one function per endpoint, `listen` owns the sockets.
+//! paths to handlers, `handlers` holds one function per endpoint, `listen` owns the sockets, `peer`
+//! refuses socket callers that run inside a host command.
 
 mod auth;
 mod error;
 mod handlers;
 mod listen;
+mod peer;
 mod routes;
 
 pub use auth::{Identity, Transport};
