@@ -136,7 +136,14 @@ fn http(addr: &str, method: &str, path: &str, token: &str, body: &str) -> (u16, 
 
 /// The agent's elevated request, through its own token; returns the tool result.
 fn agent_exec(s: &Server, command: &str) -> serde_json::Value {
-    let body = serde_json::json!({"command": command, "elevated": true, "yieldMs": 60000});
+    agent_exec_in(s, command, false)
+}
+
+/// The same, optionally with a terminal (`pty`): the command then runs as the session leader's
+/// own child on the terminal, and the wrapper is replaced by the login shell.
+fn agent_exec_in(s: &Server, command: &str, pty: bool) -> serde_json::Value {
+    let body =
+        serde_json::json!({"command": command, "elevated": true, "yieldMs": 60000, "pty": pty});
     let (status, v) = http(
         &s.addr,
         "POST",
@@ -201,6 +208,10 @@ fn a_host_command_cannot_act_as_the_operator() {
             format!("sh -c {}", sh_quote(&format!("env -i setsid -w {decide}"))),
         ),
         (
+            "socket, in a terminal, cleared env",
+            format!("sh -c {}", sh_quote(&format!("exec env -i {decide}"))),
+        ),
+        (
             "cli approve",
             format!(
                 "sh -c {}",
@@ -238,7 +249,7 @@ fn a_host_command_cannot_act_as_the_operator() {
         ),
     ];
     for (name, command) in &attacks {
-        let r = agent_exec(&s, command);
+        let r = agent_exec_in(&s, command, name.contains("terminal"));
         let out = text(&r);
         // It ran (the allowlist let it), and what it tried was refused, saying why.
         assert_ne!(
@@ -284,7 +295,7 @@ fn a_host_command_cannot_act_as_the_operator() {
         .iter()
         .filter(|e| e["actor"].as_str().unwrap().starts_with("unix socket"))
         .collect();
-    assert_eq!(on_socket.len(), 2, "{refused:#?}");
+    assert_eq!(on_socket.len(), 3, "{refused:#?}");
     for e in &on_socket {
         assert_eq!(e["approvalId"], id.as_str(), "{e}");
         assert_eq!(e["session"], SESSION, "{e}");

@@ -30,6 +30,9 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // A closed stderr must not turn a log line into a panic (tracing's fallback report
+        // is an `eprintln!`, which panics): a refused host command triggers warnings at will.
+        .log_internal_errors(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MOAT_LOG")
                 .unwrap_or_else(|_| "warn".into()),

@@ -255,3 +255,78 @@ impl Runtime for HostRuntime {
         Err(unsupported("build an image"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_moat_markers_pass() {
+        for k in [
+            "MOAT_HOME",
+            "MOAT_SERVE_OPERATOR_TOKEN",
+            "MOAT_SESSION",
+            "MOAT_",
+        ] {
+            assert!(!passed(k), "{k}");
+        }
+        for k in [
+            "MOAT_SHELL",
+            "MOAT_PATH_PREPEND",
+            "MOAT_HOST_COMMAND",
+            "PATH",
+            "LANG",
+        ] {
+            assert!(passed(k), "{k}");
+        }
+    }
+
+    /// A host command leads its own session, sees no moat setting, and is known by its
+    /// wrapper pid while it runs.
+    #[tokio::test]
+    async fn host_commands_lead_a_session_marked_and_without_moat_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let rt = HostRuntime::new();
+        let started = rt
+            .exec(
+                HOST_CONTAINER,
+                ExecSpec {
+                    argv: vec![
+                        "/bin/sh".into(),
+                        "-c".into(),
+                        r#"{ cat /proc/self/stat; echo; env; } > "$0"; sleep 0.3"#.into(),
+                        out.display().to_string(),
+                    ],
+                    env: vec![
+                        "MOAT_HOME=/secret/home".into(),
+                        "MOAT_SERVE_OPERATOR_TOKEN=tok".into(),
+                        "MOAT_HOST_COMMAND=warm-river".into(),
+                        "LANG=C".into(),
+                    ],
+                    workdir: None,
+                    user: None,
+                    tty: false,
+                    console_size: None,
+                },
+            )
+            .await
+            .unwrap();
+        let pid: u32 = started.id.strip_prefix("host-").unwrap().parse().unwrap();
+        assert_eq!(rt.leader(pid).as_deref(), Some("warm-river"));
+        assert_eq!(rt.leader(pid + 100_000), None);
+        started.finished.await.unwrap();
+        assert_eq!(rt.leader(pid), None, "a finished command leads nothing");
+        let text = std::fs::read_to_string(&out).unwrap();
+        let stat = text.lines().next().unwrap();
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        // state ppid pgrp session: the wrapper is its own group and session leader.
+        assert_eq!(fields[2], pid.to_string(), "{stat}");
+        assert_eq!(fields[3], pid.to_string(), "{stat}");
+        assert!(text.contains("MOAT_HOST_COMMAND=warm-river") && text.contains("LANG=C"));
+        assert!(
+            !text.contains("MOAT_HOME") && !text.contains("tok\n"),
+            "{text}"
+        );
+    }
+}
