@@ -50,6 +50,9 @@ struct Stat {
     ppid: u32,
     pgrp: u32,
     session: u32,
+    /// Clock ticks after boot when the process started: with the pid, it names one process
+    /// (a pid alone may be reused).
+    start: u64,
 }
 
 /// Parses `/proc/<pid>/stat`. The command name is in parentheses and may itself contain
@@ -61,10 +64,13 @@ fn parse_stat(text: &str) -> Option<Stat> {
     let ppid = fields.next()?.parse().ok()?;
     let pgrp = fields.next()?.parse().ok()?;
     let session = fields.next()?.parse().ok()?;
+    // Fields 7 to 21 (tty_nr … itrealvalue), then starttime.
+    let start = fields.nth(15)?.parse().ok()?;
     Some(Stat {
         ppid,
         pgrp,
         session,
+        start,
     })
 }
 
@@ -78,6 +84,13 @@ fn read_stat(root: &Path, pid: u32) -> Result<Stat, LineageError> {
         pid,
         reason: "unexpected format".into(),
     })
+}
+
+/// When `pid` started (see [`Stat::start`]), or `None` when it is gone. A socket peer is
+/// checked again on each request; comparing this with the value at `connect` shows whether the
+/// pid still names the process that connected.
+pub fn start_time(root: &Path, pid: u32) -> Option<u64> {
+    read_stat(root, pid).ok().map(|s| s.start)
 }
 
 /// The marker's value in a NUL-separated environment block.
@@ -170,7 +183,10 @@ mod tests {
             std::fs::create_dir(&d).unwrap();
             std::fs::write(
                 d.join("stat"),
-                format!("{pid} (a (b) c) S {ppid} {pgrp} {sid} 0 -1 4194560 0 0"),
+                format!(
+                    "{pid} (a (b) c) S {ppid} {pgrp} {sid} 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 {} 1 2",
+                    pid * 10
+                ),
             )
             .unwrap();
             let mut block = Vec::new();
@@ -191,15 +207,19 @@ mod tests {
 
     #[test]
     fn stat_fields_count_from_the_last_parenthesis() {
-        let s = parse_stat("42 (we)ird ) name) S 7 8 9 0 -1").unwrap();
+        let s =
+            parse_stat("42 (we)ird ) name) S 7 8 9 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 777 9")
+                .unwrap();
         assert_eq!(
             s,
             Stat {
                 ppid: 7,
                 pgrp: 8,
-                session: 9
+                session: 9,
+                start: 777
             }
         );
+        assert_eq!(parse_stat("42 (x) S 7 8 9 0 -1"), None, "cut short");
         assert_eq!(parse_stat("42 noparen S 1 2 3"), None);
         assert_eq!(parse_stat("42 (x) S one 2 3"), None);
     }
@@ -270,6 +290,16 @@ mod tests {
             Err(LineageError::Unreadable { pid: 4242, .. })
         ));
         assert!(host_origin(t.path(), 0, &none).is_err());
+    }
+
+    #[test]
+    fn start_times_tell_a_reused_pid() {
+        let t = tree(&[(300, 1, 300, 300, &[])]);
+        assert_eq!(start_time(t.path(), 300), Some(3000));
+        assert_eq!(start_time(t.path(), 301), None);
+        let me = std::process::id();
+        let live = start_time(Path::new("/proc"), me).unwrap();
+        assert_eq!(start_time(Path::new("/proc"), me), Some(live));
     }
 
     #[test]

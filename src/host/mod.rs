@@ -16,7 +16,7 @@ mod run_as;
 mod runtime;
 
 pub use env::{check_overrides, inherited, override_allowed, HostEnvError};
-pub use lineage::{host_origin, HostOrigin, LineageError, HOST_MARKER};
+pub use lineage::{host_origin, start_time, HostOrigin, LineageError, HOST_MARKER};
 pub use operator::{audit_refusal, check_pid, check_self, Refusal, REFUSED_KIND};
 pub use path::{login_path, merge as merge_path, resolve as resolve_names, split as split_path};
 pub use run_as::{exec_as, parse_groups, RunAs, RunAsError, RUN_AS_SUBCOMMAND};

@@ -16,26 +16,65 @@ use tokio::net::UnixListener;
 
 use super::error::ApiError;
 use super::routes::ServerState;
+use crate::host::Refusal;
 
-/// The peer's credentials as the kernel gave them at `connect` (`SO_PEERCRED`).
-#[derive(Debug, Clone, Copy)]
+/// The peer's credentials as the kernel gave them at `connect` (`SO_PEERCRED`), and what the
+/// check found then.
+#[derive(Debug, Clone)]
 pub struct UnixPeer {
     /// The connecting process; `None` when the kernel gave none (then it is refused).
     pub pid: Option<u32>,
     /// Its user, for the audit log.
     pub uid: Option<u32>,
+    /// When that process started: a later request on the connection is checked against the
+    /// same process, not whatever reuses its pid after it exited.
+    pub start: Option<u64>,
+    /// The check at `connect`: a connection refused then stays refused, whatever happens to
+    /// the process (it may hand the descriptor to a child that escaped, and exit).
+    pub at_connect: Result<(), Refusal>,
 }
 
 impl Connected<IncomingStream<'_, UnixListener>> for UnixPeer {
     fn connect_info(stream: IncomingStream<'_, UnixListener>) -> Self {
         let cred = stream.io().peer_cred().ok();
+        let pid = cred
+            .and_then(|c| c.pid())
+            .and_then(|p| u32::try_from(p).ok());
+        let at_connect = match pid {
+            Some(pid) => crate::host::check_pid(Path::new(PROC), pid, &|_| None),
+            None => Err(Refusal {
+                pid: 0,
+                origin: None,
+                reason: "the kernel gave no pid for the caller".into(),
+            }),
+        };
         UnixPeer {
-            pid: cred
-                .and_then(|c| c.pid())
-                .and_then(|p| u32::try_from(p).ok()),
+            pid,
             uid: cred.map(|c| c.uid()),
+            start: pid.and_then(|p| crate::host::start_time(Path::new(PROC), p)),
+            at_connect,
         }
     }
+}
+
+const PROC: &str = "/proc";
+
+/// The check for one request: the verdict at `connect`, the same process still there, and
+/// the check again (now also against the daemon's live host commands).
+fn check(peer: &UnixPeer, known: &dyn Fn(u32) -> Option<String>) -> Result<(), Refusal> {
+    peer.at_connect.clone()?;
+    let pid = peer.pid.unwrap_or(0);
+    let now = crate::host::start_time(Path::new(PROC), pid);
+    if now.is_none() || now != peer.start {
+        return Err(Refusal {
+            pid,
+            origin: None,
+            reason: format!(
+                "the process that connected (pid {pid}) is gone, so the caller cannot be checked"
+            ),
+        });
+    }
+    crate::host::check_pid(Path::new(PROC), pid, known)
 }
 
 /// The approval a path names (`/v1/approvals/{id}…`), for the audit record.
@@ -43,8 +82,8 @@ fn approval_in(path: &str) -> Option<&str> {
     path.strip_prefix("/v1/approvals/")?.split('/').next()
 }
 
-/// Refuses, with 403 and an audit record, any request whose peer runs inside a host command;
-/// checked per request, since the peer's lineage is read while it waits for the answer.
+/// Refuses, with 403 and an audit record, any request whose peer runs inside a host command:
+/// checked at `connect` and again per request.
 pub async fn guard(
     State(state): State<Arc<ServerState>>,
     ConnectInfo(peer): ConnectInfo<UnixPeer>,
@@ -52,15 +91,7 @@ pub async fn guard(
     next: Next,
 ) -> Response {
     let registry = state.app.registry.clone();
-    let checked = match peer.pid {
-        Some(pid) => crate::host::check_pid(Path::new("/proc"), pid, &|p| registry.host_leader(p)),
-        None => Err(crate::host::Refusal {
-            pid: 0,
-            origin: None,
-            reason: "the kernel gave no pid for the caller".into(),
-        }),
-    };
-    let Err(refusal) = checked else {
+    let Err(refusal) = check(&peer, &|p| registry.host_leader(p)) else {
         return next.run(req).await;
     };
     let what = format!("{} {}", req.method(), req.uri().path());
@@ -90,7 +121,41 @@ pub async fn guard(
 
 #[cfg(test)]
 mod tests {
-    use super::approval_in;
+    use super::*;
+
+    fn me() -> UnixPeer {
+        let pid = std::process::id();
+        UnixPeer {
+            pid: Some(pid),
+            uid: None,
+            start: crate::host::start_time(Path::new(PROC), pid),
+            at_connect: Ok(()),
+        }
+    }
+
+    #[test]
+    fn a_peer_is_the_process_that_connected() {
+        let none = |_| None;
+        assert_eq!(check(&me(), &none), Ok(()));
+        // A refusal at connect holds for the whole connection.
+        let refused = Refusal {
+            pid: 1,
+            origin: None,
+            reason: "x".into(),
+        };
+        let mut p = me();
+        p.at_connect = Err(refused.clone());
+        assert_eq!(check(&p, &none), Err(refused));
+        // The same pid with another start time is another process (a reused pid).
+        let mut p = me();
+        p.start = p.start.map(|s| s + 1);
+        assert!(check(&p, &none).unwrap_err().reason.contains("is gone"));
+        // A live host command this daemon started, known by its pid.
+        let mine = std::process::id();
+        let known = move |p: u32| (p == mine).then(|| "warm-river".to_string());
+        let r = check(&me(), &known).unwrap_err();
+        assert_eq!(r.origin.unwrap().process_id, "warm-river");
+    }
 
     #[test]
     fn approval_ids_in_paths() {
