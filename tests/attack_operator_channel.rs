@@ -362,6 +362,7 @@ fn with_elevated_user_a_host_command_cannot_reach_the_socket() {
         sh_quote(&format!(
             "echo uid=$(id -u) gid=$(id -g) groups=$(id -G); \
              curl -s --unix-socket {sock} http://moat/v1/health; echo curl=$?; \
+             curl -s --unix-socket ../../moat.sock http://moat/v1/health; echo relative=$?; \
              cat {home}/moat.toml >/dev/null 2>&1; echo cat=$?; \
              ls {home} >/dev/null 2>&1; echo ls=$?"
         ))
@@ -376,6 +377,9 @@ fn with_elevated_user_a_host_command_cannot_reach_the_socket() {
     );
     // curl exits 7: it could not connect (the home is 0700, the socket 0600).
     assert!(out.contains("curl=7"), "{out}");
+    // Nor from the working directory, which lies inside the home: `..` leads back, but no
+    // name inside the 0700 home resolves for another user.
+    assert!(out.contains("relative=7"), "{out}");
     assert!(!out.contains("\"status\""), "{out}");
     assert!(out.contains("cat=1") && out.contains("ls=2"), "{out}");
 }
