@@ -79,7 +79,7 @@ fn host_user(spec: &str) -> bool {
             true
         }
         Ok(Some(u)) if !nix::unistd::geteuid().is_root() => {
-            println!("FAIL  elevated.user (uid {}) needs moat to run as root, or with CAP_SETUID and CAP_SETGID", u.uid);
+            println!("FAIL  elevated.user (uid {}) needs moat to run as root: this moat is not\n      (a moat given CAP_SETUID and CAP_SETGID works too; this check cannot see those)", u.uid);
             false
         }
         Ok(Some(u)) => {
