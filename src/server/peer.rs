@@ -36,7 +36,16 @@ pub struct UnixPeer {
 
 impl Connected<IncomingStream<'_, UnixListener>> for UnixPeer {
     fn connect_info(stream: IncomingStream<'_, UnixListener>) -> Self {
-        let cred = stream.io().peer_cred().ok();
+        UnixPeer::of(stream.io())
+    }
+}
+
+impl UnixPeer {
+    /// The peer of an accepted connection, checked now. Whatever accepts connections on the
+    /// socket puts this in each request's extensions (as `ConnectInfo<UnixPeer>` or as a
+    /// plain `UnixPeer`); [`guard`] refuses requests that carry neither.
+    pub fn of(stream: &tokio::net::UnixStream) -> Self {
+        let cred = stream.peer_cred().ok();
         let pid = cred
             .and_then(|c| c.pid())
             .and_then(|p| u32::try_from(p).ok());
@@ -84,23 +93,33 @@ fn approval_in(path: &str) -> Option<&str> {
 
 /// Refuses, with 403 and an audit record, any request whose peer runs inside a host command:
 /// checked at `connect` and again per request.
-pub async fn guard(
-    State(state): State<Arc<ServerState>>,
-    ConnectInfo(peer): ConnectInfo<UnixPeer>,
-    req: Request,
-    next: Next,
-) -> Response {
+pub async fn guard(State(state): State<Arc<ServerState>>, req: Request, next: Next) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<UnixPeer>>()
+        .map(|c| c.0.clone())
+        .or_else(|| req.extensions().get::<UnixPeer>().cloned());
     let registry = state.app.registry.clone();
-    let Err(refusal) = check(&peer, &|p| registry.host_leader(p)) else {
+    let checked = match &peer {
+        Some(peer) => check(peer, &|p| registry.host_leader(p)),
+        // Fail closed: a connection whose peer was never recorded is nobody's.
+        None => Err(Refusal {
+            pid: 0,
+            origin: None,
+            reason: "the connection carries no peer credentials".into(),
+        }),
+    };
+    let Err(refusal) = checked else {
         return next.run(req).await;
     };
     let what = format!("{} {}", req.method(), req.uri().path());
     let approval = approval_in(req.uri().path())
         .and_then(|id| state.app.approvals.get(id).ok())
         .map(|r| r.id);
+    let uid = peer.and_then(|p| p.uid);
     let channel = format!(
         "unix socket uid {}",
-        peer.uid.map_or("?".into(), |u| u.to_string())
+        uid.map_or("?".into(), |u| u.to_string())
     );
     if let Err(e) = crate::host::audit_refusal(
         &state.app.store,
@@ -155,6 +174,83 @@ mod tests {
         let known = move |p: u32| (p == mine).then(|| "warm-river".to_string());
         let r = check(&me(), &known).unwrap_err();
         assert_eq!(r.origin.unwrap().process_id, "warm-river");
+    }
+
+    /// The guard on a real socket: this process passes; a client carrying a host command's
+    /// marker is refused with the reason, and the attempt is audited.
+    #[tokio::test]
+    async fn the_guard_on_a_real_socket() {
+        use crate::app::App;
+        use crate::config::{Config, ConfigSource};
+        use crate::home::Home;
+        use crate::runtime::fake::FakeRuntime;
+
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        home.ensure_root().unwrap();
+        let source = ConfigSource {
+            file: None,
+            overrides: vec![],
+        };
+        let app = App::with_runtime(
+            home,
+            Config::default(),
+            source,
+            Arc::new(FakeRuntime::new()),
+        )
+        .unwrap();
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let state = ServerState::new(app, shutdown.clone());
+        let sock = dir.path().join("t.sock");
+        let listener = UnixListener::bind(&sock).unwrap();
+        let app = super::super::router(state.clone(), super::super::Transport::Unix)
+            .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
+            .into_make_service_with_connect_info::<UnixPeer>();
+        let sd = shutdown.clone();
+        tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(sd.cancelled_owned())
+                .await
+        });
+        let curl = |marker: Option<&str>| {
+            let mut c = std::process::Command::new("curl");
+            c.args(["-s", "-w", "\n%{http_code}", "--unix-socket"])
+                .arg(&sock)
+                .arg("http://moat/v1/health")
+                .env_remove(crate::host::HOST_MARKER);
+            if let Some(m) = marker {
+                c.env(crate::host::HOST_MARKER, m);
+            }
+            c
+        };
+        let ok = tokio::process::Command::from(curl(None))
+            .output()
+            .await
+            .unwrap();
+        let ok = String::from_utf8_lossy(&ok.stdout).into_owned();
+        assert!(ok.ends_with("\n200"), "{ok}");
+        let no = tokio::process::Command::from(curl(Some("cold-lake")))
+            .output()
+            .await
+            .unwrap();
+        let no = String::from_utf8_lossy(&no.stdout).into_owned();
+        assert!(no.ends_with("\n403"), "{no}");
+        assert!(
+            no.contains("refused GET /v1/health on moat's socket"),
+            "{no}"
+        );
+        assert!(no.contains("runs inside host command `cold-lake`"), "{no}");
+        let audit = state.app.store.audit_log(None, 10).unwrap();
+        let refused: Vec<_> = audit
+            .iter()
+            .filter(|e| e.kind == crate::host::REFUSED_KIND)
+            .collect();
+        assert_eq!(refused.len(), 1, "{audit:?}");
+        assert!(refused[0].actor.starts_with("unix socket uid "));
+        assert!(refused[0]
+            .detail
+            .starts_with("GET /v1/health host-process=cold-lake: pid "));
+        shutdown.cancel();
     }
 
     #[test]
