@@ -208,6 +208,14 @@ fn a_host_command_cannot_act_as_the_operator() {
             format!("sh -c {}", sh_quote(&format!("env -i setsid -w {decide}"))),
         ),
         (
+            // As if it had read the token (from moat.toml, or moat's own environment).
+            "tcp, with the operator token",
+            format!(
+                "curl -s -H 'Authorization: Bearer {OPERATOR}' -X POST http://{}/v1/approvals/{id}/decision -d '{{\"decision\":\"allow-always\"}}'",
+                s.addr
+            ),
+        ),
+        (
             "socket, in a terminal, cleared env",
             format!("sh -c {}", sh_quote(&format!("exec env -i {decide}"))),
         ),
@@ -261,7 +269,7 @@ fn a_host_command_cannot_act_as_the_operator() {
             "{name}: no reason given: {out}"
         );
         assert!(out.contains("never act as the operator"), "{name}: {out}");
-        if name.starts_with("socket") {
+        if name.starts_with("socket") || name.starts_with("tcp") {
             assert!(out.contains("refused POST /v1/approvals/"), "{name}: {out}");
         } else {
             assert!(
@@ -305,6 +313,12 @@ fn a_host_command_cannot_act_as_the_operator() {
             "{d}"
         );
     }
+    let on_tcp: Vec<_> = refused
+        .iter()
+        .filter(|e| e["actor"].as_str().unwrap().starts_with("tcp 127.0.0.1:"))
+        .collect();
+    assert_eq!(on_tcp.len(), 1, "{refused:#?}");
+    assert_eq!(on_tcp[0]["approvalId"], id.as_str());
     let by_cli: Vec<_> = refused
         .iter()
         .filter(|e| e["actor"].as_str().unwrap().starts_with("cli:pid"))

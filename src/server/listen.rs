@@ -88,7 +88,13 @@ pub async fn serve(
             .map(|a| a.to_string())
             .unwrap_or_default();
         where_.push_str(&format!(" tcp:{bound}"));
-        let tcp_app = router(state.clone(), Transport::Tcp);
+        // A local client inside a host command is refused whatever token it holds.
+        let tcp_app = router(state.clone(), Transport::Tcp)
+            .layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                super::tcp_peer::guard,
+            ))
+            .into_make_service_with_connect_info::<super::tcp_peer::TcpPeer>();
         let sd = shutdown.clone();
         tasks.push(tokio::spawn(async move {
             axum::serve(listener, tcp_app)

@@ -2,7 +2,7 @@
 //!
 //! `auth` turns a request into an identity, `error` is the JSON error shape, `routes` maps
 //! paths to handlers, `handlers` holds one function per endpoint, `listen` owns the sockets, `peer`
-//! refuses socket callers that run inside a host command.
+//! and `tcp_peer` refuse callers that run inside a host command.
 
 mod auth;
 mod error;
@@ -10,6 +10,7 @@ mod handlers;
 mod listen;
 mod peer;
 mod routes;
+mod tcp_peer;
 
 pub use auth::{Identity, Transport};
 pub use listen::{serve, ServeError};

@@ -112,28 +112,39 @@ pub async fn guard(State(state): State<Arc<ServerState>>, req: Request, next: Ne
     let Err(refusal) = checked else {
         return next.run(req).await;
     };
-    let what = format!("{} {}", req.method(), req.uri().path());
-    let approval = approval_in(req.uri().path())
-        .and_then(|id| state.app.approvals.get(id).ok())
-        .map(|r| r.id);
     let uid = peer.and_then(|p| p.uid);
     let channel = format!(
         "unix socket uid {}",
         uid.map_or("?".into(), |u| u.to_string())
     );
+    refuse(&state, &req, &refusal, &channel, "socket")
+}
+
+/// The 403 and the audit record of a refused request; `door` names the listener in the error.
+pub(super) fn refuse(
+    state: &ServerState,
+    req: &Request,
+    refusal: &Refusal,
+    channel: &str,
+    door: &str,
+) -> Response {
+    let what = format!("{} {}", req.method(), req.uri().path());
+    let approval = approval_in(req.uri().path())
+        .and_then(|id| state.app.approvals.get(id).ok())
+        .map(|r| r.id);
     if let Err(e) = crate::host::audit_refusal(
         &state.app.store,
-        &refusal,
-        &channel,
+        refusal,
+        channel,
         &what,
         approval.as_deref(),
     ) {
-        tracing::warn!(error = %e, "failed to audit a refused socket caller");
+        tracing::warn!(error = %e, "failed to audit a refused caller");
     }
-    tracing::warn!(%what, %refusal, "refused a host command on the operator socket");
+    tracing::warn!(%what, %refusal, "refused a host command on moat's {door}");
     ApiError::new(
         StatusCode::FORBIDDEN,
-        format!("refused {what} on moat's socket: {refusal}"),
+        format!("refused {what} on moat's {door}: {refusal}"),
     )
     .into_response()
 }
