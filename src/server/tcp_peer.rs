@@ -126,30 +126,55 @@ pub fn loopback_clients(proc_root: &Path, client: SocketAddr, server: SocketAddr
         .unwrap_or_default()
 }
 
-/// What was found about a TCP connection when it was accepted.
+/// A TCP connection's two ends, and what was found about its client.
 #[derive(Debug, Clone)]
 pub struct TcpPeer {
     /// The client's address, for the audit log.
     pub addr: SocketAddr,
+    /// moat's end, to find the connection in `/proc/net/tcp`.
+    pub server: Option<SocketAddr>,
     /// `Err` when a local process at the client end runs inside a host command (or could not
-    /// be examined); decided once per connection, since finding the holders scans `/proc`.
-    pub verdict: Result<(), Refusal>,
+    /// be examined). Decided once per connection, at its first request (the client is then
+    /// waiting for the answer), off the accept loop: finding the holders scans `/proc`.
+    verdict: Arc<tokio::sync::OnceCell<Result<(), Refusal>>>,
 }
 
 impl TcpPeer {
-    /// Examines an accepted connection. Whatever accepts TCP connections puts this in each
+    /// Records an accepted connection. Whatever accepts TCP connections puts this in each
     /// request's extensions (as `ConnectInfo<TcpPeer>` or as a plain `TcpPeer`).
     pub fn of(stream: &tokio::net::TcpStream, client: SocketAddr) -> Self {
-        let verdict = match stream.local_addr() {
-            Ok(server) => loopback_clients(Path::new("/proc"), client, server)
-                .into_iter()
-                .try_for_each(|pid| crate::host::check_pid(Path::new("/proc"), pid, &|_| None)),
-            Err(_) => Ok(()),
-        };
         TcpPeer {
             addr: client,
-            verdict,
+            server: stream.local_addr().ok(),
+            verdict: Arc::default(),
         }
+    }
+
+    async fn verdict(&self) -> Result<(), Refusal> {
+        let (client, server) = (self.addr, self.server);
+        self.verdict
+            .get_or_init(|| async move {
+                let Some(server) = server else {
+                    return Ok(());
+                };
+                tokio::task::spawn_blocking(move || {
+                    loopback_clients(Path::new("/proc"), client, server)
+                        .into_iter()
+                        .try_for_each(|pid| {
+                            crate::host::check_pid(Path::new("/proc"), pid, &|_| None)
+                        })
+                })
+                .await
+                .unwrap_or_else(|e| {
+                    Err(Refusal {
+                        pid: 0,
+                        origin: None,
+                        reason: format!("the check of the local client failed: {e}"),
+                    })
+                })
+            })
+            .await
+            .clone()
     }
 }
 
@@ -168,12 +193,15 @@ pub async fn guard(State(state): State<Arc<ServerState>>, req: Request, next: Ne
         .get::<ConnectInfo<TcpPeer>>()
         .map(|c| c.0.clone())
         .or_else(|| req.extensions().get::<TcpPeer>().cloned());
-    match peer {
-        Some(TcpPeer {
-            addr,
-            verdict: Err(refusal),
-        }) => super::peer::refuse(&state, &req, &refusal, &format!("tcp {addr}"), "TCP port"),
-        _ => next.run(req).await,
+    let Some(peer) = peer else {
+        return next.run(req).await;
+    };
+    match peer.verdict().await {
+        Ok(()) => next.run(req).await,
+        Err(refusal) => {
+            let channel = format!("tcp {}", peer.addr);
+            super::peer::refuse(&state, &req, &refusal, &channel, "TCP port")
+        }
     }
 }
 
