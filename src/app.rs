@@ -23,6 +23,10 @@ pub enum AppError {
     Runtime(#[from] RuntimeError),
     #[error(transparent)]
     Secrets(#[from] crate::secrets::SecretsError),
+    #[error(transparent)]
+    HostUser(#[from] crate::host::RunAsError),
+    #[error("find moat's own executable for elevated.user")]
+    OwnExe(#[source] std::io::Error),
     #[error("create {path}")]
     Home {
         path: String,
@@ -80,6 +84,11 @@ impl App {
         let registry = Registry::new(runtime.clone(), store.clone(), limits, EventBus::default());
         let secrets = Arc::new(Secrets::load(&config)?);
         registry.set_secret_source(secrets.source());
+        if let Some(user) = crate::host::RunAs::resolve(&config.elevated.user)? {
+            // Host commands start through this very binary, which drops to the user.
+            let exe = std::env::current_exe().map_err(AppError::OwnExe)?;
+            registry.set_host_user(user.helper_argv(&exe.display().to_string()));
+        }
         registry.set_scope(config.sandbox.scope);
         let approvals = Arc::new(
             Approvals::new(store.clone(), secrets.all())

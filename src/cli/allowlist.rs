@@ -65,7 +65,7 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
             entry,
         } => {
             let t = target(&host)?;
-            let d = operator()?;
+            let d = operator(&a, &format!("allowlist add --host {t} {entry}"), None)?;
             let added = if command {
                 let session = session.unwrap_or_default();
                 let wd = workdir.unwrap_or_default();
@@ -83,7 +83,8 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
             );
         }
         AllowlistCommand::Rm { entry } => {
-            let n = a.allowlist_remove(&entry, &operator()?)?;
+            let d = operator(&a, &format!("allowlist rm {entry}"), None)?;
+            let n = a.allowlist_remove(&entry, &d)?;
             if n == 0 {
                 bail!(
                     "remove allowlist entry `{}`: no such entry",

@@ -23,11 +23,25 @@ pub fn open(home: &Home) -> anyhow::Result<Approvals> {
     Ok(Approvals::new(store, secrets.all()))
 }
 
-/// The local operator. Refused inside a command moat started (every such command has
-/// `MOAT_SHELL=exec`): an agent on the host must not approve its own requests.
-pub fn operator() -> anyhow::Result<Decider> {
-    if std::env::var_os("MOAT_SHELL").is_some() {
-        bail!("decide from inside a command moat started (MOAT_SHELL is set): only an operator's own shell may decide");
+/// The local operator, about to do `what` (on `approval`). Refused, and the attempt audited,
+/// when this moat runs inside a command moat started (its marker is in this process's
+/// environment, or in that of an ancestor, its session leader or its process-group leader):
+/// an agent's host command must not act as the operator (docs/security.md, "The operator
+/// channel").
+pub fn operator(a: &Approvals, what: &str, approval: Option<&str>) -> anyhow::Result<Decider> {
+    if let Err(refusal) = moat::host::check_self() {
+        let approval = approval.and_then(|id| a.get(id).ok()).map(|r| r.id);
+        let audited = moat::host::audit_refusal(
+            a.store(),
+            &refusal,
+            "cli",
+            &format!("moat {what}"),
+            approval.as_deref(),
+        );
+        if let Err(e) = audited {
+            bail!("act as the operator for `moat {what}`: {refusal} (and the attempt could not be audited: {e})");
+        }
+        bail!("act as the operator for `moat {what}`: {refusal}");
     }
     let caller = moat::exec::Caller::cli();
     Ok(Decider::operator(caller.sender.unwrap_or_default(), "cli"))
@@ -163,7 +177,11 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
             } else {
                 ApprovalDecision::AllowOnce
             };
-            let r = a.decide(&id, d, &operator()?)?;
+            let r = a.decide(
+                &id,
+                d,
+                &operator(&a, &format!("approvals approve {id}"), Some(&id))?,
+            )?;
             say!(
                 "approved {} ({}): {}",
                 &r.id[..8],
@@ -172,7 +190,8 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
             );
         }
         ApprovalsCommand::Deny { id } => {
-            let r = a.decide(&id, ApprovalDecision::Deny, &operator()?)?;
+            let d = operator(&a, &format!("approvals deny {id}"), Some(&id))?;
+            let r = a.decide(&id, ApprovalDecision::Deny, &d)?;
             say!("denied {}: {}", &r.id[..8], a.display(&r.command));
         }
         ApprovalsCommand::Audit { id, limit, json } => {

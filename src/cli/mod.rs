@@ -11,6 +11,7 @@ mod image;
 mod mcp;
 mod policy;
 mod process;
+mod run_as;
 mod serve;
 mod sessions;
 mod skills;
@@ -24,10 +25,17 @@ use args::{Cli, Command};
 use term::{say, say_err, say_part};
 
 pub fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(moat::host::RUN_AS_SUBCOMMAND) {
+        return run_as::main(&args[2..]);
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(|| term::LogWriter)
         .with_ansi(false)
+        // A closed stderr must not turn a log line into a panic (tracing's fallback report
+        // is an `eprintln!`, which panics): a refused host command triggers warnings at will.
+        .log_internal_errors(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MOAT_LOG")
                 .unwrap_or_else(|_| "warn".into()),

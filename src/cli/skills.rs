@@ -50,13 +50,13 @@ pub fn run(home: Home, cmd: SkillsCommand) -> anyhow::Result<ExitCode> {
             );
         }
         SkillsCommand::Enable { name } => {
-            let d = operator()?;
+            let d = operator(&a, &format!("skills enable {name}"), None)?;
             store.set_skill(&name, true, &d.label())?;
             store.audit("skill", None, None, &d.label(), &format!("enable {name}"))?;
             say!("enabled skill {name}");
         }
         SkillsCommand::Disable { name } => {
-            let d = operator()?;
+            let d = operator(&a, &format!("skills disable {name}"), None)?;
             store.set_skill(&name, false, &d.label())?;
             store.audit("skill", None, None, &d.label(), &format!("disable {name}"))?;
             say!("disabled skill {name}");

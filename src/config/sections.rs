@@ -43,6 +43,10 @@ pub struct ElevatedConfig {
     /// taken from it). Empty: `$MOAT_HOME/host-work`, created private. It should be a
     /// directory no sandbox can write; one that a sandbox can write asks every time.
     pub workdir: String,
+    /// The user host commands run as (`name`, `uid` or `uid:gid`; empty = moat's own user).
+    /// Another user cannot enter moat's 0700 home, so no host command can reach the socket,
+    /// the operator token or the state database (docs/security.md, "The operator channel").
+    pub user: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -3,8 +3,9 @@
 //! It lets the process registry and supervisor treat a host process like a container one:
 //! the same wrapper script records the group id and exit status in the host run directory,
 //! output goes to the same kind of log, and kill/exit-watch helpers run as local commands.
-//! The wrapper leads its own process group (or, with a PTY, its own session), so killing the
-//! group reaches everything the command started. Container operations are refused.
+//! The wrapper leads its own session and process group (with a PTY, the terminal is the
+//! session's controlling tty), so killing the group reaches everything the command started.
+//! Container operations are refused.
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
@@ -29,6 +30,22 @@ const HELPER_PATH: &str = "/usr/sbin:/usr/bin:/sbin:/bin";
 struct Started {
     exit: Option<i64>,
     master: Option<OwnedFd>,
+    /// The moat process id from the command's marker, for [`HostRuntime::leader`].
+    process_id: String,
+}
+
+/// The only `MOAT_*` variables a host command may see: moat's own markers. Anything else of
+/// that prefix (`MOAT_HOME`, `MOAT_SERVE_OPERATOR_TOKEN`, …) would point a host command at the
+/// operator channel, whatever the env policy above let through.
+const MOAT_VARS_PASSED: &[&str] = &[
+    "MOAT_SHELL",
+    crate::process::script::PATH_PREPEND_VAR,
+    super::lineage::HOST_MARKER,
+];
+
+/// Whether `key` may reach a host command (see [`MOAT_VARS_PASSED`]).
+fn passed(key: &str) -> bool {
+    !key.starts_with("MOAT_") || MOAT_VARS_PASSED.contains(&key)
 }
 
 /// See the module docs.
@@ -40,6 +57,17 @@ pub struct HostRuntime {
 impl HostRuntime {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The moat process id of the running host command whose wrapper (the leader of its
+    /// session and process group) is `pid`, if this moat started it. Its environment could be
+    /// rewritten (a PTY command `exec`s in place of the wrapper); this record cannot.
+    pub fn leader(&self, pid: u32) -> Option<String> {
+        let started = self.started.lock().unwrap();
+        started
+            .get(&format!("host-{pid}"))
+            .filter(|s| s.exit.is_none())
+            .map(|s| s.process_id.clone())
     }
 }
 
@@ -97,9 +125,15 @@ impl Runtime for HostRuntime {
         };
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(&argv[1..]).env_clear().kill_on_drop(false);
+        let mut process_id = String::new();
         for kv in &spec.env {
             if let Some((k, v)) = kv.split_once('=') {
-                cmd.env(k, v);
+                if k == super::lineage::HOST_MARKER {
+                    process_id = v.to_string();
+                }
+                if passed(k) {
+                    cmd.env(k, v);
+                }
             }
         }
         if let Some(dir) = &spec.workdir {
@@ -118,8 +152,18 @@ impl Runtime for HostRuntime {
             }
             master = Some(m);
         } else {
-            cmd.process_group(0)
-                .stdin(Stdio::null())
+            // Its own session (and so its own process group): the session id marks everything
+            // the command starts (docs/security.md, "The operator channel"), and no terminal
+            // of the operator's stays reachable from it.
+            // SAFETY: setsid is async-signal-safe.
+            unsafe {
+                cmd.pre_exec(|| {
+                    nix::unistd::setsid()
+                        .map(drop)
+                        .map_err(std::io::Error::from)
+                });
+            }
+            cmd.stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
         }
@@ -134,10 +178,14 @@ impl Runtime for HostRuntime {
             }
             None => None,
         };
-        self.started
-            .lock()
-            .unwrap()
-            .insert(id.clone(), Started { exit: None, master });
+        self.started.lock().unwrap().insert(
+            id.clone(),
+            Started {
+                exit: None,
+                master,
+                process_id,
+            },
+        );
         let (tx, finished) = oneshot::channel();
         let started = self.started.clone();
         let key = id.clone();
@@ -205,5 +253,80 @@ impl Runtime for HostRuntime {
         _progress: Progress,
     ) -> Result<(), RuntimeError> {
         Err(unsupported("build an image"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_moat_markers_pass() {
+        for k in [
+            "MOAT_HOME",
+            "MOAT_SERVE_OPERATOR_TOKEN",
+            "MOAT_SESSION",
+            "MOAT_",
+        ] {
+            assert!(!passed(k), "{k}");
+        }
+        for k in [
+            "MOAT_SHELL",
+            "MOAT_PATH_PREPEND",
+            "MOAT_HOST_COMMAND",
+            "PATH",
+            "LANG",
+        ] {
+            assert!(passed(k), "{k}");
+        }
+    }
+
+    /// A host command leads its own session, sees no moat setting, and is known by its
+    /// wrapper pid while it runs.
+    #[tokio::test]
+    async fn host_commands_lead_a_session_marked_and_without_moat_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let rt = HostRuntime::new();
+        let started = rt
+            .exec(
+                HOST_CONTAINER,
+                ExecSpec {
+                    argv: vec![
+                        "/bin/sh".into(),
+                        "-c".into(),
+                        r#"{ cat /proc/self/stat; echo; env; } > "$0"; sleep 0.3"#.into(),
+                        out.display().to_string(),
+                    ],
+                    env: vec![
+                        "MOAT_HOME=/secret/home".into(),
+                        "MOAT_SERVE_OPERATOR_TOKEN=tok".into(),
+                        "MOAT_HOST_COMMAND=warm-river".into(),
+                        "LANG=C".into(),
+                    ],
+                    workdir: None,
+                    user: None,
+                    tty: false,
+                    console_size: None,
+                },
+            )
+            .await
+            .unwrap();
+        let pid: u32 = started.id.strip_prefix("host-").unwrap().parse().unwrap();
+        assert_eq!(rt.leader(pid).as_deref(), Some("warm-river"));
+        assert_eq!(rt.leader(pid + 100_000), None);
+        started.finished.await.unwrap();
+        assert_eq!(rt.leader(pid), None, "a finished command leads nothing");
+        let text = std::fs::read_to_string(&out).unwrap();
+        let stat = text.lines().next().unwrap();
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        // state ppid pgrp session: the wrapper is its own group and session leader.
+        assert_eq!(fields[2], pid.to_string(), "{stat}");
+        assert_eq!(fields[3], pid.to_string(), "{stat}");
+        assert!(text.contains("MOAT_HOST_COMMAND=warm-river") && text.contains("LANG=C"));
+        assert!(
+            !text.contains("MOAT_HOME") && !text.contains("tok\n"),
+            "{text}"
+        );
     }
 }

@@ -78,7 +78,7 @@ pub struct StartSpec {
 pub struct Registry {
     runtime: Arc<dyn Runtime>,
     /// Runs processes recorded under [`HOST_CONTAINER`] on this machine.
-    host: Arc<dyn Runtime>,
+    host: Arc<HostRuntime>,
     /// Secret values per (session, target), so a process re-attached after a restart is
     /// redacted like the one that started it.
     secrets: Mutex<Option<SecretSource>>,
@@ -87,6 +87,9 @@ pub struct Registry {
     events: EventBus,
     /// Live processes by id. A std mutex: never held across `.await`.
     procs: Mutex<HashMap<String, Arc<Proc>>>,
+    /// The argv prefix that starts host commands as `elevated.user` (empty: moat's own user).
+    /// Set once by the app.
+    host_user: Mutex<Vec<String>>,
     /// When `start` last swept (`list` always does).
     last_sweep_ms: AtomicI64,
     /// How sessions map to containers: sessions that share a container share its processes
@@ -105,6 +108,7 @@ impl Registry {
             runtime,
             host: Arc::new(HostRuntime::new()),
             secrets: Mutex::new(None),
+            host_user: Mutex::new(Vec::new()),
             store,
             limits,
             events,
@@ -136,6 +140,17 @@ impl Registry {
     /// Where secrets for re-attached processes come from (set once by the app).
     pub fn set_secret_source(&self, source: SecretSource) {
         *self.secrets.lock().unwrap() = Some(source);
+    }
+
+    /// Runs host commands through `prefix` (`moat __run-as …`), set from `elevated.user`.
+    pub fn set_host_user(&self, prefix: Vec<String>) {
+        *self.host_user.lock().unwrap() = prefix;
+    }
+
+    /// The moat process id of the live host command whose wrapper is `pid`, if this moat
+    /// started it (see [`HostRuntime::leader`]).
+    pub fn host_leader(&self, pid: u32) -> Option<String> {
+        self.host.leader(pid)
     }
 
     fn secrets_for(&self, session: &str, container: &str) -> Vec<(String, String)> {
@@ -204,19 +219,24 @@ impl Registry {
         };
         self.store
             .insert_process(&row_for(&info, &spec.run_dir, spec.background))?;
+        let mut env = spec.env.clone();
         let argv = if on_host {
+            // Every host command is marked, so moat can tell its descendants from the
+            // operator (docs/security.md, "The operator channel").
+            env.push(format!("{}={id}", crate::host::HOST_MARKER));
             script::host_argv(
                 &spec.run_dir.display().to_string(),
                 &id,
                 &spec.command,
                 spec.pty,
+                &self.host_user.lock().unwrap(),
             )
         } else {
             script::argv(&id, &spec.command, spec.pty)
         };
         let exec = ExecSpec {
             argv,
-            env: spec.env.clone(),
+            env,
             workdir: Some(spec.cwd.clone()),
             user: None,
             tty: spec.pty,

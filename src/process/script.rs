@@ -77,16 +77,43 @@ pub fn argv(id: &str, command: &str, pty: bool) -> Vec<String> {
 
 /// The argv for a host process: the same wrappers, with the host run directory passed as `$0`
 /// in place of the container's fixed mount (never pasted into the script text).
-pub fn host_argv(run_dir: &str, id: &str, command: &str, pty: bool) -> Vec<String> {
+///
+/// With a `run_as` prefix (`moat __run-as UID GID GROUPS --`, from `elevated.user`), the
+/// wrapper stays moat's user and only the login shell starts through the prefix, which follows
+/// the script as arguments `$3…`: the wrapper keeps writing the run files the command can no
+/// longer reach, and the command's stdio are descriptors the wrapper opened.
+pub fn host_argv(
+    run_dir: &str,
+    id: &str,
+    command: &str,
+    pty: bool,
+    run_as: &[String],
+) -> Vec<String> {
     let wrapper = if pty { PTY_WRAPPER } else { WRAPPER };
-    vec![
+    let mut wrapper = wrapper.replace("\"/run/moat/", "\"$0/");
+    if !run_as.is_empty() {
+        wrapper = if pty {
+            wrapper.replace(
+                r#"exec sh -lc "$2""#,
+                r#"c=$2; shift 2; exec "$@" sh -lc "$c""#,
+            )
+        } else {
+            wrapper.replace(
+                r#"sh -lc "$2" >>"#,
+                r#"( c=$2; shift 2; exec "$@" sh -lc "$c" ) >>"#,
+            )
+        };
+    }
+    let mut argv = vec![
         "/bin/sh".into(),
         "-c".into(),
-        wrapper.replace("\"/run/moat/", "\"$0/"),
+        wrapper,
         run_dir.into(),
         id.into(),
         login_script(command),
-    ]
+    ];
+    argv.extend(run_as.iter().cloned());
+    argv
 }
 
 /// A helper command that ends process group `pgid`: TERM, up to `grace_ms` for the group to
@@ -133,10 +160,48 @@ mod tests {
 
     #[test]
     fn host_wrapper_takes_the_dir_as_an_argument() {
-        let a = host_argv("/h o'me/run", "id", "true", false);
+        let a = host_argv("/h o'me/run", "id", "true", false, &[]);
         assert!(!a[2].contains(RUN_DIR) && !a[2].contains("h o'me"));
         assert!(a[2].contains(r#""$0/$1.pid""#));
         assert_eq!(a[3], "/h o'me/run");
+        assert_eq!(a.len(), 6);
+    }
+
+    /// Runs the host wrapper for real with a prefix that records its own argv: the login
+    /// shell, and only it, starts through the prefix, and the run files are still written.
+    #[test]
+    fn host_wrapper_starts_only_the_command_through_run_as() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().display().to_string();
+        std::fs::write(dir.path().join("p.in"), "").unwrap();
+        // The "prefix": prints its arguments one per line into a file, then runs them.
+        let prefix = vec![
+            "/bin/sh".to_string(),
+            "-c".to_string(),
+            r#"printf '%s\n' "$@" > "$0"; exec "$@""#.to_string(),
+            dir.path().join("seen").display().to_string(),
+        ];
+        for pty in [false, true] {
+            let a = host_argv(&run, "p", "echo ran-$((1+1))", pty, &prefix);
+            let out = std::process::Command::new(&a[0])
+                .args(&a[1..])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let seen = std::fs::read_to_string(dir.path().join("seen")).unwrap();
+            let seen: Vec<&str> = seen.lines().collect();
+            assert_eq!(seen[..2], ["sh", "-lc"], "pty={pty}: {seen:?}");
+            assert!(seen.last().unwrap().ends_with("echo ran-$((1+1))"));
+            assert!(std::fs::read_to_string(dir.path().join("p.pid")).is_ok());
+            if pty {
+                assert!(String::from_utf8_lossy(&out.stdout).contains("ran-2"));
+            } else {
+                let log = std::fs::read_to_string(dir.path().join("p.out")).unwrap();
+                assert!(log.contains("ran-2"), "{log}");
+                let exit = std::fs::read_to_string(dir.path().join("p.exit")).unwrap();
+                assert_eq!(exit, "0");
+            }
+        }
     }
 
     #[test]

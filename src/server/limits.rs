@@ -477,6 +477,25 @@ pub trait RawAccept: Send + Sync + 'static {
     type Addr: Send;
     fn accept_raw(&self) -> impl Future<Output = io::Result<(Self::Io, Self::Addr)>> + Send;
     fn addr(&self) -> io::Result<Self::Addr>;
+    /// Who is on the other end, recorded at accept for the guards that refuse callers running
+    /// inside a host command (docs/security.md, "The operator channel").
+    fn peer(io: &Self::Io, addr: &Self::Addr) -> Peer;
+}
+
+/// The peer of one accepted connection, handed to every request on it.
+#[derive(Debug, Clone)]
+pub enum Peer {
+    Unix(super::peer::UnixPeer),
+    Tcp(super::tcp_peer::TcpPeer),
+}
+
+impl Peer {
+    fn insert_into(&self, ext: &mut axum::http::Extensions) {
+        match self {
+            Peer::Unix(p) => ext.insert(p.clone()).map(|_| ()),
+            Peer::Tcp(p) => ext.insert(p.clone()).map(|_| ()),
+        };
+    }
 }
 
 impl RawAccept for tokio::net::TcpListener {
@@ -488,6 +507,9 @@ impl RawAccept for tokio::net::TcpListener {
     fn addr(&self) -> io::Result<Self::Addr> {
         self.local_addr()
     }
+    fn peer(io: &Self::Io, addr: &Self::Addr) -> Peer {
+        Peer::Tcp(super::tcp_peer::TcpPeer::of(io, *addr))
+    }
 }
 
 impl RawAccept for tokio::net::UnixListener {
@@ -498,6 +520,9 @@ impl RawAccept for tokio::net::UnixListener {
     }
     fn addr(&self) -> io::Result<Self::Addr> {
         self.local_addr()
+    }
+    fn peer(io: &Self::Io, _: &Self::Addr) -> Peer {
+        Peer::Unix(super::peer::UnixPeer::of(io))
     }
 }
 
@@ -539,7 +564,10 @@ impl<L: RawAccept> Listener for Limited<L> {
                 }
             };
             match self.tracker.admit(self.transport) {
-                Ok(slot) => return (LimitedIo::new(io, slot), addr),
+                Ok(slot) => {
+                    let peer = L::peer(&io, &addr);
+                    return (LimitedIo::new(io, slot, peer), addr);
+                }
                 Err(refusal) => self.refuse(io, refusal),
             }
         }
@@ -577,16 +605,19 @@ impl<L> Limited<L> {
 pub struct LimitedIo<I> {
     inner: I,
     slot: Arc<Slot>,
+    /// Recorded at accept; copied into every request's extensions.
+    peer: Peer,
     deadline: Pin<Box<tokio::time::Sleep>>,
     evicted: Pin<Box<WaitForCancellationFutureOwned>>,
 }
 
 impl<I> LimitedIo<I> {
-    fn new(inner: I, slot: Arc<Slot>) -> Self {
+    fn new(inner: I, slot: Arc<Slot>, peer: Peer) -> Self {
         let evicted = Box::pin(slot.evict.clone().cancelled_owned());
         Self {
             inner,
             slot,
+            peer,
             deadline: Box::pin(tokio::time::sleep(IDENTIFY_WITHIN)),
             evicted,
         }
@@ -679,15 +710,18 @@ impl<'a, L: RawAccept> tower::Service<IncomingStream<'a, Limited<L>>> for PerCon
         std::future::ready(Ok(WithSlot {
             router: self.router.clone(),
             slot: stream.io().slot.clone(),
+            peer: stream.io().peer.clone(),
         }))
     }
 }
 
-/// One connection's service: the router, with the slot in each request's extensions.
+/// One connection's service: the router, with the slot and the peer in each request's
+/// extensions.
 #[derive(Clone)]
 pub struct WithSlot {
     router: Router,
     slot: Arc<Slot>,
+    peer: Peer,
 }
 
 impl tower::Service<Request> for WithSlot {
@@ -701,6 +735,7 @@ impl tower::Service<Request> for WithSlot {
 
     fn call(&mut self, mut req: Request) -> Self::Future {
         req.extensions_mut().insert(self.slot.clone());
+        self.peer.insert_into(req.extensions_mut());
         self.router.call(req)
     }
 }

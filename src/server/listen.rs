@@ -64,12 +64,13 @@ pub async fn serve(
     let tracker = limits::start(&state.app.config.serve);
     let mut tasks = Vec::new();
     tokio::spawn(prune_loop(state.clone(), shutdown.clone()));
-    let unix_app = limits::PerConnection::new(
-        router(state.clone(), Transport::Unix),
-        state.clone(),
-        tracker.clone(),
-        Transport::Unix,
+    // Every request on the socket first proves it does not come from a host command (the
+    // peer is recorded at accept by `limits::Limited`).
+    let unix_router = router(state.clone(), Transport::Unix).layer(
+        axum::middleware::from_fn_with_state(state.clone(), super::peer::guard),
     );
+    let unix_app =
+        limits::PerConnection::new(unix_router, state.clone(), tracker.clone(), Transport::Unix);
     let unix = limits::Limited::new(unix, tracker.clone(), Transport::Unix);
     let sd = shutdown.clone();
     tasks.push(tokio::spawn(async move {
@@ -90,12 +91,12 @@ pub async fn serve(
             .map(|a| a.to_string())
             .unwrap_or_default();
         where_.push_str(&format!(" tcp:{bound}"));
-        let tcp_app = limits::PerConnection::new(
-            router(state.clone(), Transport::Tcp),
-            state.clone(),
-            tracker.clone(),
-            Transport::Tcp,
+        // A local client inside a host command is refused whatever token it holds.
+        let tcp_router = router(state.clone(), Transport::Tcp).layer(
+            axum::middleware::from_fn_with_state(state.clone(), super::tcp_peer::guard),
         );
+        let tcp_app =
+            limits::PerConnection::new(tcp_router, state.clone(), tracker.clone(), Transport::Tcp);
         let listener = limits::Limited::new(listener, tracker.clone(), Transport::Tcp);
         let sd = shutdown.clone();
         tasks.push(tokio::spawn(async move {

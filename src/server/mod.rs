@@ -2,14 +2,17 @@
 //!
 //! `auth` turns a request into an identity, `error` is the JSON error shape, `routes` maps
 //! paths to handlers, `handlers` holds one function per endpoint, `listen` owns the sockets,
-//! `limits` bounds the connections and event streams one client may hold.
+//! `limits` bounds the connections and event streams one client may hold, `peer` and
+//! `tcp_peer` refuse callers that run inside a host command.
 
 mod auth;
 mod error;
 mod handlers;
 mod limits;
 mod listen;
+mod peer;
 mod routes;
+mod tcp_peer;
 
 pub use auth::{Identity, Transport};
 pub use listen::{serve, ServeError};
