@@ -77,7 +77,13 @@ impl App {
             ttl_ms: config.process.ttl_secs as i64 * 1000,
             max_finished: config.process.max_finished,
         };
-        let registry = Registry::new(runtime.clone(), store.clone(), limits, EventBus::default());
+        let registry = Registry::new(
+            runtime.clone(),
+            store.clone(),
+            limits,
+            EventBus::default(),
+            config.sandbox.uid_gid(),
+        );
         let secrets = Arc::new(Secrets::load(&config)?);
         registry.set_secret_source(secrets.source());
         let approvals = Arc::new(Approvals::new(store.clone(), secrets.all()));

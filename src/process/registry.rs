@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
 use super::events::EventBus;
-use super::files::RunFiles;
+use super::files::{Created, RunFiles};
 use super::output::OutputState;
 use super::proc::{Control, ExitInfo, Proc, ProcInfo, ProcState};
 use super::script::{self, PTY_SIZE};
@@ -87,6 +87,9 @@ pub struct Registry {
     procs: Mutex<HashMap<String, Arc<Proc>>>,
     /// When `start` last swept (`list` always does).
     last_sweep_ms: AtomicI64,
+    /// The sandbox user (uid, gid) that container processes' files belong to, so files
+    /// re-opened after a restart are checked against the right owner.
+    sandbox_owner: (u32, u32),
 }
 
 impl Registry {
@@ -95,6 +98,7 @@ impl Registry {
         store: Arc<Store>,
         limits: Limits,
         events: EventBus,
+        sandbox_owner: (u32, u32),
     ) -> Arc<Self> {
         Arc::new(Self {
             runtime,
@@ -105,6 +109,7 @@ impl Registry {
             events,
             procs: Mutex::new(HashMap::new()),
             last_sweep_ms: AtomicI64::new(0),
+            sandbox_owner,
         })
     }
 
@@ -148,25 +153,14 @@ impl Registry {
             let procs = self.procs.lock().unwrap();
             crate::names::generate(|c| procs.contains_key(c) || self.store.process_id_taken(c))
         };
-        let files = RunFiles::new(&spec.run_dir, &id);
         let file_err = |source| ProcessError::Files {
             dir: spec.run_dir.clone(),
             source,
         };
         let on_host = spec.container == HOST_CONTAINER;
         let owner = (!on_host).then_some(spec.owner);
-        let log = files.create(owner).map_err(file_err)?;
-        let stdin = if spec.pty {
-            None
-        } else {
-            match files.open_fifo() {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    files.remove();
-                    return Err(file_err(e));
-                }
-            }
-        };
+        let files = RunFiles::open(&spec.run_dir, &id, owner).map_err(file_err)?;
+        let Created { log, stdin } = files.create(!spec.pty).map_err(file_err)?;
         let info = ProcInfo {
             id: id.clone(),
             session: spec.session.clone(),
@@ -272,7 +266,7 @@ impl Registry {
     pub fn forget(&self, proc: &Proc) {
         self.procs.lock().unwrap().remove(&proc.info.id);
         if let Ok(Some(row)) = self.store.process(&proc.info.id) {
-            RunFiles::new(&row.run_dir, &row.id).remove();
+            remove_files(&row);
         }
         let _ = self.store.delete_process(&proc.info.id);
     }
@@ -289,7 +283,10 @@ impl Registry {
     }
 
     fn attach(self: &Arc<Self>, row: ProcessRow) -> Option<Arc<Proc>> {
-        let files = RunFiles::new(&row.run_dir, &row.id);
+        let owner = (row.container != HOST_CONTAINER).then_some(self.sandbox_owner);
+        // A directory that cannot be opened safely leaves the process without files: its
+        // recorded state still shows, and a running one is not re-attached.
+        let files = RunFiles::open(&row.run_dir, &row.id, owner).ok();
         let info = ProcInfo {
             id: row.id.clone(),
             session: row.session.clone(),
@@ -302,7 +299,7 @@ impl Registry {
         };
         let secrets = self.secrets_for(&row.session, &row.container);
         let mut output = OutputState::new(self.limits.max_output_chars, secrets);
-        let log = files.open_log().ok();
+        let log = files.as_ref().and_then(|f| f.open_log().ok());
         if let Some(log) = &log {
             replay(log, &mut output, row.read_offset);
         }
@@ -310,15 +307,15 @@ impl Registry {
         if row.status == ProcessStatus::Running {
             // It ended while no moat watched it: record the exit now, so the first look after
             // a restart already shows the final state.
-            if let Some(code) = files.read_exit() {
+            if let Some(code) = files.as_ref().and_then(RunFiles::read_exit) {
                 let status = if code == 0 {
                     ProcessStatus::Completed
                 } else {
                     ProcessStatus::Failed
                 };
-                let finished = std::fs::metadata(files.log_path())
-                    .and_then(|m| m.modified())
-                    .ok()
+                let finished = log
+                    .as_ref()
+                    .and_then(|l| l.metadata().and_then(|m| m.modified()).ok())
                     .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                     .map(|d| d.as_millis() as i64)
                     .unwrap_or_else(now_ms);
@@ -344,7 +341,7 @@ impl Registry {
         } else {
             // stdin cannot be re-attached: its writer closed with the moat that started it.
             proc.lock().stdin_open = false;
-            let log = log?;
+            let (files, log) = (files?, log?);
             self.supervise(&proc, files, log, None, None, ExitWatch::Recovered, control);
         }
         let mut procs = self.procs.lock().unwrap();
@@ -396,10 +393,17 @@ impl Registry {
             let ended = row.finished_at_ms.unwrap_or(row.started_at_ms);
             if now - ended > self.limits.ttl_ms || finished > self.limits.max_finished {
                 self.procs.lock().unwrap().remove(&row.id);
-                RunFiles::new(&row.run_dir, &row.id).remove();
+                remove_files(&row);
                 let _ = self.store.delete_process(&row.id);
             }
         }
+    }
+}
+
+/// Deletes a process's files, if its run directory can be opened safely.
+fn remove_files(row: &ProcessRow) {
+    if let Ok(files) = RunFiles::open(&row.run_dir, &row.id, None) {
+        files.remove();
     }
 }
 

@@ -243,38 +243,13 @@ impl Sessions {
 
     fn prepare_dirs(&self, workspace: &Path, run_dir: &Path) -> Result<(), SessionError> {
         let (uid, gid) = self.config.sandbox.uid_gid();
-        for dir in [workspace, run_dir] {
-            std::fs::create_dir_all(dir).map_err(|source| SessionError::Dir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-            give_to_sandbox_user(dir, uid, gid).map_err(|source| SessionError::Dir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
+        let dir_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| SessionError::Dir { path, source }
+        };
+        super::dirs::prepare_workspace(workspace, uid, gid).map_err(dir_err(workspace))?;
+        super::dirs::prepare_run_dir(run_dir).map_err(dir_err(run_dir))?;
         Ok(())
-    }
-}
-
-/// The container user must be able to write its workspace and run directory. As root we
-/// hand them over; otherwise we open them up (the parent `$MOAT_HOME` is 0700, so only the
-/// container and moat's own user reach them).
-pub(crate) fn give_to_sandbox_user(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
-    give(path, uid, gid, 0o777)
-}
-
-/// Like [`give_to_sandbox_user`] for a process's log and FIFO (readable and writable only).
-pub fn give_file_to_sandbox_user(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
-    give(path, uid, gid, 0o666)
-}
-
-fn give(path: &Path, uid: u32, gid: u32, open_mode: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    if nix::unistd::geteuid().is_root() {
-        std::os::unix::fs::chown(path, Some(uid), Some(gid))
-    } else {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(open_mode))
     }
 }
 
