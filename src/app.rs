@@ -86,6 +86,7 @@ impl App {
         );
         let secrets = Arc::new(Secrets::load(&config)?);
         registry.set_secret_source(secrets.source());
+        crate::disk_guard::spawn(&sessions, &registry, config.sandbox.workspace_max());
         let approvals = Arc::new(Approvals::new(store.clone(), secrets.all()));
         let exec = ExecTool {
             sessions: sessions.clone(),

@@ -262,6 +262,25 @@ impl Registry {
         let _ = self.store.set_read_offset(&proc.info.id, offset);
     }
 
+    /// Ends every running process of `container` that this moat watches, adding `note` to
+    /// each one's output; returns how many were asked to end.
+    pub fn stop_container(&self, container: &str, note: &str) -> usize {
+        let running: Vec<Arc<Proc>> = self
+            .procs
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|p| p.info.container == container && p.exit().is_none())
+            .cloned()
+            .collect();
+        for proc in &running {
+            proc.lock().output.note(note);
+            let (tx, _) = tokio::sync::oneshot::channel();
+            let _ = proc.control.send(Control::Kill(tx));
+        }
+        running.len()
+    }
+
     /// Forgets a finished process: memory, index and files.
     pub fn forget(&self, proc: &Proc) {
         self.procs.lock().unwrap().remove(&proc.info.id);

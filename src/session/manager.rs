@@ -141,6 +141,16 @@ impl Sessions {
         Ok(container)
     }
 
+    /// The containers this moat has in use: (name, workspace, run directory).
+    pub fn in_use(&self) -> Vec<(String, PathBuf, PathBuf)> {
+        self.ready
+            .lock()
+            .unwrap()
+            .values()
+            .map(|c| (c.name.clone(), c.workspace.clone(), c.run_dir.clone()))
+            .collect()
+    }
+
     /// Forgets the cached container of a session (e.g. after the engine said it is gone).
     pub fn invalidate(&self, session: &str) {
         let (key, _) = self.names(session);

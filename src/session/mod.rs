@@ -2,6 +2,7 @@
 //! manager that creates, reuses, adopts and recreates them.
 
 mod dirs;
+pub mod disk;
 mod key;
 mod manager;
 mod prune;
