@@ -107,3 +107,57 @@ async fn writing_into_run_files_is_bounded_too() {
     let r = m.exec("a", "touch /run/moat/new 2>&1; echo done").await;
     assert!(r.text().contains("Permission denied"), "{}", r.text());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_left_by_an_exited_moat_is_stopped_too() {
+    let Some(m) = common::moat("t-disk-orphan", config()).await else {
+        return;
+    };
+    // The same config for the CLI, so it uses the same container.
+    std::fs::write(
+        m.dir.path().join("moat.toml"),
+        format!("[sandbox]\nworkspace_max_bytes = \"{LIMIT_MB}m\"\n"),
+    )
+    .unwrap();
+    let r = m.exec("a", "echo warm").await;
+    assert_eq!(r.status(), "completed", "{}", r.text());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
+        .args([
+            "exec",
+            "--session",
+            &m.key("a"),
+            "--background",
+            "--json",
+            "--",
+            "while :; do head -c 16777216 /dev/zero >> /workspace/grow; sleep 0.05; done",
+        ])
+        .env("MOAT_HOME", m.dir.path())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let id = v["details"]["sessionId"].as_str().unwrap().to_string();
+    // The CLI is gone; this moat's guard finds the writer and ends it. Watch from outside
+    // (looking the process up here would attach it to this moat before the guard does).
+    let mut alive = true;
+    for _ in 0..300 {
+        let out = m.docker_exec(
+            "a",
+            &format!("kill -0 -$(cat /run/moat/{id}.pid) 2>/dev/null && echo alive"),
+        );
+        alive = out.contains("alive");
+        if !alive {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(!alive, "the writer was not stopped");
+    let proc = m
+        .app
+        .registry
+        .get(&m.key("a"), &id)
+        .expect("the process is known");
+    assert!(proc.wait_exit(std::time::Duration::from_secs(10)).await);
+    let text = proc.lock().output.aggregated();
+    assert!(text.contains("sandbox.workspace_max_bytes"), "{text}");
+}

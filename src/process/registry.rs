@@ -262,9 +262,16 @@ impl Registry {
         let _ = self.store.set_read_offset(&proc.info.id, offset);
     }
 
-    /// Ends every running process of `container` that this moat watches, adding `note` to
-    /// each one's output; returns how many were asked to end.
-    pub fn stop_container(&self, container: &str, note: &str) -> usize {
+    /// Ends every running process of `container`, adding `note` to each one's output;
+    /// returns how many were asked to end.
+    pub fn stop_container(self: &Arc<Self>, container: &str, note: &str) -> usize {
+        // Processes another moat started (a CLI that has exited) are re-attached first, so
+        // they are ended too.
+        for row in self.store.running_processes().unwrap_or_default() {
+            if row.container == container {
+                self.get(&row.session, &row.id);
+            }
+        }
         let running: Vec<Arc<Proc>> = self
             .procs
             .lock()
