@@ -57,7 +57,11 @@ async fn run(sessions: Weak<Sessions>, registry: Weak<Registry>, limit: u64) {
             let Ok((ws, run)) = measured else { continue };
             let total = [ws, run].iter().flatten().map(|u: &Usage| u.bytes).sum();
             let floor = floors.entry(name.clone()).or_default();
-            if must_stop(total, limit, floor) {
+            let stop = must_stop(total, limit, floor);
+            if let Some(sessions) = sessions.upgrade() {
+                sessions.set_over_disk(&name, floor.map(|_| over_warning(total, limit)));
+            }
+            if stop {
                 let Some(registry) = registry.upgrade() else {
                     return;
                 };
@@ -84,6 +88,15 @@ pub fn stop_note(total: u64, limit: u64) -> String {
     )
 }
 
+/// What every command gets while its session is over the bound.
+pub fn over_warning(total: u64, limit: u64) -> String {
+    format!(
+        "the session's workspace and run directory hold {}, over sandbox.workspace_max_bytes ({}): free space (for example `rm` large files under /workspace); until then any command that makes it grow is stopped",
+        human(total),
+        human(limit)
+    )
+}
+
 fn human(bytes: u64) -> String {
     const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (unit, size) in UNITS {
@@ -103,6 +116,8 @@ mod tests {
         let n = stop_note(1_300 << 20, 1 << 30);
         assert!(n.contains("1.3 GiB") && n.contains("sandbox.workspace_max_bytes (1.0 GiB)"));
         assert!(n.contains("rm"));
+        let w = over_warning(1_300 << 20, 1 << 30);
+        assert!(w.contains("sandbox.workspace_max_bytes (1.0 GiB)") && w.contains("rm"));
         assert_eq!(human(512), "512 bytes");
         assert_eq!(pause(Duration::from_millis(10)), MIN_INTERVAL);
         assert_eq!(pause(Duration::from_secs(1)), Duration::from_secs(4));

@@ -60,6 +60,11 @@ async fn a_fast_writer_is_stopped_past_the_bound_and_rm_recovers() {
         .exec("a", "ls -s /workspace/big >/dev/null && echo listed")
         .await;
     assert_eq!(r.status(), "completed", "{}", r.text());
+    assert!(
+        r.text().contains("over sandbox.workspace_max_bytes"),
+        "a warning says why: {}",
+        r.text()
+    );
     // Growing again while over: stopped again.
     let r = m
         .exec(

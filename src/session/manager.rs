@@ -67,6 +67,9 @@ pub struct Sessions {
     ready: Mutex<HashMap<String, SessionContainer>>,
     /// One creation at a time per container key, so two first commands do not race to create.
     creating: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Containers over `sandbox.workspace_max_bytes` (set by the disk guard), with the warning
+    /// each command there gets until space is freed.
+    over_disk: Mutex<HashMap<String, String>>,
 }
 
 impl Sessions {
@@ -83,6 +86,7 @@ impl Sessions {
             home,
             ready: Mutex::new(HashMap::new()),
             creating: Mutex::new(HashMap::new()),
+            over_disk: Mutex::new(HashMap::new()),
         }
     }
 
@@ -149,6 +153,20 @@ impl Sessions {
             .values()
             .map(|c| (c.name.clone(), c.workspace.clone(), c.run_dir.clone()))
             .collect()
+    }
+
+    /// Records whether container `name` is over its disk bound (`Some(warning)`) or not.
+    pub fn set_over_disk(&self, name: &str, warning: Option<String>) {
+        let mut over = self.over_disk.lock().unwrap();
+        match warning {
+            Some(w) => over.insert(name.to_string(), w),
+            None => over.remove(name),
+        };
+    }
+
+    /// The warning for commands in container `name` while it is over its disk bound.
+    pub fn over_disk(&self, name: &str) -> Option<String> {
+        self.over_disk.lock().unwrap().get(name).cloned()
     }
 
     /// Forgets the cached container of a session (e.g. after the engine said it is gone).

@@ -181,7 +181,11 @@ impl ExecTool {
             policy,
             resolver,
             exact: Vec::new(),
-            warnings: container.warning.into_iter().collect(),
+            warnings: container
+                .warning
+                .into_iter()
+                .chain(self.sessions.over_disk(&container.name))
+                .collect(),
             owner: sandbox.uid_gid(),
         };
         if allowlist {
