@@ -29,7 +29,9 @@ pub struct Usage {
 /// Bounds one walk.
 #[derive(Debug, Clone, Copy)]
 pub struct WalkLimits {
+    /// Entries looked at before the walk gives up (a tree of millions of files).
     pub max_entries: usize,
+    /// Time before the walk gives up (a slow or contended disk).
     pub max_time: Duration,
 }
 
