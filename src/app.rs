@@ -81,7 +81,13 @@ impl App {
             ttl_ms: config.process.ttl_secs as i64 * 1000,
             max_finished: config.process.max_finished,
         };
-        let registry = Registry::new(runtime.clone(), store.clone(), limits, EventBus::default());
+        let registry = Registry::new(
+            runtime.clone(),
+            store.clone(),
+            limits,
+            EventBus::default(),
+            config.sandbox.uid_gid(),
+        );
         let secrets = Arc::new(Secrets::load(&config)?);
         registry.set_secret_source(secrets.source());
         if let Some(user) = crate::host::RunAs::resolve(&config.elevated.user)? {
@@ -90,6 +96,7 @@ impl App {
             registry.set_host_user(user.helper_argv(&exe.display().to_string()));
         }
         registry.set_scope(config.sandbox.scope);
+        crate::disk_guard::spawn(&sessions, &registry, config.sandbox.workspace_max());
         let approvals = Arc::new(
             Approvals::new(store.clone(), secrets.all())
                 .with_max_pending(config.approvals.max_pending_per_session),

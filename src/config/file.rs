@@ -193,6 +193,10 @@ pub struct SandboxConfig {
     pub prune_idle_hours: u64,
     /// Remove a container older than this many days (0 disables).
     pub prune_max_age_days: u64,
+    /// Most disk a session's workspace plus run directory may hold (`10g`; `0` disables):
+    /// past it moat stops the session's commands that keep writing (docs/security.md,
+    /// "Disk bound").
+    pub workspace_max_bytes: String,
 }
 
 impl Default for SandboxConfig {
@@ -219,6 +223,7 @@ impl Default for SandboxConfig {
             apparmor_profile: String::new(),
             prune_idle_hours: 24,
             prune_max_age_days: 7,
+            workspace_max_bytes: "10g".into(),
         }
     }
 }
@@ -281,6 +286,11 @@ impl SandboxConfig {
     }
 
     /// The numeric uid and gid commands run as (validated at load).
+    /// `workspace_max_bytes` in bytes (0: no bound); validated at load.
+    pub fn workspace_max(&self) -> u64 {
+        super::parse_size(&self.workspace_max_bytes).unwrap_or(10 << 30)
+    }
+
     pub fn uid_gid(&self) -> (u32, u32) {
         let mut it = self.user.splitn(2, ':');
         let uid = it.next().and_then(|u| u.parse().ok()).unwrap_or(1000);

@@ -14,6 +14,9 @@ const FORBIDDEN_ROOTS: &[&str] = &[
 /// Per-user secrets, relative to the home directory.
 const FORBIDDEN_HOME: &[&str] = &[".ssh", ".aws", ".docker", ".gnupg", ".config"];
 
+/// The smallest nonzero `sandbox.workspace_max_bytes`: below it ordinary output trips it.
+const MIN_WORKSPACE_MAX: u64 = 64 << 20;
+
 pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError> {
     let s = &config.sandbox;
     let invalid = |key: &str, message: String| ConfigError::Invalid {
@@ -39,6 +42,14 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
         }
     }
     parse_size(&s.memory).map_err(|m| invalid("sandbox.memory", m))?;
+    let disk = parse_size(&s.workspace_max_bytes)
+        .map_err(|m| invalid("sandbox.workspace_max_bytes", m))?;
+    if disk != 0 && disk < MIN_WORKSPACE_MAX {
+        return Err(invalid(
+            "sandbox.workspace_max_bytes",
+            format!("`{}` is below the minimum of 64m (each running process's log alone may keep exec.spill_max_bytes); use 0 for no bound", s.workspace_max_bytes),
+        ));
+    }
     parse_size(&config.exec.spill_max_bytes).map_err(|m| invalid("exec.spill_max_bytes", m))?;
     if s.pids_limit <= 0 {
         return Err(invalid("sandbox.pids_limit", "must be at least 1".into()));
@@ -392,6 +403,14 @@ mod tests {
             ),
             (|c| c.sandbox.user = "root".into(), "sandbox.user"),
             (|c| c.sandbox.memory = "lots".into(), "sandbox.memory"),
+            (
+                |c| c.sandbox.workspace_max_bytes = "ten gigs".into(),
+                "sandbox.workspace_max_bytes",
+            ),
+            (
+                |c| c.sandbox.workspace_max_bytes = "1m".into(),
+                "sandbox.workspace_max_bytes",
+            ),
             (|c| c.sandbox.pids_limit = 0, "sandbox.pids_limit"),
             (
                 |c| c.sandbox.cap_add = vec!["SYS_ADMIN".into()],

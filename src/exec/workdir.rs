@@ -1,8 +1,9 @@
 //! Maps a requested workdir to a container path inside the workspace (SPEC §3).
 //!
 //! Accepted: a container path under `/workspace`, a path relative to it, or a host path inside
-//! the session's host workspace. The host side is resolved (symlinks included) and must stay
-//! inside the workspace and exist as a directory; otherwise the error names the allowed root.
+//! the session's host workspace. The host side is resolved beneath the open workspace
+//! (relative symlinks inside it are followed, nothing that leads out is) and must exist as a
+//! directory; otherwise the error names the allowed root.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -53,31 +54,19 @@ pub fn map_workdir(requested: Option<&str>, host_workspace: &Path) -> Result<Str
     if rel.components().any(|c| matches!(c, Component::ParentDir)) {
         return Err(escapes());
     }
-    let host = host_workspace.join(&rel);
-    let real_root = host_workspace
-        .canonicalize()
-        .unwrap_or_else(|_| host_workspace.to_path_buf());
-    let real = match host.canonicalize() {
-        Ok(r) => r,
-        Err(_) => {
-            return Err(WorkdirError::Missing {
-                requested: req.to_string(),
-                root,
-                host_root,
-            })
-        }
+    let missing = || WorkdirError::Missing {
+        requested: req.to_string(),
+        root: root.clone(),
+        host_root: host_root.clone(),
     };
-    if !real.starts_with(&real_root) {
+    let (real_root, real) = match resolve_beneath(host_workspace, &rel) {
+        Ok(r) => r,
+        Err(Resolve::Escapes) => return Err(escapes()),
+        Err(Resolve::Missing) => return Err(missing()),
+    };
+    let Ok(inside) = real.strip_prefix(&real_root) else {
         return Err(escapes());
-    }
-    if !real.is_dir() {
-        return Err(WorkdirError::Missing {
-            requested: req.to_string(),
-            root,
-            host_root,
-        });
-    }
-    let inside = real.strip_prefix(&real_root).unwrap_or(Path::new(""));
+    };
     if inside.as_os_str().is_empty() {
         return Ok(WORKSPACE_MOUNT.to_string());
     }
@@ -85,6 +74,44 @@ pub fn map_workdir(requested: Option<&str>, host_workspace: &Path) -> Result<Str
         .join(inside)
         .display()
         .to_string())
+}
+
+enum Resolve {
+    Escapes,
+    Missing,
+}
+
+/// Resolves `rel` as a directory beneath the workspace, never leaving it on the host: the
+/// workspace is opened `O_NOFOLLOW`, and `openat2(RESOLVE_BENEATH)` refuses `..`, absolute
+/// symlinks and symlinks that lead out, instead of following them to a host path (which would
+/// tell the sandbox whether a host path exists; docs/security.md, "Run directory and
+/// workspace files"). Returns the real paths of the workspace and of the directory found.
+fn resolve_beneath(workspace: &Path, rel: &Path) -> Result<(PathBuf, PathBuf), Resolve> {
+    use nix::errno::Errno;
+    use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag};
+    let root = crate::process::open_dir(workspace).map_err(|_| Resolve::Missing)?;
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC)
+        .resolve(
+            ResolveFlag::RESOLVE_BENEATH
+                | ResolveFlag::RESOLVE_NO_MAGICLINKS
+                | ResolveFlag::RESOLVE_NO_XDEV,
+        );
+    let dir = openat2(&root, rel, how).map_err(|e| match e {
+        Errno::EXDEV | Errno::ELOOP => Resolve::Escapes,
+        _ => Resolve::Missing,
+    })?;
+    let real = |fd: &std::os::fd::OwnedFd| {
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .map_err(|_| Resolve::Missing)
+    };
+    Ok((real(&root)?, real(&dir)?))
 }
 
 #[cfg(test)]
@@ -99,7 +126,10 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("outside")).unwrap();
         std::fs::write(ws.join("file.txt"), "x").unwrap();
         std::os::unix::fs::symlink(dir.path().join("outside"), ws.join("escape")).unwrap();
-        std::os::unix::fs::symlink(ws.join("src"), ws.join("inner-link")).unwrap();
+        std::os::unix::fs::symlink("src", ws.join("inner-link")).unwrap();
+        std::os::unix::fs::symlink(ws.join("src"), ws.join("abs-link")).unwrap();
+        // Whether a host path exists must not show: both answers are "leaves".
+        std::os::unix::fs::symlink("/nonexistent-host-path", ws.join("probe")).unwrap();
         let host = |p: &str| format!("{}/{p}", ws.display());
         let rows: Vec<(Option<String>, Result<&str, &str>)> = vec![
             (None, Ok("/workspace")),
@@ -110,6 +140,10 @@ mod tests {
             (Some(host("src/app")), Ok("/workspace/src/app")),
             (Some(ws.display().to_string()), Ok("/workspace")),
             (Some("inner-link".into()), Ok("/workspace/src")),
+            // An absolute symlink means a host path here and something else in the
+            // container: it is never followed on the host.
+            (Some("abs-link".into()), Err("leaves")),
+            (Some("probe".into()), Err("leaves")),
             (Some("/workspace/../etc".into()), Err("leaves")),
             (Some("../outside".into()), Err("leaves")),
             (Some("src/../../outside".into()), Err("leaves")),

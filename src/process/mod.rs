@@ -13,7 +13,7 @@ pub mod script;
 mod supervisor;
 
 pub use events::{exit_event, EventBus, SessionEvent};
-pub use files::RunFiles;
+pub use files::{open_dir, Created, RunFiles};
 pub use proc::{ExitInfo, Proc, ProcInfo, ProcState};
 pub use registry::{Limits, ProcessError, Registry, SecretSource, StartSpec};
 pub use supervisor::{signal_name, KILL_GRACE_MS};

@@ -47,6 +47,13 @@ impl OutputState {
         self.emit(to_pending);
     }
 
+    /// Adds moat's own remark to the output (it is not part of the log, so the read offset
+    /// does not move).
+    pub fn note(&mut self, text: &str) {
+        self.aggregated.push_str(text);
+        self.pending.push_str(text);
+    }
+
     /// Flushes partial sequences at the end of the run.
     pub fn finish(&mut self) {
         self.clean.clear();

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
 use super::events::EventBus;
-use super::files::RunFiles;
+use super::files::{Created, RunFiles};
 use super::output::OutputState;
 use super::proc::{Control, ExitInfo, Proc, ProcInfo, ProcState};
 use super::script::{self, PTY_SIZE};
@@ -95,6 +95,9 @@ pub struct Registry {
     /// How sessions map to containers: sessions that share a container share its processes
     /// (docs/security.md, "Shared containers").
     scope: Mutex<Scope>,
+    /// The sandbox user (uid, gid) that container processes' files belong to, so files
+    /// re-opened after a restart are checked against the right owner.
+    sandbox_owner: (u32, u32),
 }
 
 impl Registry {
@@ -103,6 +106,7 @@ impl Registry {
         store: Arc<Store>,
         limits: Limits,
         events: EventBus,
+        sandbox_owner: (u32, u32),
     ) -> Arc<Self> {
         Arc::new(Self {
             runtime,
@@ -115,6 +119,7 @@ impl Registry {
             procs: Mutex::new(HashMap::new()),
             last_sweep_ms: AtomicI64::new(0),
             scope: Mutex::new(Scope::Session),
+            sandbox_owner,
         })
     }
 
@@ -188,25 +193,14 @@ impl Registry {
             let procs = self.procs.lock().unwrap();
             crate::names::generate(|c| procs.contains_key(c) || self.store.process_id_taken(c))
         };
-        let files = RunFiles::new(&spec.run_dir, &id);
         let file_err = |source| ProcessError::Files {
             dir: spec.run_dir.clone(),
             source,
         };
         let on_host = spec.container == HOST_CONTAINER;
         let owner = (!on_host).then_some(spec.owner);
-        let log = files.create(owner).map_err(file_err)?;
-        let stdin = if spec.pty {
-            None
-        } else {
-            match files.open_fifo() {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    files.remove();
-                    return Err(file_err(e));
-                }
-            }
-        };
+        let files = RunFiles::open(&spec.run_dir, &id, owner).map_err(file_err)?;
+        let Created { log, stdin } = files.create(!spec.pty).map_err(file_err)?;
         let info = ProcInfo {
             id: id.clone(),
             session: spec.session.clone(),
@@ -322,11 +316,37 @@ impl Registry {
         let _ = self.store.set_read_offset(&proc.info.id, offset);
     }
 
+    /// Ends every running process of `container`, adding `note` to each one's output;
+    /// returns how many were asked to end.
+    pub fn stop_container(self: &Arc<Self>, container: &str, note: &str) -> usize {
+        // Processes another moat started (a CLI that has exited) are re-attached first, so
+        // they are ended too.
+        for row in self.store.running_processes().unwrap_or_default() {
+            if row.container == container {
+                self.get(&row.session, &row.id);
+            }
+        }
+        let running: Vec<Arc<Proc>> = self
+            .procs
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|p| p.info.container == container && p.exit().is_none())
+            .cloned()
+            .collect();
+        for proc in &running {
+            proc.lock().output.note(note);
+            let (tx, _) = tokio::sync::oneshot::channel();
+            let _ = proc.control.send(Control::Kill(tx));
+        }
+        running.len()
+    }
+
     /// Forgets a finished process: memory, index and files.
     pub fn forget(&self, proc: &Proc) {
         self.procs.lock().unwrap().remove(&proc.info.id);
         if let Ok(Some(row)) = self.store.process(&proc.info.id) {
-            RunFiles::new(&row.run_dir, &row.id).remove();
+            remove_files(&row);
         }
         let _ = self.store.delete_process(&proc.info.id);
     }
@@ -343,7 +363,10 @@ impl Registry {
     }
 
     fn attach(self: &Arc<Self>, row: ProcessRow) -> Option<Arc<Proc>> {
-        let files = RunFiles::new(&row.run_dir, &row.id);
+        let owner = (row.container != HOST_CONTAINER).then_some(self.sandbox_owner);
+        // A directory that cannot be opened safely leaves the process without files: its
+        // recorded state still shows, and a running one is not re-attached.
+        let files = RunFiles::open(&row.run_dir, &row.id, owner).ok();
         let info = ProcInfo {
             id: row.id.clone(),
             session: row.session.clone(),
@@ -356,7 +379,7 @@ impl Registry {
         };
         let secrets = self.secrets_for(&row.session, &row.container);
         let mut output = OutputState::new(self.limits.max_output_chars, secrets);
-        let log = files.open_log().ok();
+        let log = files.as_ref().and_then(|f| f.open_log().ok());
         if let Some(log) = &log {
             replay(log, &mut output, row.read_offset);
         }
@@ -364,15 +387,15 @@ impl Registry {
         if row.status == ProcessStatus::Running {
             // It ended while no moat watched it: record the exit now, so the first look after
             // a restart already shows the final state.
-            if let Some(code) = files.read_exit() {
+            if let Some(code) = files.as_ref().and_then(RunFiles::read_exit) {
                 let status = if code == 0 {
                     ProcessStatus::Completed
                 } else {
                     ProcessStatus::Failed
                 };
-                let finished = std::fs::metadata(files.log_path())
-                    .and_then(|m| m.modified())
-                    .ok()
+                let finished = log
+                    .as_ref()
+                    .and_then(|l| l.metadata().and_then(|m| m.modified()).ok())
                     .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                     .map(|d| d.as_millis() as i64)
                     .unwrap_or_else(now_ms);
@@ -398,7 +421,7 @@ impl Registry {
         } else {
             // stdin cannot be re-attached: its writer closed with the moat that started it.
             proc.lock().stdin_open = false;
-            let log = log?;
+            let (files, log) = (files?, log?);
             self.supervise(&proc, files, log, None, None, ExitWatch::Recovered, control);
         }
         let mut procs = self.procs.lock().unwrap();
@@ -450,10 +473,17 @@ impl Registry {
             let ended = row.finished_at_ms.unwrap_or(row.started_at_ms);
             if now - ended > self.limits.ttl_ms || finished > self.limits.max_finished {
                 self.procs.lock().unwrap().remove(&row.id);
-                RunFiles::new(&row.run_dir, &row.id).remove();
+                remove_files(&row);
                 let _ = self.store.delete_process(&row.id);
             }
         }
+    }
+}
+
+/// Deletes a process's files, if its run directory can be opened safely.
+fn remove_files(row: &ProcessRow) {
+    if let Ok(files) = RunFiles::open(&row.run_dir, &row.id, None) {
+        files.remove();
     }
 }
 

@@ -3,7 +3,7 @@
 //! ```text
 //! sh -c <WRAPPER> moat <id> <prelude + command>
 //! WRAPPER: record $$ (the process-group id) → open stdin from the process's FIFO → mark
-//!          `.ready` → run `sh -lc "$2"` with stdout+stderr appended to its log → record the
+//!          `.ready` (write a byte into it) → run `sh -lc "$2"` with stdout+stderr appended to its log → record the
 //!          exit status
 //! ```
 //!
@@ -30,7 +30,7 @@ pub const RUN_DIR: &str = "/run/moat";
 const WRAPPER: &str = r#"trap ':' TERM INT HUP
 printf '%s' "$$" > "/run/moat/$1.pid"
 exec < "/run/moat/$1.in"
-: > "/run/moat/$1.ready"
+printf 1 > "/run/moat/$1.ready"
 sh -lc "$2" >> "/run/moat/$1.out" 2>&1
 s=$?
 printf '%s' "$s" > "/run/moat/$1.exit"

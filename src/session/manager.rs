@@ -67,6 +67,9 @@ pub struct Sessions {
     ready: Mutex<HashMap<String, SessionContainer>>,
     /// One creation at a time per container key, so two first commands do not race to create.
     creating: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Containers over `sandbox.workspace_max_bytes` (set by the disk guard), with the warning
+    /// each command there gets until space is freed.
+    over_disk: Mutex<HashMap<String, String>>,
 }
 
 impl Sessions {
@@ -83,6 +86,7 @@ impl Sessions {
             home,
             ready: Mutex::new(HashMap::new()),
             creating: Mutex::new(HashMap::new()),
+            over_disk: Mutex::new(HashMap::new()),
         }
     }
 
@@ -139,6 +143,30 @@ impl Sessions {
             .touch_session(session, &container.name, now_ms())?;
         self.ready.lock().unwrap().insert(key, container.clone());
         Ok(container)
+    }
+
+    /// The containers this moat has in use: (name, workspace, run directory).
+    pub fn in_use(&self) -> Vec<(String, PathBuf, PathBuf)> {
+        self.ready
+            .lock()
+            .unwrap()
+            .values()
+            .map(|c| (c.name.clone(), c.workspace.clone(), c.run_dir.clone()))
+            .collect()
+    }
+
+    /// Records whether container `name` is over its disk bound (`Some(warning)`) or not.
+    pub fn set_over_disk(&self, name: &str, warning: Option<String>) {
+        let mut over = self.over_disk.lock().unwrap();
+        match warning {
+            Some(w) => over.insert(name.to_string(), w),
+            None => over.remove(name),
+        };
+    }
+
+    /// The warning for commands in container `name` while it is over its disk bound.
+    pub fn over_disk(&self, name: &str) -> Option<String> {
+        self.over_disk.lock().unwrap().get(name).cloned()
     }
 
     /// Forgets the cached container of a session (e.g. after the engine said it is gone).
@@ -243,38 +271,13 @@ impl Sessions {
 
     fn prepare_dirs(&self, workspace: &Path, run_dir: &Path) -> Result<(), SessionError> {
         let (uid, gid) = self.config.sandbox.uid_gid();
-        for dir in [workspace, run_dir] {
-            std::fs::create_dir_all(dir).map_err(|source| SessionError::Dir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-            give_to_sandbox_user(dir, uid, gid).map_err(|source| SessionError::Dir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
+        let dir_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| SessionError::Dir { path, source }
+        };
+        super::dirs::prepare_workspace(workspace, uid, gid).map_err(dir_err(workspace))?;
+        super::dirs::prepare_run_dir(run_dir).map_err(dir_err(run_dir))?;
         Ok(())
-    }
-}
-
-/// The container user must be able to write its workspace and run directory. As root we
-/// hand them over; otherwise we open them up (the parent `$MOAT_HOME` is 0700, so only the
-/// container and moat's own user reach them).
-pub(crate) fn give_to_sandbox_user(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
-    give(path, uid, gid, 0o777)
-}
-
-/// Like [`give_to_sandbox_user`] for a process's log and FIFO (readable and writable only).
-pub fn give_file_to_sandbox_user(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
-    give(path, uid, gid, 0o666)
-}
-
-fn give(path: &Path, uid: u32, gid: u32, open_mode: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    if nix::unistd::geteuid().is_root() {
-        std::os::unix::fs::chown(path, Some(uid), Some(gid))
-    } else {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(open_mode))
     }
 }
 

@@ -76,14 +76,15 @@ impl ExecTool {
         };
         if !ended {
             self.registry.set_background(&proc);
-            let files = RunFiles::new(&p.run_dir, &proc.info.id);
-            if !proc.info.pty {
+            let owner = (!p.on_host()).then_some(p.owner);
+            let files = RunFiles::open(&p.run_dir, &proc.info.id, owner).ok();
+            if let (false, Some(files)) = (proc.info.pty, &files) {
                 files.wait_ready(Duration::from_secs(5)).await;
             }
             let tail = proc.lock().output.tail(2000);
             return running_result(
                 &proc.info.id,
-                files.read_pgid(),
+                files.as_ref().and_then(RunFiles::read_pgid),
                 proc.info.started_at_ms,
                 &p.cwd,
                 tail,

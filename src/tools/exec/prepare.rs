@@ -291,7 +291,11 @@ impl ExecTool {
             resolver,
             exact: Vec::new(),
             writable: None,
-            warnings: container.warning.into_iter().collect(),
+            warnings: container
+                .warning
+                .into_iter()
+                .chain(self.sessions.over_disk(&container.name))
+                .collect(),
             owner: sandbox.uid_gid(),
         };
         if allowlist {
