@@ -368,7 +368,11 @@ fn with_elevated_user_a_host_command_cannot_reach_the_socket() {
     if !root_or_skip() {
         return;
     }
-    let s = serve(&format!("user = \"{NOBODY_UID}:{NOBODY_UID}\""));
+    // `full`: the probe's `$(…)` and `$?` would otherwise ask every time (an unresolved
+    // expansion may name a sandbox-writable directory); this test is about the user switch.
+    let s = serve(&format!(
+        "user = \"{NOBODY_UID}:{NOBODY_UID}\"\ndefault_level = \"full\""
+    ));
     let sock = s.home.join("moat.sock").display().to_string();
     let home = s.home.display().to_string();
     let probe = format!(

@@ -230,7 +230,9 @@ async fn the_approval_shows_every_variable_it_passes_with_secrets_redacted() {
     let mut seen: Vec<String> = seen
         .lines()
         .filter(|l| {
-            !["PWD=", "SHLVL=", "_=", "OLDPWD="]
+            // MOAT_HOST_COMMAND is moat's marker of host processes, added at start
+            // (docs/security.md, "The operator channel"), not part of what the operator approves.
+            !["PWD=", "SHLVL=", "_=", "OLDPWD=", "MOAT_HOST_COMMAND="]
                 .iter()
                 .any(|p| l.starts_with(p))
         })
@@ -393,7 +395,8 @@ async fn allow_always_stores_nothing_for_a_script_and_exact_entries_are_scoped()
     // An exact entry applies only to the session and workdir it was approved in.
     let other_dir = dir.join("other");
     std::fs::create_dir_all(&other_dir).unwrap();
-    let cmd = "sh -c 'echo scoped'";
+    // An interpreter without inline eval (inline eval is never remembered: docs/approvals.md).
+    let cmd = "python3 -V";
     let r = m.exec(with_env(cmd, &dir, &[])).await;
     let id = r.details["approvalId"].as_str().unwrap().to_string();
     m.app

@@ -3,6 +3,7 @@
 //! anything else (no argument parser, no threads), since changing ids must happen while the
 //! process has one thread.
 
+use super::term::say_err;
 use std::process::ExitCode;
 
 /// Exit status when the switch or the exec failed, like a shell's "cannot execute".
@@ -22,6 +23,6 @@ pub fn main(args: &[String]) -> ExitCode {
         }
         _ => "read the arguments: expected UID GID GROUPS -- COMMAND…".to_string(),
     };
-    eprintln!("moat: failed to run the host command as elevated.user: {message}");
+    say_err!("moat: failed to run the host command as elevated.user: {message}");
     ExitCode::from(FAILED)
 }
