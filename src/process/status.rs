@@ -1,0 +1,49 @@
+//! How a command's exit status reads: a shell reports death by signal N as status 128+N, and
+//! moat reads it back that way (docs/mcp.md, "Timeouts, cancellation and signals").
+
+use super::supervisor::signal_name;
+
+/// The highest signal number on Linux (`SIGRTMAX`).
+const MAX_SIGNAL: i64 = 64;
+
+/// Splits the status the wrapper recorded into `(exit code, signal name)`: 129–192 is the
+/// shell's way of saying the command died of signal 1–64, so it becomes that signal with no
+/// exit code; anything else is an exit code. A command that itself calls `exit 137` reads as
+/// SIGKILL too: POSIX `sh` gives the two the same `$?`, and the shell convention is the one
+/// every caller of a shell already relies on.
+pub fn split_status(status: i64) -> (Option<i64>, Option<String>) {
+    match status - 128 {
+        n @ 1..=MAX_SIGNAL => (None, Some(signal_name(n))),
+        _ => (Some(status), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_status;
+
+    #[test]
+    fn statuses_and_signals() {
+        let rows = [
+            (0, Some(0), None),
+            (1, Some(1), None),
+            (127, Some(127), None),
+            (128, Some(128), None),
+            (129, None, Some("SIGHUP")),
+            (130, None, Some("SIGINT")),
+            (137, None, Some("SIGKILL")),
+            (143, None, Some("SIGTERM")),
+            (192, None, Some("SIG64")),
+            (193, Some(193), None),
+            (255, Some(255), None),
+            (-1, Some(-1), None),
+        ];
+        for (status, code, signal) in rows {
+            assert_eq!(
+                split_status(status),
+                (code, signal.map(str::to_string)),
+                "{status}"
+            );
+        }
+    }
+}
