@@ -194,7 +194,7 @@ async fn an_interrupted_cli_ends_its_command_and_lists_it() {
         (nix::sys::signal::Signal::SIGINT, "sleep 311", 130),
         (nix::sys::signal::Signal::SIGTERM, "sleep 312", 143),
     ] {
-        let mut cli = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
+        let cli = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
             .args([
                 "exec",
                 "--session",
