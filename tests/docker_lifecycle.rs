@@ -179,6 +179,18 @@ async fn a_command_killed_by_a_signal_says_which() {
     assert_eq!(k.details["exitSignal"], "SIGTERM");
     let p = m.process("a", &preq("poll", &id)).await;
     assert_eq!(p.status(), "failed");
+    // The CLI says it on stderr and exits 128 + N, as a shell would.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
+        .args(["exec", "--session", &m.key("a"), "--", "kill -9 $$"])
+        .env("MOAT_HOME", m.dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(137), "{stderr}");
+    assert!(
+        stderr.contains("Command aborted by signal SIGKILL"),
+        "{stderr}"
+    );
 }
 
 /// The CLI interrupted with SIGINT or SIGTERM during a foreground exec: the command is

@@ -82,6 +82,11 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         "completed" | "running" => 0,
         _ => result.details["exitCode"]
             .as_i64()
+            // A command a signal ended exits 128 + N, as in a shell.
+            .or_else(|| {
+                let signal = result.details["exitSignal"].as_str()?;
+                moat::process::signal_number(signal).map(|n| 128 + n)
+            })
             .map(|c| c.clamp(1, 255))
             .unwrap_or(1),
     };

@@ -17,5 +17,5 @@ pub use events::{exit_event, EventBus, SessionEvent};
 pub use files::{open_dir, Created, RunFiles};
 pub use proc::{ExitInfo, Proc, ProcInfo, ProcState};
 pub use registry::{Limits, ProcessError, Registry, SecretSource, StartSpec};
-pub use status::split_status;
+pub use status::{signal_number, split_status};
 pub use supervisor::{signal_name, KILL_GRACE_MS};

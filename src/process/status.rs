@@ -18,9 +18,33 @@ pub fn split_status(status: i64) -> (Option<i64>, Option<String>) {
     }
 }
 
+/// The number of a signal named as [`signal_name`] names it (`SIGKILL` → 9, `SIG40` → 40),
+/// so the CLI can exit with 128 + it like a shell.
+pub fn signal_number(name: &str) -> Option<i64> {
+    if let Ok(sig) = name.parse::<nix::sys::signal::Signal>() {
+        return Some(sig as i64);
+    }
+    name.strip_prefix("SIG")
+        .and_then(|n| n.parse::<i64>().ok())
+        .filter(|n| (1..=MAX_SIGNAL).contains(n))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::split_status;
+    use super::{signal_number, split_status};
+
+    #[test]
+    fn signal_numbers() {
+        assert_eq!(signal_number("SIGKILL"), Some(9));
+        assert_eq!(signal_number("SIGTERM"), Some(15));
+        assert_eq!(signal_number("SIG40"), Some(40));
+        assert_eq!(signal_number("SIG99"), None);
+        assert_eq!(signal_number("KILL"), None);
+        for n in 1..=64 {
+            let (_, name) = split_status(128 + n);
+            assert_eq!(signal_number(&name.unwrap()), Some(n));
+        }
+    }
 
     #[test]
     fn statuses_and_signals() {
