@@ -330,7 +330,10 @@ impl Registry {
         self.set_background(proc);
         let (tx, _) = tokio::sync::oneshot::channel();
         let _ = proc.control.send(Control::Kill(tx));
-        self.cancelled.lock().unwrap().push(proc.clone());
+        // Only the ones still being ended are kept: a daemon never drains this list.
+        let mut cancelled = self.cancelled.lock().unwrap();
+        cancelled.retain(|p| p.exit().is_none());
+        cancelled.push(proc.clone());
     }
 
     /// Waits until every cancelled process has ended and its exit is recorded, at most
