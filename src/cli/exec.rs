@@ -8,6 +8,7 @@ use moat::exec::{Caller, ExecRequest, ToolResult};
 use moat::home::Home;
 
 use super::args::ExecArgs;
+use super::interrupt;
 
 pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
     let mut env = BTreeMap::new();
@@ -30,19 +31,32 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         elevated: a.elevated.then_some(true),
         host: a.host,
     };
-    let result = match daemon_exec(&home, &a.session, &req).await? {
+    // Ctrl-C or SIGTERM ends the command this CLI waits on (see interrupt.rs).
+    let followed = std::sync::OnceLock::new();
+    let through_daemon = interrupt::or_interrupt(daemon_exec(&home, &a.session, &req, &followed));
+    let daemon_result = match through_daemon.await? {
+        Err(sig) => return interrupt::ended_by_daemon(&home, &a.session, &followed, sig).await,
+        Ok(r) => r?,
+    };
+    let result = match daemon_result {
         // The daemon holds the approval's waiter and runs the plan once it is decided; its
         // outcome reaches `moat events`.
         Some(r) => r,
         None => {
             let app = App::open(home).await.context("start moat")?;
             let mut events = app.registry.events().subscribe();
-            let result = app
-                .exec
-                .run_for(&Caller::cli(), &a.session, &req, true)
-                .await?;
+            let caller = Caller::cli();
+            let run = app.exec.run_for(&caller, &a.session, &req, true);
+            let result = match interrupt::or_interrupt(run).await? {
+                Err(sig) => return Ok(interrupt::ended_locally(&app, sig).await),
+                Ok(r) => r?,
+            };
             if result.status() == "approval-pending" {
-                return wait_for_approval(&result, &mut events, a.json).await;
+                let waiting = wait_for_approval(&result, &mut events, a.json);
+                return match interrupt::or_interrupt(waiting).await? {
+                    Ok(r) => r,
+                    Err(sig) => Ok(sig.exit_code()),
+                };
             }
             result
         }
@@ -68,6 +82,11 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         "completed" | "running" => 0,
         _ => result.details["exitCode"]
             .as_i64()
+            // A command a signal ended exits 128 + N, as in a shell.
+            .or_else(|| {
+                let signal = result.details["exitSignal"].as_str()?;
+                moat::process::signal_number(signal).map(|n| 128 + n)
+            })
             .map(|c| c.clamp(1, 255))
             .unwrap_or(1),
     };
@@ -127,6 +146,7 @@ async fn daemon_exec(
     home: &Home,
     session: &str,
     req: &ExecRequest,
+    followed: &std::sync::OnceLock<String>,
 ) -> anyhow::Result<Option<ToolResult>> {
     let path = format!("/v1/sessions/{session}/exec");
     let Some(result) = super::daemon::post(home, &path, &serde_json::to_value(req)?).await? else {
@@ -137,6 +157,7 @@ async fn daemon_exec(
         return Ok(Some(result));
     }
     let id = result.details["sessionId"].clone();
+    let _ = followed.set(id.as_str().unwrap_or_default().to_string());
     let process = format!("/v1/sessions/{session}/process");
     loop {
         let poll = serde_json::json!({"action": "poll", "sessionId": id, "timeout": 120000});

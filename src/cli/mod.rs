@@ -8,6 +8,7 @@ mod daemon;
 mod doctor;
 mod exec;
 mod image;
+mod interrupt;
 mod mcp;
 mod policy;
 mod process;

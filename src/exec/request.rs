@@ -85,13 +85,13 @@ impl ExecRequest {
         raw.clamp(10, 120_000)
     }
 
-    /// Effective timeout in seconds (`None` = no timeout). A backgrounded call or one that
-    /// chose its own yield window has no timeout unless it asked for one.
+    /// Effective timeout in seconds (`None` = no timeout): the call's own, else the configured
+    /// default, whatever the mode (foreground, yielded or background), counted from the start
+    /// of the command; `0` means none (docs/mcp.md, "Timeouts").
     pub fn timeout_secs(&self, configured: u64) -> Option<u64> {
         match self.timeout.filter(|t| t.is_finite()) {
             Some(t) if t <= 0.0 => None,
             Some(t) => Some(t.ceil() as u64),
-            None if self.background == Some(true) || self.yield_ms.is_some() => None,
             None => (configured > 0).then_some(configured),
         }
     }
@@ -169,14 +169,20 @@ mod tests {
             req(r#"{"command":"x","timeout":2.5}"#).timeout_secs(1800),
             Some(3)
         );
+        // Backgrounded and yielded calls get the default too (docs/mcp.md, "Timeouts").
         assert_eq!(
             req(r#"{"command":"x","background":true}"#).timeout_secs(1800),
-            None
+            Some(1800)
         );
         assert_eq!(
             req(r#"{"command":"x","yieldMs":100}"#).timeout_secs(1800),
+            Some(1800)
+        );
+        assert_eq!(
+            req(r#"{"command":"x","background":true,"timeout":0}"#).timeout_secs(1800),
             None
         );
+        assert_eq!(req(r#"{"command":"x"}"#).timeout_secs(0), None);
         assert_eq!(
             req(r#"{"command":"x","background":true,"timeout":7}"#).timeout_secs(1800),
             Some(7)

@@ -96,6 +96,7 @@ pub fn finished_result(
         json!({
             "status": status,
             "exitCode": exit.code,
+            "exitSignal": exit.signal,
             "durationMs": duration_ms,
             "aggregated": aggregated,
             "cwd": cwd,
@@ -166,6 +167,7 @@ mod tests {
             assert_eq!(r.status(), status);
             assert_eq!(r.text(), text);
             assert_eq!(r.details["cwd"], "/workspace");
+            assert_eq!(r.details["exitSignal"].as_str(), e.signal.as_deref());
         }
         let r = finished_result(
             &exit(None, Some("SIGTERM"), true),

@@ -28,7 +28,8 @@ status `running` with a process id (`sessionId`, e.g. `warm-river`) while the co
 running. Do not re-run it; follow up with the `process` tool: `poll` for new output and the \
 exit code (pass `timeout` to wait for it), `log` to page the whole output, `write` to send \
 stdin, `kill` to stop it. Start servers, watchers and long builds with `background: true` to \
-get the process id at once. A backgrounded command has no timeout unless you pass `timeout`. \
+get the process id at once. The timeout (default 1800 s) counts from the start whether the \
+command runs in the foreground or the background; pass `timeout: 0` for none. \
 When a background process ends, a notification says so.
 
 Interactive or terminal programs (REPLs, editors, TUIs, anything that checks for a TTY or \
@@ -106,7 +107,7 @@ pub fn exec_input() -> Arc<JsonObject> {
             },
             "timeout": {
                 "type": "number",
-                "description": "Seconds before the command is killed (default 1800 in the foreground; none for background or yielded commands unless given; 0 disables)."
+                "description": "Seconds from the start before the command is killed, in the foreground or the background (default 1800; 0 disables)."
             },
             "pty": {
                 "type": "boolean",

@@ -135,19 +135,30 @@ impl MoatMcp {
         }
     }
 
-    async fn exec(&self, session: &str, caller: &Caller, args: Map<String, Value>) -> ToolResult {
+    async fn exec(
+        &self,
+        session: &str,
+        caller: &Caller,
+        args: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> ToolResult {
         let req: ExecRequest = match parse_args(args, "command") {
             Ok(r) => r,
             Err(e) => return failed(format!("Invalid exec arguments: {e}")),
         };
         // Agents always get the yield window (SPEC §2): only the CLI waits to the end.
-        match self
-            .ctx
-            .app
-            .exec
-            .run_for(caller, session, &req, false)
-            .await
-        {
+        let run = self.ctx.app.exec.run_for(caller, session, &req, false);
+        // rmcp cancels the request's token on `notifications/cancelled` (and when the
+        // connection closes) but keeps polling the handler: dropping `run` is what ends a
+        // foreground command the client gave up on (docs/mcp.md, "Timeouts, cancellation
+        // and signals").
+        let outcome = tokio::select! {
+            r = run => r,
+            _ = cancel.cancelled() => {
+                return failed("The call was cancelled; its command was ended.".into());
+            }
+        };
+        match outcome {
             Ok(result) => result,
             Err(e) => {
                 let text = error_chain(&e);
@@ -289,7 +300,7 @@ impl ServerHandler for MoatMcp {
                     self.bind(session.clone(), &context.peer);
                 }
                 match request.name.as_ref() {
-                    schema::EXEC => self.exec(&session, &caller, args).await,
+                    schema::EXEC => self.exec(&session, &caller, args, &context.ct).await,
                     schema::PROCESS => self.process(&session, args).await,
                     other => {
                         return Err(ErrorData::invalid_params(

@@ -10,10 +10,12 @@ mod output;
 mod proc;
 mod registry;
 pub mod script;
+mod status;
 mod supervisor;
 
 pub use events::{exit_event, EventBus, SessionEvent};
 pub use files::{open_dir, Created, RunFiles};
 pub use proc::{ExitInfo, Proc, ProcInfo, ProcState};
 pub use registry::{Limits, ProcessError, Registry, SecretSource, StartSpec};
+pub use status::{signal_number, split_status};
 pub use supervisor::{signal_name, KILL_GRACE_MS};

@@ -90,6 +90,9 @@ pub struct Registry {
     /// The argv prefix that starts host commands as `elevated.user` (empty: moat's own user).
     /// Set once by the app.
     host_user: Mutex<Vec<String>>,
+    /// Foreground processes whose call was cancelled, being ended; a CLI that was
+    /// interrupted waits for them before it exits.
+    cancelled: Mutex<Vec<Arc<Proc>>>,
     /// When `start` last swept (`list` always does).
     last_sweep_ms: AtomicI64,
     /// How sessions map to containers: sessions that share a container share its processes
@@ -117,6 +120,7 @@ impl Registry {
             limits,
             events,
             procs: Mutex::new(HashMap::new()),
+            cancelled: Mutex::new(Vec::new()),
             last_sweep_ms: AtomicI64::new(0),
             scope: Mutex::new(Scope::Session),
             sandbox_owner,
@@ -311,6 +315,39 @@ impl Registry {
         let _ = self.store.set_background(&proc.info.id);
     }
 
+    /// The call that waited on a foreground process went away (MCP cancellation, a client
+    /// that disconnected, an interrupted CLI): the process is ended (TERM, grace, KILL on its
+    /// group), `why` is added to its output, and it is moved to the background, so that
+    /// `process list` and `poll` show it and its outcome (docs/mcp.md, "Timeouts,
+    /// cancellation and signals"). Never blocks: usable from a drop guard.
+    pub fn cancel(&self, proc: &Arc<Proc>, why: &str) {
+        if proc.exit().is_some() {
+            // It ended before the call went away; still keep its record visible.
+            self.set_background(proc);
+            return;
+        }
+        proc.lock().output.note(why);
+        self.set_background(proc);
+        let (tx, _) = tokio::sync::oneshot::channel();
+        let _ = proc.control.send(Control::Kill(tx));
+        // Only the ones still being ended are kept: a daemon never drains this list.
+        let mut cancelled = self.cancelled.lock().unwrap();
+        cancelled.retain(|p| p.exit().is_none());
+        cancelled.push(proc.clone());
+    }
+
+    /// Waits until every cancelled process has ended and its exit is recorded, at most
+    /// `timeout`; returns their ids.
+    pub async fn wait_cancelled(&self, timeout: std::time::Duration) -> Vec<String> {
+        let procs = std::mem::take(&mut *self.cancelled.lock().unwrap());
+        let deadline = tokio::time::Instant::now() + timeout;
+        for p in &procs {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            p.wait_exit(left).await;
+        }
+        procs.iter().map(|p| p.info.id.clone()).collect()
+    }
+
     /// Records that a poll handed out everything up to the current read position.
     pub fn record_drain(&self, proc: &Proc, offset: u64) {
         let _ = self.store.set_read_offset(&proc.info.id, offset);
@@ -387,8 +424,9 @@ impl Registry {
         if row.status == ProcessStatus::Running {
             // It ended while no moat watched it: record the exit now, so the first look after
             // a restart already shows the final state.
-            if let Some(code) = files.as_ref().and_then(RunFiles::read_exit) {
-                let status = if code == 0 {
+            if let Some(status) = files.as_ref().and_then(RunFiles::read_exit) {
+                let (code, signal) = super::status::split_status(status);
+                let status = if code == Some(0) {
                     ProcessStatus::Completed
                 } else {
                     ProcessStatus::Failed
@@ -399,11 +437,17 @@ impl Registry {
                     .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                     .map(|d| d.as_millis() as i64)
                     .unwrap_or_else(now_ms);
-                let _ =
-                    self.store
-                        .finish_process(&row.id, status, Some(code), None, false, finished);
+                let _ = self.store.finish_process(
+                    &row.id,
+                    status,
+                    code,
+                    signal.as_deref(),
+                    false,
+                    finished,
+                );
                 row.status = status;
-                row.exit_code = Some(code);
+                row.exit_code = code;
+                row.signal = signal;
                 row.finished_at_ms = Some(finished);
             }
         }

@@ -195,6 +195,10 @@ impl Supervisor {
                 }
                 _ => {}
             }
+        } else if let Some(c) = code {
+            // Nobody signalled it, but it died of a signal all the same (`kill -9 $$`, the
+            // OOM killer): say which.
+            (code, signal) = super::status::split_status(c);
         }
         let exit = ExitInfo {
             code,

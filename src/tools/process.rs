@@ -77,6 +77,11 @@ fn status_of(p: &Proc) -> &'static str {
 fn exit_line(p: &Proc) -> String {
     match p.exit() {
         None => "Process still running.".into(),
+        Some(e) if e.timed_out => format!(
+            "Process timed out after {} seconds and was ended ({}).",
+            p.info.timeout_secs.unwrap_or(0),
+            e.signal.as_deref().unwrap_or("SIGTERM")
+        ),
         Some(e) => match (&e.signal, e.code) {
             (Some(s), _) => format!("Process exited with signal {s}."),
             (None, Some(c)) => format!("Process exited with code {c}."),
@@ -194,9 +199,11 @@ impl ProcessTool {
                     return failed(format!("No active session found for {id}"));
                 }
                 p.kill().await;
+                // The kill succeeded: the call is not an error, though the process it ended
+                // has failed (its own status says so on `poll` and `list`).
                 ToolResult::new(
                     format!("Killed session {id}."),
-                    json!({"status": "failed", "sessionId": id, "exitSignal": p.exit().and_then(|e| e.signal)}),
+                    json!({"status": "completed", "sessionId": id, "exitSignal": p.exit().and_then(|e| e.signal)}),
                 )
             }
             "clear" => {
@@ -300,6 +307,7 @@ impl ProcessTool {
             "sessionId": p.info.id,
             "exitCode": exit.as_ref().and_then(|e| e.code),
             "exitSignal": exit.as_ref().and_then(|e| e.signal.clone()),
+            "timedOut": exit.as_ref().is_some_and(|e| e.timed_out),
             "aggregated": p.lock().output.aggregated(),
         });
         if exit.is_none() {

@@ -183,8 +183,9 @@ async def check_kill(client, events: Events) -> None:
 
     killed = await client.call_tool("process", {"action": "kill", "sessionId": pid})
     assert text_of(killed) == f"Killed session {pid}."
-    # A killed process's status is `failed`, so the result is flagged like any failed command.
-    assert killed.is_error is True
+    # The kill succeeded, so the call is not an error; the process it ended has failed.
+    assert killed.is_error is False, killed
+    assert killed.structured_content["exitSignal"] == "SIGTERM", killed
 
     poll = await client.call_tool("process", {"action": "poll", "sessionId": pid, "timeout": 5000})
     assert poll.structured_content["status"] == "failed", poll
@@ -193,4 +194,49 @@ async def check_kill(client, events: Events) -> None:
 
     # Nothing of it is left running in the container.
     ps = await client.call_tool("exec", {"command": "ps -eo args | grep -c '^sleep 1000' || true"})
+    assert text_of(ps).strip() == "0", text_of(ps)
+
+
+async def check_signal_death(client) -> None:
+    """A command a signal ended says which signal, not "exited with code 137"."""
+    result = await client.call_tool("exec", {"command": "echo before; kill -9 $$"})
+    assert result.is_error is True, result
+    assert text_of(result).startswith("before"), text_of(result)
+    assert text_of(result).endswith("Command aborted by signal SIGKILL"), text_of(result)
+    assert result.structured_content["exitCode"] is None, result
+    plain = await client.call_tool("exec", {"command": "exit 3"})
+    assert text_of(plain).endswith("Command exited with code 3"), text_of(plain)
+
+
+async def wait_ended(client, pid: str, seconds: float = 20.0):
+    """Polls `pid` until it is no longer running; returns the last poll."""
+    deadline = time.monotonic() + seconds
+    while True:
+        poll = await client.call_tool("process", {"action": "poll", "sessionId": pid, "timeout": 1000})
+        if poll.structured_content["status"] != "running" or time.monotonic() > deadline:
+            return poll
+
+
+async def check_cancelled_call(client, marker: str) -> None:
+    """A client that gives up on a foreground exec (the SDK sends notifications/cancelled):
+    the command's whole tree is ended, and `process list` shows it with its outcome."""
+    # Warm the container, so the call below is waiting on the command when it is cancelled.
+    await client.call_tool("exec", {"command": "true"})
+    command = f"sleep 300 & {marker}"
+    with anyio.move_on_after(2) as scope:
+        await client.call_tool("exec", {"command": command, "timeout": 0, "yieldMs": 60000})
+    assert scope.cancelled_caught, "the call returned before it was cancelled"
+    deadline = time.monotonic() + 15
+    row = None
+    while time.monotonic() < deadline:
+        listed = await client.call_tool("process", {"action": "list"})
+        rows = [r for r in listed.structured_content["sessions"] if r["command"] == command]
+        if rows and rows[0]["status"] != "running":
+            row = rows[0]
+            break
+        await anyio.sleep(0.2)
+    assert row is not None, "the cancelled command is not listed as ended"
+    assert row["status"] == "failed", row
+    assert row["exitSignal"] == "SIGTERM", row
+    ps = await client.call_tool("exec", {"command": "ps -eo args | grep -c '^sleep 3' || true"})
     assert text_of(ps).strip() == "0", text_of(ps)

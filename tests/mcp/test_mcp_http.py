@@ -120,6 +120,16 @@ async def test_kill(mcp_http):
         await checks.check_kill(client, events)
 
 
+async def test_signal_death(mcp_http):
+    async with connect(*mcp_http) as (client, _):
+        await checks.check_signal_death(client)
+
+
+async def test_cancelled_call_ends_its_command(mcp_http):
+    async with connect(*mcp_http) as (client, _):
+        await checks.check_cancelled_call(client, "sleep 342")
+
+
 async def test_refuses_unknown_token(mcp_http):
     url, _ = mcp_http
     with pytest.raises(Exception):

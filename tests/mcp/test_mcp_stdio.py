@@ -62,3 +62,13 @@ async def test_session_from_env(moat_bin, moat_home, session_key):
     async with connect(moat_bin, moat_home, session_key) as (client, _):
         result = await client.call_tool("exec", {"command": "cat /workspace/from-env"})
         assert checks.text_of(result) == "marker"
+
+
+async def test_signal_death(moat_bin, moat_home, session_key):
+    async with connect(moat_bin, moat_home, session_key) as (client, _):
+        await checks.check_signal_death(client)
+
+
+async def test_cancelled_call_ends_its_command(moat_bin, moat_home, session_key):
+    async with connect(moat_bin, moat_home, session_key) as (client, _):
+        await checks.check_cancelled_call(client, "sleep 341")

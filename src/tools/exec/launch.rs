@@ -66,6 +66,12 @@ impl ExecTool {
         let background = req.background == Some(true);
         let timeout_secs = req.timeout_secs(self.config.exec.timeout_secs);
         let started = proc.info.started_at_ms;
+        // Until it yields, the command belongs to this call: if the call goes away (this
+        // future is dropped), the guard ends the command instead of leaving it unseen.
+        let guard = CancelOnDrop {
+            registry: &self.registry,
+            proc: &proc,
+        };
         let ended = if background {
             false
         } else if wait_to_end && req.yield_ms.is_none() {
@@ -74,6 +80,7 @@ impl ExecTool {
             let window = req.yield_window_ms(self.config.exec.yield_ms);
             proc.wait_exit(Duration::from_millis(window)).await
         };
+        std::mem::forget(guard);
         if !ended {
             self.registry.set_background(&proc);
             let owner = (!p.on_host()).then_some(p.owner);
@@ -104,5 +111,23 @@ impl ExecTool {
         let duration = exit.finished_at_ms - started;
         finished_result(&exit, aggregated, truncated, duration, &p.cwd, timeout_secs)
             .with_warnings(&p.warnings)
+    }
+}
+
+/// What a foreground command's output ends with when its call went away.
+pub const CANCELLED_NOTE: &str =
+    "\n[moat] the call that started this command was cancelled; the command was ended.\n";
+
+/// Ends a foreground command whose call was dropped before it finished or yielded.
+struct CancelOnDrop<'a> {
+    /// Where the process is recorded (and moved to the background, to stay visible).
+    registry: &'a Arc<crate::process::Registry>,
+    /// The command the call was waiting on.
+    proc: &'a Arc<Proc>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        self.registry.cancel(self.proc, CANCELLED_NOTE);
     }
 }
