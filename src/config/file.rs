@@ -181,6 +181,10 @@ pub struct SandboxConfig {
     pub env: BTreeMap<String, String>,
     /// Directories put in front of PATH after the login profile ran.
     pub path_prepend: Vec<String>,
+    /// The login shell commands run in: `sh` (the image's `/bin/sh`, dash on Debian) or
+    /// `bash`, for the syntax agents often assume. Only the shell changes: wrapper, process
+    /// group, run files and PATH prelude stay (README, "Configuration").
+    pub shell: crate::process::script::Shell,
     /// Shell command run once after a container is created (e.g. installing tools).
     pub setup_command: String,
     /// OCI runtime (e.g. `runsc` for gVisor); empty uses the engine's default.
@@ -217,6 +221,7 @@ impl Default for SandboxConfig {
             binds: Vec::new(),
             env: BTreeMap::new(),
             path_prepend: Vec::new(),
+            shell: Default::default(),
             setup_command: String::new(),
             runtime: String::new(),
             seccomp_profile: String::new(),
