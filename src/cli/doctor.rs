@@ -101,19 +101,19 @@ async fn shells(rt: &moat::runtime::docker::DockerRuntime, c: &moat::config::Con
 fn host_user(spec: &str) -> bool {
     match moat::host::RunAs::resolve(spec) {
         Ok(None) => {
-            println!("warn  elevated.user is not set: host commands run as moat's own user and could act on its home, socket and token\n      set elevated.user to an unprivileged account (docs/security.md, \"The operator channel\")");
+            say!("warn  elevated.user is not set: host commands run as moat's own user and could act on its home, socket and token\n      set elevated.user to an unprivileged account (docs/security.md, \"The operator channel\")");
             true
         }
         Ok(Some(u)) if !nix::unistd::geteuid().is_root() => {
-            println!("FAIL  elevated.user (uid {}) needs moat to run as root: this moat is not\n      (a moat given CAP_SETUID and CAP_SETGID works too; this check cannot see those)", u.uid);
+            say!("FAIL  elevated.user (uid {}) needs moat to run as root: this moat is not\n      (a moat given CAP_SETUID and CAP_SETGID works too; this check cannot see those)", u.uid);
             false
         }
         Ok(Some(u)) => {
-            println!("ok    host commands run as uid {} gid {}", u.uid, u.gid);
+            say!("ok    host commands run as uid {} gid {}", u.uid, u.gid);
             true
         }
         Err(e) => {
-            println!("FAIL  failed to {e}");
+            say!("FAIL  failed to {e}");
             false
         }
     }

@@ -34,7 +34,7 @@ pub fn main() -> ExitCode {
         .with_writer(|| term::LogWriter)
         .with_ansi(false)
         // A closed stderr must not turn a log line into a panic (tracing's fallback report
-        // is an `eprintln!`, which panics): a refused host command triggers warnings at will.
+        // is a direct print to stderr, which panics): a refused host command triggers warnings at will.
         .log_internal_errors(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MOAT_LOG")

@@ -5,6 +5,8 @@
 
 use std::process::ExitCode;
 
+use super::term::say_err;
+
 /// Exit status when the switch or the exec failed, like a shell's "cannot execute".
 const FAILED: u8 = 126;
 
@@ -22,6 +24,6 @@ pub fn main(args: &[String]) -> ExitCode {
         }
         _ => "read the arguments: expected UID GID GROUPS -- COMMAND…".to_string(),
     };
-    eprintln!("moat: failed to run the host command as elevated.user: {message}");
+    say_err!("moat: failed to run the host command as elevated.user: {message}");
     ExitCode::from(FAILED)
 }
