@@ -485,3 +485,64 @@ async fn doctor_reports_which_shell_the_image_gives_sh() {
         String::from_utf8_lossy(&left.stdout)
     );
 }
+
+/// An operator's denial is a refusal too: the waiting `moat exec` prints the sentence on
+/// stderr and exits 77.
+#[tokio::test]
+async fn cli_operator_denial_exits_77_with_the_sentence() {
+    let Some(m) = common::moat("i13b-opdeny", Config::default()).await else {
+        return;
+    };
+    let key = m.key("s");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_moat"))
+        .args([
+            "exec",
+            "--session",
+            &key,
+            "--ask",
+            "always",
+            "--",
+            "touch /workspace/ran",
+        ])
+        .env("MOAT_HOME", m.dir.path())
+        .env_remove("MOAT_SESSION")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The pending approval, as the operator sees it.
+    let mut id = None;
+    for _ in 0..300 {
+        let list = Command::new(env!("CARGO_BIN_EXE_moat"))
+            .args(["approvals", "list", "--json"])
+            .env("MOAT_HOME", m.dir.path())
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap_or_default();
+        if let Some(first) = v.as_array().and_then(|a| a.first()) {
+            id = first["id"].as_str().map(str::to_string);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let id = id.expect("an approval became pending");
+    let deny = Command::new(env!("CARGO_BIN_EXE_moat"))
+        .args(["approvals", "deny", &id])
+        .env("MOAT_HOME", m.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        deny.status.success(),
+        "{}",
+        String::from_utf8_lossy(&deny.stderr)
+    );
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(77), "{stderr}");
+    assert!(
+        stderr.lines().any(|l| l.starts_with("Exec denied")),
+        "{stderr}"
+    );
+    let listing = m.docker_exec("s", "ls /workspace");
+    assert!(!listing.contains("ran"), "{listing}");
+}
