@@ -494,7 +494,7 @@ async fn cli_operator_denial_exits_77_with_the_sentence() {
         return;
     };
     let key = m.key("s");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_moat"))
+    let child = Command::new(env!("CARGO_BIN_EXE_moat"))
         .args([
             "exec",
             "--session",
