@@ -546,3 +546,29 @@ async fn cli_operator_denial_exits_77_with_the_sentence() {
     let listing = m.docker_exec("s", "ls /workspace");
     assert!(!listing.contains("ran"), "{listing}");
 }
+
+/// With deny patterns, names are resolved on the PATH the run will have, request entries
+/// included: a link in a request PATH directory to a denied program is caught by what it is,
+/// and a harmless tool there is found (not refused as unresolvable).
+#[tokio::test]
+async fn patterns_see_through_the_request_path() {
+    let mut c = Config::default();
+    c.policy.sandbox.deny_patterns = vec!["id *".into()];
+    let Some(m) = common::moat("i13b-patpath", c).await else {
+        return;
+    };
+    m.exec(
+        "s",
+        "mkdir -p /workspace/tools && ln -sf /usr/bin/id /workspace/tools/myid && printf '#!/bin/sh\\necho hello-from-tool\\n' > /workspace/tools/hello && chmod +x /workspace/tools/hello",
+    )
+    .await;
+    let with_path = |command: &str| ExecRequest {
+        env: env(&[("PATH", "/workspace/tools")]),
+        ..req(command)
+    };
+    let r = m.exec_req("s", with_path("myid -u")).await;
+    assert_eq!(r.details["denied"], true, "{}", r.text());
+    assert!(r.text().contains("id *"), "{}", r.text());
+    let r = m.exec_req("s", with_path("hello")).await;
+    assert_eq!(aggregated(&r).trim(), "hello-from-tool", "{}", r.text());
+}
