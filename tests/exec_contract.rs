@@ -572,3 +572,47 @@ async fn patterns_see_through_the_request_path() {
     let r = m.exec_req("s", with_path("hello")).await;
     assert_eq!(aggregated(&r).trim(), "hello-from-tool", "{}", r.text());
 }
+
+/// Refusals that come as errors (failing elevated gates, a `Security Violation`) also end
+/// `moat exec` with 77, their sentence on stderr; moat's own failures stay 2.
+#[test]
+fn cli_gate_and_security_violation_refusals_exit_77() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_moat"))
+            .args(args)
+            .env("MOAT_HOME", dir.path())
+            .env_remove("MOAT_SESSION")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["exec", "--elevated", "--", "touch", "/tmp/never"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(77), "{stderr}");
+    assert!(stderr.contains("elevated execution is refused"), "{stderr}");
+    assert!(stderr.contains("elevated.enabled"), "{stderr}");
+
+    std::fs::write(
+        dir.path().join("moat.toml"),
+        "[elevated]\nenabled = true\nallow_from = { cli = [\"*\"] }\n",
+    )
+    .unwrap();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let out = run(&[
+        "exec",
+        "--elevated",
+        "--env",
+        "LD_PRELOAD=/x.so",
+        "--",
+        &touch,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(77), "{stderr}");
+    assert!(stderr.starts_with("moat: Security Violation"), "{stderr}");
+    assert!(!marker.exists());
+
+    // A bad request is moat's failure, not a refusal.
+    let out = run(&["exec", "--env", "1BAD=x", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+}
