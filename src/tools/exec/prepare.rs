@@ -240,7 +240,7 @@ impl ExecTool {
         let request_path = crate::exec::request_path(&req.env)?.unwrap_or_default();
         let env = merge_env(&base, &req.env, &sandbox.path_prepend, &request_path);
         if sandbox.shell != Shell::Sh {
-            self.check_sandbox_shell(&container.name, sandbox.shell)
+            self.check_sandbox_shell(&container.name, &container.id, sandbox.shell)
                 .await?;
         }
         let mut policy = self.config.policy.sandbox.clone();
@@ -411,8 +411,16 @@ impl ExecTool {
     /// Fails unless the container has `shell` on the PATH its login shell sets up. Checked
     /// once per container and moat process: a found shell stays found, as the image's root is
     /// read-only.
-    async fn check_sandbox_shell(&self, container: &str, shell: Shell) -> Result<(), ExecError> {
-        let key = format!("{container}\t{}", shell.name());
+    ///
+    /// Keyed by the container's id: a container recreated under the same name (another image)
+    /// is checked again.
+    async fn check_sandbox_shell(
+        &self,
+        container: &str,
+        id: &str,
+        shell: Shell,
+    ) -> Result<(), ExecError> {
+        let key = format!("{id}\t{}", shell.name());
         if self.shells_seen.lock().unwrap().contains(&key) {
             return Ok(());
         }

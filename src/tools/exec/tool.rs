@@ -70,7 +70,7 @@ pub struct ExecTool {
     pub approvals: Arc<Approvals>,
     pub secrets: Arc<Secrets>,
     pub home: Home,
-    /// `container<TAB>shell` pairs whose login shell was found (`sandbox.shell` other than
+    /// `container id<TAB>shell` pairs whose login shell was found (`sandbox.shell` other than
     /// `sh`), so the check costs one exec per container.
     pub shells_seen: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
