@@ -108,6 +108,7 @@ impl App {
             approvals: approvals.clone(),
             secrets: secrets.clone(),
             home: home.clone(),
+            shells_seen: Default::default(),
         };
         Ok(Self {
             home,

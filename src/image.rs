@@ -82,3 +82,72 @@ mod tests {
         assert_eq!(names, ["Dockerfile"]);
     }
 }
+
+/// What an image's shells are, for `moat doctor`: commands run with `sh -lc` unless
+/// `sandbox.shell = "bash"` (README, "Configuration").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shells {
+    /// Where `/bin/sh` finally leads (`/usr/bin/dash` on Debian).
+    pub sh: String,
+    /// Where `bash` is on the login PATH, if anywhere.
+    pub bash: Option<String>,
+}
+
+/// Prints `/bin/sh`'s target, then `bash`'s path (or nothing). `readlink -f` is in the images
+/// moat builds; `ls -l` is the fallback for a one-hop link.
+const SHELLS_PROBE: &str = r#"t=$(readlink -f /bin/sh 2>/dev/null) || t=
+if [ -z "$t" ]; then t=$(ls -l /bin/sh 2>/dev/null); t=${t##* -> }; fi
+printf '%s\n' "$t"
+command -v bash 2>/dev/null || true"#;
+
+/// Finds out which shells `image` has, in a throwaway container with no network, no mounts,
+/// a read-only root and all capabilities dropped (removed afterwards, also on failure).
+pub async fn probe_shells(
+    rt: &dyn Runtime,
+    image: &str,
+    user: &str,
+) -> Result<Shells, RuntimeError> {
+    let name = format!(
+        "moat-doctor-{}-{}",
+        std::process::id(),
+        crate::names::generate(|_| false)
+    );
+    let spec = crate::runtime::ContainerSpec {
+        name: name.clone(),
+        image: image.to_string(),
+        labels: Default::default(),
+        user: user.to_string(),
+        env: vec!["LANG=C.UTF-8".into()],
+        mounts: Vec::new(),
+        tmpfs: Default::default(),
+        read_only_root: true,
+        network: "none".into(),
+        cap_add: Vec::new(),
+        security_opt: vec!["no-new-privileges:true".into()],
+        pids_limit: 32,
+        memory_bytes: 64 * 1024 * 1024,
+        nano_cpus: 0,
+        runtime: None,
+        working_dir: "/".into(),
+        // Ends by itself should moat die before removing it.
+        cmd: vec!["sleep".into(), "60".into()],
+    };
+    let id = rt.create_container(&spec).await?;
+    let result = async {
+        rt.start_container(&id).await?;
+        let argv = vec!["sh".into(), "-lc".into(), SHELLS_PROBE.into()];
+        rt.exec_capture(&id, argv, None).await
+    }
+    .await;
+    let _ = rt.remove_container(&id).await;
+    let (_, out) = result?;
+    let out = String::from_utf8_lossy(&out);
+    let mut lines = out.lines().map(str::trim);
+    Ok(Shells {
+        sh: lines.next().unwrap_or_default().to_string(),
+        bash: lines
+            .next()
+            .filter(|l| l.starts_with('/'))
+            .map(str::to_string),
+    })
+}

@@ -33,7 +33,10 @@ pub async fn run(home: Home) -> anyhow::Result<ExitCode> {
                 );
                 if let Some(c) = &config {
                     match rt.image_exists(&c.sandbox.image).await {
-                        Ok(true) => say!("ok    image {}", c.sandbox.image),
+                        Ok(true) => {
+                            say!("ok    image {}", c.sandbox.image);
+                            ok &= shells(&rt, c).await;
+                        }
                         Ok(false) => {
                             ok = false;
                             say!(
@@ -68,6 +71,29 @@ pub async fn run(home: Home) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Which shell the image's `sh` is, whether it has bash, and so whether `sandbox.shell` can
+/// work; false only when the configured shell is missing.
+async fn shells(rt: &moat::runtime::docker::DockerRuntime, c: &moat::config::Config) -> bool {
+    use moat::process::script::Shell;
+    match moat::image::probe_shells(rt, &c.sandbox.image, &c.sandbox.user).await {
+        Ok(s) => {
+            let sh = if s.sh.is_empty() { "unknown" } else { &s.sh };
+            let bash = s.bash.as_deref().unwrap_or("absent");
+            let using = c.sandbox.shell.name();
+            if c.sandbox.shell == Shell::Bash && s.bash.is_none() {
+                say!("FAIL  image shells: sh is {sh}, bash is absent, but sandbox.shell = \"bash\"\n      install bash in the image, or set sandbox.shell = \"sh\"");
+                return false;
+            }
+            say!("ok    image shells: sh is {sh}, bash is {bash}; commands run with `{using} -lc` (sandbox.shell)");
+            true
+        }
+        Err(e) => {
+            say!("warn  image shells: failed to {e}");
+            true
+        }
+    }
 }
 
 /// With host access on, says who host commands run as (docs/security.md, "The operator

@@ -10,6 +10,17 @@ use moat::home::Home;
 use super::args::ExecArgs;
 use super::interrupt;
 
+/// The exit code of a command moat refused to run: the policy said no, an operator denied the
+/// approval, a `Security Violation`, or failing elevated gates (README, "Exit codes"). 77 is
+/// sysexits' EX_NOPERM, apart from moat's own failure (2), the shell's 126/127 and the
+/// signal codes 128 + N, so a script can tell "not allowed" from "ran and failed".
+pub const REFUSED: u8 = 77;
+
+/// Whether an error the CLI got is a refusal rather than a failure (see [`REFUSED`]).
+pub fn is_refusal(message: &str) -> bool {
+    message.starts_with("Security Violation") || message.contains("elevated execution is refused")
+}
+
 pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
     let mut env = BTreeMap::new();
     for kv in &a.env {
@@ -61,6 +72,15 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
             result
         }
     };
+    if result.details["denied"] == true {
+        // The refusal sentence, exactly as the tool result carries it.
+        if a.json {
+            super::term::json(&result)?;
+        } else {
+            say_err!("{}", result.text());
+        }
+        return Ok(ExitCode::from(REFUSED));
+    }
     if a.json {
         super::term::json(&result)?;
     } else if result.status() == "running" {
@@ -120,13 +140,17 @@ async fn wait_for_approval(
         if !event.text.contains(&needle) {
             continue;
         }
+        let denied = event.text.starts_with("Exec denied");
         if json {
             say!("{}", serde_json::json!({"event": event.text}));
+        } else if denied {
+            // A refusal, like the policy's: its sentence on stderr.
+            say_err!("{}", event.text);
         } else {
             say!("{}", event.text);
         }
-        if event.text.starts_with("Exec denied") {
-            return Ok(ExitCode::from(1));
+        if denied {
+            return Ok(ExitCode::from(REFUSED));
         }
         if let Some(rest) = event.text.strip_prefix("Exec finished") {
             let head = rest.lines().next().unwrap_or_default();

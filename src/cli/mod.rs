@@ -62,7 +62,11 @@ pub fn main() -> ExitCode {
             } else {
                 say_err!("moat: failed to {msg}");
             }
-            ExitCode::from(2)
+            if exec::is_refusal(&msg) {
+                ExitCode::from(exec::REFUSED)
+            } else {
+                ExitCode::from(2)
+            }
         }
     }
 }

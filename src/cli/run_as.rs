@@ -6,6 +6,8 @@
 use super::term::say_err;
 use std::process::ExitCode;
 
+use super::term::say_err;
+
 /// Exit status when the switch or the exec failed, like a shell's "cannot execute".
 const FAILED: u8 = 126;
 

@@ -197,6 +197,11 @@ pub struct SandboxConfig {
     /// past it moat stops the session's commands that keep writing (docs/security.md,
     /// "Disk bound").
     pub workspace_max_bytes: String,
+    /// The login shell commands run in: `sh` (the image's `/bin/sh`, dash on Debian) or
+    /// `bash`, for the syntax agents often assume. Only the shell changes: wrapper, process
+    /// group, run files and PATH prelude stay (README, "Configuration").
+    /// Last on purpose: it shapes no container, and `config_hash` leaves it out.
+    pub shell: crate::process::script::Shell,
 }
 
 impl Default for SandboxConfig {
@@ -224,6 +229,7 @@ impl Default for SandboxConfig {
             prune_idle_hours: 24,
             prune_max_age_days: 7,
             workspace_max_bytes: "10g".into(),
+            shell: Default::default(),
         }
     }
 }

@@ -236,4 +236,31 @@ enabled = true
             "{err}"
         );
     }
+
+    #[test]
+    fn shells_are_sh_or_bash() {
+        use crate::process::script::Shell;
+        let c = load(
+            "[sandbox]\nshell = \"bash\"\n[elevated]\nshell = \"sh\"\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            (c.sandbox.shell, c.elevated.shell),
+            (Shell::Bash, Shell::Sh)
+        );
+        let c = load("", &[("MOAT_ELEVATED_SHELL", "bash")]).unwrap();
+        assert_eq!(c.elevated.shell, Shell::Bash);
+        for text in [
+            "[sandbox]\nshell = \"zsh\"\n",
+            "[sandbox]\nshell = \"/bin/bash\"\n",
+            "[elevated]\nshell = \"fish\"\n",
+        ] {
+            let err = load(text, &[]).unwrap_err().to_string();
+            assert!(
+                err.contains("shell") && err.contains("`sh` or `bash`"),
+                "{text:?}: {err}"
+            );
+        }
+    }
 }

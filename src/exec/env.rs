@@ -5,6 +5,11 @@ use std::collections::BTreeMap;
 
 pub const MAX_VALUE_BYTES: usize = 32 * 1024;
 pub const MAX_TOTAL_BYTES: usize = 256 * 1024;
+/// At most this many entries in a request's `PATH` (docs/mcp.md, "env.PATH").
+pub const MAX_PATH_ENTRIES: usize = 64;
+/// At most this many bytes per `PATH` entry (Linux's PATH_MAX is 4096; a directory meant for
+/// commands is far shorter).
+pub const MAX_PATH_ENTRY_BYTES: usize = 1024;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum EnvError {
@@ -18,6 +23,60 @@ pub enum EnvError {
     TooLarge(usize),
     #[error("set env var `{0}`: the MOAT_ prefix is reserved for moat itself")]
     Reserved(String),
+    #[error("set env var `PATH`: entry {index} `{entry}` {reason}")]
+    BadPathEntry {
+        /// 1-based position in the value, so the caller can find it.
+        index: usize,
+        /// The entry, escaped and cut for display.
+        entry: String,
+        reason: &'static str,
+    },
+    #[error("set env var `PATH`: {0} entries (limit {MAX_PATH_ENTRIES})")]
+    TooManyPathEntries(usize),
+}
+
+/// The entries of a request's `PATH`, to put before the login PATH in the sandbox (those not
+/// already there, in order, each once). Every entry must be an absolute, normalized directory
+/// path: an empty entry (`a::b`, a leading or trailing `:`) or a relative one (`.`, `bin`)
+/// would make the shell search the working directory, which the agent writes. `None` when the
+/// request sets no PATH.
+pub fn request_path(env: &BTreeMap<String, String>) -> Result<Option<Vec<String>>, EnvError> {
+    let Some(value) = env.get("PATH") else {
+        return Ok(None);
+    };
+    let parts: Vec<&str> = value.split(':').collect();
+    if parts.len() > MAX_PATH_ENTRIES {
+        return Err(EnvError::TooManyPathEntries(parts.len()));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, entry) in parts.iter().enumerate() {
+        let bad = |reason| EnvError::BadPathEntry {
+            index: i + 1,
+            entry: printable(entry),
+            reason,
+        };
+        if entry.is_empty() {
+            return Err(bad(
+                "is empty (an empty entry searches the working directory)",
+            ));
+        }
+        if !entry.starts_with('/') {
+            return Err(bad("is not an absolute path"));
+        }
+        if entry.len() > MAX_PATH_ENTRY_BYTES {
+            return Err(bad("is longer than 1024 bytes"));
+        }
+        if entry.chars().any(char::is_control) {
+            return Err(bad("contains a control character"));
+        }
+        if entry.split('/').any(|c| c == "." || c == "..") {
+            return Err(bad("has a `.` or `..` component"));
+        }
+        if !out.iter().any(|e| e == entry) {
+            out.push((*entry).to_string());
+        }
+    }
+    Ok(Some(out))
 }
 
 pub fn validate_env(env: &BTreeMap<String, String>) -> Result<(), EnvError> {
@@ -51,13 +110,23 @@ pub fn validate_env(env: &BTreeMap<String, String>) -> Result<(), EnvError> {
 }
 
 /// Session config env < request env, then moat's own variables on top. Returns `K=V` entries.
+///
+/// A request's `PATH` is not passed as `PATH`: the login profile would reset it, and the engine
+/// would look the wrapper's own `sh` up in it. Its entries (from [`request_path`]) travel in
+/// `MOAT_PATH_REQUEST` for the prelude instead (src/process/script.rs).
 pub fn merge_env(
     session: &BTreeMap<String, String>,
     request: &BTreeMap<String, String>,
     path_prepend: &[String],
+    request_path: &[String],
 ) -> Vec<String> {
     let mut merged = session.clone();
-    merged.extend(request.iter().map(|(k, v)| (k.clone(), v.clone())));
+    merged.extend(
+        request
+            .iter()
+            .filter(|(k, _)| k.as_str() != "PATH")
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
     let mut out: Vec<String> = merged
         .into_iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -68,6 +137,13 @@ pub fn merge_env(
             "{}={}",
             crate::process::script::PATH_PREPEND_VAR,
             path_prepend.join(":")
+        ));
+    }
+    if !request_path.is_empty() {
+        out.push(format!(
+            "{}={}",
+            crate::process::script::PATH_REQUEST_VAR,
+            request_path.join(":")
         ));
     }
     out
@@ -121,6 +197,7 @@ mod tests {
             &env(&[("A", "session"), ("B", "keep")]),
             &env(&[("A", "request")]),
             &["/opt/tools/bin".into()],
+            &[],
         );
         assert_eq!(
             merged,
@@ -131,5 +208,50 @@ mod tests {
                 "MOAT_PATH_PREPEND=/opt/tools/bin"
             ]
         );
+    }
+
+    #[test]
+    fn request_path_travels_apart_from_path() {
+        let merged = merge_env(
+            &env(&[("PATH", "/session")]),
+            &env(&[("PATH", "/opt/x:/usr/bin")]),
+            &[],
+            &["/opt/x".into(), "/usr/bin".into()],
+        );
+        assert_eq!(
+            merged,
+            [
+                "PATH=/session",
+                "MOAT_SHELL=exec",
+                "MOAT_PATH_REQUEST=/opt/x:/usr/bin"
+            ]
+        );
+    }
+
+    #[test]
+    fn request_path_entries() {
+        let ok = |v: &str| request_path(&env(&[("PATH", v)])).unwrap().unwrap();
+        assert_eq!(ok("/opt/x:/usr/bin"), ["/opt/x", "/usr/bin"]);
+        assert_eq!(ok("/a:/b:/a"), ["/a", "/b"]);
+        assert_eq!(ok("/with space/bin"), ["/with space/bin"]);
+        assert_eq!(request_path(&env(&[("HOME", "/x")])).unwrap(), None);
+        let long = format!("/{}", "d".repeat(MAX_PATH_ENTRY_BYTES));
+        let many = vec!["/x"; MAX_PATH_ENTRIES + 1].join(":");
+        for (value, needle) in [
+            ("/opt/x::/usr/bin", "entry 2 `` is empty"),
+            (":/usr/bin", "entry 1 `` is empty"),
+            ("/usr/bin:", "entry 2 `` is empty"),
+            ("/opt/x:.", "entry 2 `.` is not an absolute path"),
+            ("bin:/usr/bin", "entry 1 `bin` is not an absolute path"),
+            ("/opt/../tmp", "`..` component"),
+            ("/opt/./x", "`.` or `..` component"),
+            ("/opt/x\n", "control character"),
+            (long.as_str(), "longer than 1024 bytes"),
+            (many.as_str(), "65 entries (limit 64)"),
+        ] {
+            let err = request_path(&env(&[("PATH", value)])).unwrap_err();
+            assert!(err.to_string().contains(needle), "{value:?}: {err}");
+            assert!(err.to_string().starts_with("set env var `PATH`"), "{err}");
+        }
     }
 }

@@ -8,7 +8,7 @@ mod result;
 mod workdir;
 
 pub use elevated::{target, Caller, ElevatedError, GateError, Target};
-pub use env::{merge_env, validate_env, EnvError};
+pub use env::{merge_env, request_path, validate_env, EnvError};
 pub use request::{ExecRequest, HostChoice, RequestError};
 pub use result::{finished_result, running_result, ToolResult};
 pub use workdir::{map_workdir, WorkdirError};

@@ -50,6 +50,10 @@ pub enum RequestError {
         "run on host `node`: moat does not support remote nodes (use host=sandbox or host=host)"
     )]
     NodeUnsupported,
+    /// `host` names where a command runs, never a machine: a hostname-like value must not
+    /// quietly fall back to the sandbox (docs/mcp.md, "host").
+    #[error("run on host `{0}`: host accepts only auto, sandbox, gateway or host (it chooses where the command runs, not a machine)")]
+    UnknownHost(String),
 }
 
 impl ExecRequest {
@@ -64,14 +68,29 @@ impl ExecRequest {
         Ok(())
     }
 
-    /// `auto`/`sandbox` → sandbox, `host`/`gateway` → host, `node` → error, unknown → default.
+    /// `auto`/`sandbox` → sandbox (or the host with `elevated`), `host`/`gateway` → host,
+    /// `node` → error; an empty value is "not given"; anything else is refused by name.
     pub fn host(&self) -> Result<HostChoice, RequestError> {
         let h = self.host.as_deref().map(|h| h.trim().to_ascii_lowercase());
         match h.as_deref() {
             Some("host") | Some("gateway") => Ok(HostChoice::Host),
             Some("node") => Err(RequestError::NodeUnsupported),
-            _ if self.elevated == Some(true) => Ok(HostChoice::Host),
-            _ => Ok(HostChoice::Sandbox),
+            None | Some("") | Some("auto") | Some("sandbox") => {
+                if self.elevated == Some(true) {
+                    Ok(HostChoice::Host)
+                } else {
+                    Ok(HostChoice::Sandbox)
+                }
+            }
+            Some(_) => Err(RequestError::UnknownHost(
+                self.host
+                    .as_deref()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(64)
+                    .flat_map(char::escape_debug)
+                    .collect(),
+            )),
         }
     }
 
@@ -130,7 +149,18 @@ mod tests {
             req(r#"{"command":"ls","host":"node"}"#).validate(),
             Err(RequestError::NodeUnsupported)
         );
-        assert!(req(r#"{"command":"ls","host":"mars"}"#).validate().is_ok());
+        // A hostname-like value is refused by name, never run in the sandbox.
+        for (json, shown) in [
+            (r#"{"command":"ls","host":"example.com"}"#, "example.com"),
+            (r#"{"command":"ls","host":"mars"}"#, "mars"),
+            (r#"{"command":"ls","host":"a\nb"}"#, "a\\nb"),
+        ] {
+            let err = req(json).validate().unwrap_err();
+            assert_eq!(err, RequestError::UnknownHost(shown.to_string()));
+            let text = err.to_string();
+            assert!(text.contains(&format!("`{}`", shown)), "{text}");
+            assert!(text.contains("auto, sandbox, gateway or host"), "{text}");
+        }
     }
 
     #[test]
@@ -142,7 +172,11 @@ mod tests {
             (r#"{"command":"x","host":"gateway"}"#, HostChoice::Host),
             (r#"{"command":"x","host":"host"}"#, HostChoice::Host),
             (r#"{"command":"x","elevated":true}"#, HostChoice::Host),
-            (r#"{"command":"x","host":"weird"}"#, HostChoice::Sandbox),
+            (r#"{"command":"x","host":""}"#, HostChoice::Sandbox),
+            (
+                r#"{"command":"x","host":"sandbox","elevated":true}"#,
+                HostChoice::Host,
+            ),
         ];
         for (json, want) in rows {
             assert_eq!(req(json).host().unwrap(), want, "{json}");

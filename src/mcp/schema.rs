@@ -95,7 +95,7 @@ pub fn exec_input() -> Arc<JsonObject> {
             "env": {
                 "type": "object",
                 "additionalProperties": { "type": "string" },
-                "description": "Environment variables for this command, merged over the session's."
+                "description": "Environment variables for this command, merged over the session's. In the sandbox, PATH entries (absolute directories) are put in front of the login PATH."
             },
             "yieldMs": {
                 "type": "number",
@@ -119,7 +119,7 @@ pub fn exec_input() -> Arc<JsonObject> {
             },
             "host": {
                 "type": "string",
-                "description": "Where to run: `auto` (= sandbox, the default), `sandbox`, or `host` (alias `gateway`)."
+                "description": "Where to run: `auto` (= sandbox, the default), `sandbox`, or `host` (alias `gateway`). Not a machine name: other values are refused."
             },
             "security": {
                 "type": "string",

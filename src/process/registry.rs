@@ -73,6 +73,8 @@ pub struct StartSpec {
     /// Publish `Exec completed|failed …` when it ends in the background. Off for approved
     /// plans, whose waiter reports `Exec finished …` itself.
     pub notify_exit: bool,
+    /// The login shell (`sandbox.shell` or `elevated.shell`).
+    pub shell: script::Shell,
 }
 
 pub struct Registry {
@@ -228,9 +230,10 @@ impl Registry {
                 &spec.command,
                 spec.pty,
                 &self.host_user.lock().unwrap(),
+                spec.shell,
             )
         } else {
-            script::argv(&id, &spec.command, spec.pty)
+            script::argv(&id, &spec.command, spec.pty, spec.shell)
         };
         let exec = ExecSpec {
             argv,

@@ -19,11 +19,43 @@
 //!   inherited by the command and make it unkillable by TERM; a trap is reset in children.)
 //!
 //! The prelude prepends PATH entries *after* `/etc/profile` ran (it assigns PATH outright on
-//! Debian and Alpine), reading them from `MOAT_PATH_PREPEND`: values are never pasted into
-//! the script text.
+//! Debian and Alpine), reading them from `MOAT_PATH_PREPEND` (the operator's `path_prepend`,
+//! always in front) and `MOAT_PATH_REQUEST` (a request's `env.PATH`: only the entries the PATH
+//! does not hold yet, in order, after the operator's): values are never pasted into the script
+//! text. The prelude is POSIX sh, so it reads the same in `sh` and `bash`.
+//!
+//! The login shell is `sh` unless the config says `bash` ([`Shell`]); the wrapper, the
+//! process group, the run files and the prelude are the same for both.
+
+use serde::{Deserialize, Serialize};
 
 /// Env var carrying the PATH entries to prepend (colon-joined); unset by the prelude.
 pub const PATH_PREPEND_VAR: &str = "MOAT_PATH_PREPEND";
+/// Env var carrying a request's PATH entries (colon-joined, validated by
+/// `crate::exec::env::request_path`); unset by the prelude.
+pub const PATH_REQUEST_VAR: &str = "MOAT_PATH_REQUEST";
+
+/// The login shell a command runs in (`sandbox.shell`, `elevated.shell`). Only these two: the
+/// wrapper passes the command as `-lc` text, which both read the same way.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Shell {
+    /// `sh -lc`: whatever the image's `/bin/sh` is (dash on Debian).
+    #[default]
+    Sh,
+    /// `bash -lc`: arrays, `[[ ]]`, `set -o pipefail` and the rest agents expect.
+    Bash,
+}
+
+impl Shell {
+    /// The program name, looked up on the wrapper's PATH.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shell::Sh => "sh",
+            Shell::Bash => "bash",
+        }
+    }
+}
 /// Where the run directory is mounted inside the container.
 pub const RUN_DIR: &str = "/run/moat";
 
@@ -55,20 +87,32 @@ exec sh -lc "$2""#;
 /// A PTY's initial size, rows × cols (SPEC §5: 120×30).
 pub const PTY_SIZE: (u16, u16) = (30, 120);
 
-const PRELUDE: &str = r#"if [ -n "${MOAT_PATH_PREPEND-}" ]; then PATH="$MOAT_PATH_PREPEND:$PATH"; export PATH; fi; unset MOAT_PATH_PREPEND"#;
+/// Runs before the command, on the same line count: the request's entries not yet on the PATH
+/// (nor in the operator's list) are picked first; then PATH becomes operator entries, those
+/// request entries, the login PATH, with every repeat after its first occurrence and every
+/// empty entry (which would search the working directory) removed. `case` patterns in double
+/// quotes are literal: an entry is compared, never expanded.
+pub const PRELUDE: &str = r#"moat_n=; moat_r=${MOAT_PATH_REQUEST-}; [ -n "$moat_r" ] && moat_r=$moat_r:; while [ -n "$moat_r" ]; do moat_d=${moat_r%%:*}; moat_r=${moat_r#*:}; case ":${MOAT_PATH_PREPEND-}:$moat_n$PATH:" in *":$moat_d:"*) ;; *) moat_n=$moat_n$moat_d: ;; esac; done; moat_r=${MOAT_PATH_PREPEND-}; [ -n "$moat_r" ] && moat_r=$moat_r:; moat_r=$moat_r$moat_n${PATH-}:; moat_n=; while [ -n "$moat_r" ]; do moat_d=${moat_r%%:*}; moat_r=${moat_r#*:}; case ":$moat_n" in *":$moat_d:"*) ;; *) [ -n "$moat_d" ] && moat_n=$moat_n$moat_d: ;; esac; done; PATH=${moat_n%:}; export PATH; unset moat_n moat_r moat_d MOAT_PATH_PREPEND MOAT_PATH_REQUEST"#;
 
-/// The script given to `sh -lc`: the prelude, then the command on its own line.
+/// The script given to the login shell: the prelude, then the command on its own line.
 pub fn login_script(command: &str) -> String {
     format!("{PRELUDE}\n{command}")
 }
 
-/// The full argv for process `id` running `command`.
-pub fn argv(id: &str, command: &str, pty: bool) -> Vec<String> {
+/// `wrapper` with its login shell made `shell`. Each wrapper starts the login shell once, as
+/// `sh -lc`.
+fn with_shell(wrapper: &str, shell: Shell) -> String {
+    debug_assert_eq!(wrapper.matches("sh -lc").count(), 1);
+    wrapper.replacen("sh -lc", &format!("{} -lc", shell.name()), 1)
+}
+
+/// The full argv for process `id` running `command` in `shell`.
+pub fn argv(id: &str, command: &str, pty: bool, shell: Shell) -> Vec<String> {
     let wrapper = if pty { PTY_WRAPPER } else { WRAPPER };
     vec![
         "sh".into(),
         "-c".into(),
-        wrapper.into(),
+        with_shell(wrapper, shell),
         "moat".into(),
         id.into(),
         login_script(command),
@@ -88,6 +132,7 @@ pub fn host_argv(
     command: &str,
     pty: bool,
     run_as: &[String],
+    shell: Shell,
 ) -> Vec<String> {
     let wrapper = if pty { PTY_WRAPPER } else { WRAPPER };
     let mut wrapper = wrapper.replace("\"/run/moat/", "\"$0/");
@@ -107,7 +152,7 @@ pub fn host_argv(
     let mut argv = vec![
         "/bin/sh".into(),
         "-c".into(),
-        wrapper,
+        with_shell(&wrapper, shell),
         run_dir.into(),
         id.into(),
         login_script(command),
@@ -133,18 +178,18 @@ mod tests {
     #[test]
     fn command_text_is_an_argument_not_wrapper_text() {
         let hostile = r#"x"; rm -rf / #"#;
-        let a = argv("warm-river", hostile, false);
+        let a = argv("warm-river", hostile, false, Shell::Sh);
         assert_eq!(a[..2], ["sh", "-c"]);
         assert!(!a[2].contains(hostile));
         assert_eq!(a[4], "warm-river");
         assert!(a[5].ends_with(hostile));
-        assert!(a[5].starts_with("if [ -n \"${MOAT_PATH_PREPEND-}\" ]"));
+        assert!(a[5].starts_with(PRELUDE));
     }
 
     #[test]
     fn wrapper_paths_use_the_run_mount() {
         for pty in [false, true] {
-            let a = argv("id", "true", pty);
+            let a = argv("id", "true", pty, Shell::Sh);
             assert!(a[2].contains(RUN_DIR));
             assert!(a[2].contains(r#"sh -lc "$2""#));
         }
@@ -152,15 +197,15 @@ mod tests {
 
     #[test]
     fn pty_wrapper_sets_the_default_size() {
-        let a = argv("id", "true", true);
+        let a = argv("id", "true", true, Shell::Sh);
         let (rows, cols) = PTY_SIZE;
         assert!(a[2].contains(&format!("stty rows {rows} cols {cols}")));
-        assert!(!argv("id", "true", false)[2].contains("stty"));
+        assert!(!argv("id", "true", false, Shell::Sh)[2].contains("stty"));
     }
 
     #[test]
     fn host_wrapper_takes_the_dir_as_an_argument() {
-        let a = host_argv("/h o'me/run", "id", "true", false, &[]);
+        let a = host_argv("/h o'me/run", "id", "true", false, &[], Shell::Sh);
         assert!(!a[2].contains(RUN_DIR) && !a[2].contains("h o'me"));
         assert!(a[2].contains(r#""$0/$1.pid""#));
         assert_eq!(a[3], "/h o'me/run");
@@ -182,7 +227,7 @@ mod tests {
             dir.path().join("seen").display().to_string(),
         ];
         for pty in [false, true] {
-            let a = host_argv(&run, "p", "echo ran-$((1+1))", pty, &prefix);
+            let a = host_argv(&run, "p", "echo ran-$((1+1))", pty, &prefix, Shell::Sh);
             let out = std::process::Command::new(&a[0])
                 .args(&a[1..])
                 .stdin(std::process::Stdio::null())
@@ -200,6 +245,84 @@ mod tests {
                 assert!(log.contains("ran-2"), "{log}");
                 let exit = std::fs::read_to_string(dir.path().join("p.exit")).unwrap();
                 assert_eq!(exit, "0");
+            }
+        }
+    }
+
+    #[test]
+    fn bash_replaces_only_the_login_shell() {
+        for pty in [false, true] {
+            let a = argv("id", "true", pty, Shell::Bash);
+            assert_eq!(a[..2], ["sh", "-c"], "the wrapper stays sh");
+            assert!(a[2].contains(r#"bash -lc "$2""#), "{}", a[2]);
+            let h = host_argv("/r", "id", "true", pty, &["x".into()], Shell::Bash);
+            assert!(h[2].contains(r#""$@" bash -lc "$c""#), "{}", h[2]);
+            let h = host_argv("/r", "id", "true", pty, &[], Shell::Bash);
+            assert_eq!(h[2].matches("bash -lc").count(), 1, "{}", h[2]);
+        }
+        assert_eq!(
+            serde_json::from_str::<Shell>("\"bash\"").unwrap(),
+            Shell::Bash
+        );
+        assert!(serde_json::from_str::<Shell>("\"zsh\"").is_err());
+    }
+
+    /// Runs the prelude for real (no login profile): (login PATH, operator entries, request
+    /// entries) → the PATH the command sees.
+    #[test]
+    fn prelude_prepends_request_entries_not_yet_present() {
+        let rows: &[(&str, &str, &str, &str)] = &[
+            ("/usr/bin:/bin", "", "", "/usr/bin:/bin"),
+            (
+                "/usr/bin:/bin",
+                "",
+                "/opt/x:/usr/bin",
+                "/opt/x:/usr/bin:/bin",
+            ),
+            ("/usr/bin:/bin", "/tools", "", "/tools:/usr/bin:/bin"),
+            // The host case: the operator's list holds the whole PATH, the profile adds it
+            // again; each entry stays once, at its first place.
+            (
+                "/root/.cargo/bin:/usr/local/bin:/usr/bin:/root/.cargo/bin",
+                "/root/.cargo/bin:/usr/local/bin:/usr/bin:/bin",
+                "",
+                "/root/.cargo/bin:/usr/local/bin:/usr/bin:/bin",
+            ),
+            ("/usr/bin::/bin:", "", "", "/usr/bin:/bin"),
+            ("/usr/bin:/bin", "/bin", "", "/bin:/usr/bin"),
+            (
+                "/usr/bin:/bin",
+                "/tools",
+                "/opt/x:/tools:/bin:/opt/y",
+                "/tools:/opt/x:/opt/y:/usr/bin:/bin",
+            ),
+            // Glob and shell characters are compared literally, never expanded.
+            (
+                "/usr/bin",
+                "",
+                "/o*t/$(id):/usr/*",
+                "/o*t/$(id):/usr/*:/usr/bin",
+            ),
+            ("/usr/bin", "", "/a b/c", "/a b/c:/usr/bin"),
+        ];
+        for shell in ["/bin/sh", "bash"] {
+            for (login, operator, request, want) in rows {
+                let mut cmd = std::process::Command::new(shell);
+                cmd.arg("-c")
+                    .arg(login_script(
+                        r#"printf '%s|%s|%s' "$PATH" "${MOAT_PATH_PREPEND-unset}" "${MOAT_PATH_REQUEST-unset}""#,
+                    ))
+                    .env_clear()
+                    .env("PATH", login);
+                if !operator.is_empty() {
+                    cmd.env(PATH_PREPEND_VAR, operator);
+                }
+                if !request.is_empty() {
+                    cmd.env(PATH_REQUEST_VAR, request);
+                }
+                let out = cmd.output().unwrap();
+                let got = String::from_utf8_lossy(&out.stdout);
+                assert_eq!(got, format!("{want}|unset|unset"), "{shell}: {request}");
             }
         }
     }

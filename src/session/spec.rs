@@ -21,9 +21,17 @@ pub const RUN_MOUNT: &str = "/run/moat";
 
 /// A stable hash of everything that shapes the container. Changing any of it means the
 /// running container no longer matches the config.
+///
+/// `shell` only picks the login shell each exec starts, so it is left out: switching it (or
+/// upgrading to a moat that has it) keeps the containers and their processes. It is the last
+/// field, so cutting it off leaves exactly the text earlier versions hashed.
 pub fn config_hash(sandbox: &SandboxConfig) -> String {
-    let json = serde_json::to_vec(sandbox).unwrap_or_default();
-    hex::encode(&Sha256::digest(&json)[..8])
+    let json = serde_json::to_string(sandbox).unwrap_or_default();
+    let json = match json.rsplit_once(",\"shell\":") {
+        Some((head, _)) => format!("{head}}}"),
+        None => json,
+    };
+    hex::encode(&Sha256::digest(json.as_bytes())[..8])
 }
 
 pub fn labels(key: &str, hash: &str, created_at_ms: i64) -> BTreeMap<String, String> {
@@ -108,6 +116,26 @@ pub fn build_spec(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shell_does_not_change_the_hash_but_the_rest_does() {
+        use crate::process::script::Shell;
+        let base = SandboxConfig::default();
+        let json = serde_json::to_string(&base).unwrap();
+        assert!(
+            json.ends_with(r#","shell":"sh"}"#),
+            "shell must stay last: {json}"
+        );
+        let mut bash = base.clone();
+        bash.shell = Shell::Bash;
+        assert_eq!(config_hash(&bash), config_hash(&base));
+        let mut other = base.clone();
+        other.workspace_max_bytes = "1g".into();
+        assert_ne!(config_hash(&other), config_hash(&base));
+        let mut other = base.clone();
+        other.image = "x".into();
+        assert_ne!(config_hash(&other), config_hash(&base));
+    }
 
     #[test]
     fn defaults_are_hardened() {

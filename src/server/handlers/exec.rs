@@ -53,7 +53,10 @@ fn status_of(e: &ExecError) -> StatusCode {
             StatusCode::from_u16(a.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
         }
         ExecError::Session(SessionError::Key(_)) => StatusCode::BAD_REQUEST,
-        ExecError::Session(SessionError::NoImage(_)) => StatusCode::SERVICE_UNAVAILABLE,
+        // The image (or host) lacks what the config needs: the operator's to fix.
+        ExecError::Session(SessionError::NoImage(_)) | ExecError::NoShell { .. } => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

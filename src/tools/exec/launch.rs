@@ -33,6 +33,7 @@ impl ExecTool {
             secrets: p.secrets.clone(),
             owner: p.owner,
             notify_exit: notify,
+            shell: p.shell,
         };
         let proc = match self.registry.start(spec.clone()).await {
             Ok(p) => p,

@@ -13,6 +13,7 @@ use crate::policy::{
 };
 
 use super::tool::{ExecError, ExecTool};
+use crate::process::script::Shell;
 
 /// Resolves command words in the sandbox: `$1` is the working directory, then the words. A bare
 /// name is looked up by walking the login PATH for an executable file; a path is taken relative
@@ -22,8 +23,16 @@ use super::tool::{ExecError, ExecTool};
 /// are unset first so a planted profile cannot answer for them. `readlink -f` is not in every
 /// image, so without it the links are followed by hand (`ls -ld`, at most 40 hops) and the
 /// directory is made physical with `cd -P`.
+///
+/// Before `$1`, the script takes the PATH entries the run itself gets (`$1` the operator's
+/// `path_prepend`, `$2` a request's `env.PATH`, both colon-joined, possibly empty) and applies
+/// them with the run's own prelude, so the names are looked up on the PATH the command will
+/// have. It must stay POSIX sh: it runs with `sh -lc` whatever `sandbox.shell` says.
 const RESOLVE_SCRIPT: &str = r#"unalias -a 2>/dev/null
 unset -f readlink ls cd pwd printf [ test 2>/dev/null
+MOAT_PATH_PREPEND=$1 MOAT_PATH_REQUEST=$2
+shift 2
+@PRELUDE@
 moat_real() {
   p=$1; hops=0
   r=$(readlink -f -- "$p" 2>/dev/null) && [ -n "$r" ] && { printf '%s' "$r"; return 0; }
@@ -56,6 +65,11 @@ for n in "$@"; do
       IFS=$old_ifs ;;
   esac
 done"#;
+
+/// The resolve script with the run's PATH prelude in place.
+fn resolve_script() -> String {
+    RESOLVE_SCRIPT.replacen("@PRELUDE@", crate::process::script::PRELUDE, 1)
+}
 
 /// Reads the resolve script's output: only words that were asked about, only absolute paths.
 fn read_resolutions(out: &str, asked: &[String]) -> MapResolver {
@@ -103,6 +117,8 @@ pub(super) struct Prepared {
     pub writable: Option<host::WritableRoots>,
     pub warnings: Vec<String>,
     pub owner: (u32, u32),
+    /// The login shell the run uses (`sandbox.shell` or `elevated.shell`), checked present.
+    pub shell: Shell,
 }
 
 impl Prepared {
@@ -219,7 +235,14 @@ impl ExecTool {
         let secrets = self.secrets.for_sandbox(session)?;
         let mut base = sandbox.env.clone();
         base.extend(secrets.iter().cloned());
-        let env = merge_env(&base, &req.env, &sandbox.path_prepend);
+        // A request's PATH entries go after the login profile, through the prelude
+        // (docs/mcp.md, "env.PATH"). Under an allowlist the policy refuses PATH itself.
+        let request_path = crate::exec::request_path(&req.env)?.unwrap_or_default();
+        let env = merge_env(&base, &req.env, &sandbox.path_prepend, &request_path);
+        if sandbox.shell != Shell::Sh {
+            self.check_sandbox_shell(&container.name, &container.id, sandbox.shell)
+                .await?;
+        }
         let mut policy = self.config.policy.sandbox.clone();
         // The operator's per-session override: it tightens the config, or replaces it when
         // the operator said `--loosen`.
@@ -264,8 +287,10 @@ impl ExecTool {
                 let mut argv = vec![
                     "sh".to_string(),
                     "-lc".to_string(),
-                    RESOLVE_SCRIPT.to_string(),
+                    resolve_script(),
                     "moat-resolve".to_string(),
+                    sandbox.path_prepend.join(":"),
+                    request_path.join(":"),
                     cwd.clone(),
                 ];
                 argv.extend(names.iter().cloned());
@@ -297,6 +322,7 @@ impl ExecTool {
                 .chain(self.sessions.over_disk(&container.name))
                 .collect(),
             owner: sandbox.uid_gid(),
+            shell: sandbox.shell,
         };
         if allowlist {
             self.add_runtime_entries(&mut p, &skills);
@@ -327,7 +353,14 @@ impl ExecTool {
         base.insert("PATH".into(), path.join(":"));
         let secrets = self.secrets.for_target(session, true);
         base.extend(secrets.iter().cloned());
-        let env = merge_env(&base, &req.env, &prepend);
+        let env = merge_env(&base, &req.env, &prepend, &[]);
+        if elevated.shell != Shell::Sh && host_program(elevated.shell.name(), &path).is_none() {
+            return Err(ExecError::NoShell {
+                key: "elevated.shell",
+                shell: elevated.shell.name(),
+                place: "this host".into(),
+            });
+        }
         let mut policy = self.config.policy.host.clone();
         if full {
             policy.security = Security::Full;
@@ -369,9 +402,50 @@ impl ExecTool {
                 nix::unistd::getuid().as_raw(),
                 nix::unistd::getgid().as_raw(),
             ),
+            shell: elevated.shell,
         };
         self.add_runtime_entries(&mut p, &skills);
         Ok(p)
+    }
+
+    /// Fails unless the container has `shell` on the PATH its login shell sets up. Checked
+    /// once per container and moat process: a found shell stays found, as the image's root is
+    /// read-only.
+    ///
+    /// Keyed by the container's id: a container recreated under the same name (another image)
+    /// is checked again.
+    async fn check_sandbox_shell(
+        &self,
+        container: &str,
+        id: &str,
+        shell: Shell,
+    ) -> Result<(), ExecError> {
+        let key = format!("{id}\t{}", shell.name());
+        if self.shells_seen.lock().unwrap().contains(&key) {
+            return Ok(());
+        }
+        let argv = vec![
+            "sh".to_string(),
+            "-lc".to_string(),
+            r#"command -v "$1" >/dev/null 2>&1"#.to_string(),
+            "moat-shell".to_string(),
+            shell.name().to_string(),
+        ];
+        let (code, _) = self
+            .sessions
+            .runtime()
+            .exec_capture(container, argv, None)
+            .await
+            .map_err(|e| ExecError::Process(e.into()))?;
+        if code != 0 {
+            return Err(ExecError::NoShell {
+                key: "sandbox.shell",
+                shell: shell.name(),
+                place: format!("the image {}", self.config.sandbox.image),
+            });
+        }
+        self.shells_seen.lock().unwrap().insert(key);
+        Ok(())
     }
 
     /// `elevated.workdir`, or `$MOAT_HOME/host-work` created private (docs/approvals.md).
@@ -439,6 +513,16 @@ impl ExecTool {
         }
         p.policy.labeled_allowlist.extend(labeled);
     }
+}
+
+/// The first executable `name` in `dirs`.
+fn host_program(name: &str, dirs: &[String]) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    dirs.iter()
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// Adds each word's symlink target on the host: a bare name through its PATH hit, a path
@@ -518,8 +602,10 @@ mod tests {
     fn resolve(path: &str, cwd: &std::path::Path, words: &[&str]) -> MapResolver {
         let out = std::process::Command::new("/bin/sh")
             .arg("-c")
-            .arg(RESOLVE_SCRIPT)
+            .arg(resolve_script())
             .arg("moat-resolve")
+            .arg("")
+            .arg("")
             .arg(cwd)
             .args(words)
             .env_clear()

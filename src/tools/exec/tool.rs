@@ -52,6 +52,13 @@ pub enum ExecError {
     HostFile(#[from] crate::host::BindError),
     #[error(transparent)]
     Secrets(#[from] crate::secrets::SecretsError),
+    /// `sandbox.shell` / `elevated.shell` names a shell that is not there.
+    #[error("run with {key} = \"{shell}\": {place} has no `{shell}` on its PATH (install it, or set {key} = \"sh\")")]
+    NoShell {
+        key: &'static str,
+        shell: &'static str,
+        place: String,
+    },
 }
 
 /// See the module docs. Cheap to clone: approval waiters keep a copy.
@@ -63,6 +70,9 @@ pub struct ExecTool {
     pub approvals: Arc<Approvals>,
     pub secrets: Arc<Secrets>,
     pub home: Home,
+    /// `container id<TAB>shell` pairs whose login shell was found (`sandbox.shell` other than
+    /// `sh`), so the check costs one exec per container.
+    pub shells_seen: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 impl ExecTool {
