@@ -3,7 +3,6 @@
 //! anything else (no argument parser, no threads), since changing ids must happen while the
 //! process has one thread.
 
-use super::term::say_err;
 use std::process::ExitCode;
 
 use super::term::say_err;
