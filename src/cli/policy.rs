@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use moat::home::Home;
 use moat::policy::{
-    evaluate, explain_json, explain_text, raise_ask, tighten_security, Ask, MapResolver, Request,
+    evaluate_parsed, explain_json, explain_text, raise_ask, tighten_security, Ask, MapResolver,
     Security,
 };
 
@@ -10,10 +10,10 @@ use super::args::{ExplainArgs, PolicyCommand};
 
 pub async fn run(home: Home, cmd: PolicyCommand) -> anyhow::Result<ExitCode> {
     let PolicyCommand::Explain(a) = cmd;
-    explain(home, a)
+    explain(home, a).await
 }
 
-fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
+async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
     if a.host.trim() != "sandbox" && a.host.trim() != "host" {
         anyhow::bail!("explain for host `{}`: use sandbox or host", a.host);
     }
@@ -54,7 +54,9 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
     } else {
         Vec::new()
     };
-    let mut names = moat::policy::command_names(&command);
+    // The same bounded parse as exec: the same refusals, off this thread, under a deadline.
+    let parsed = moat::tools::analyse(&command).await;
+    let mut names = parsed.command_names();
     names.extend(moat::skills::names(&skills));
     let mut resolver = MapResolver::new();
     for name in names {
@@ -77,14 +79,7 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
             policy.labeled_allowlist.push((e.entry, rule));
         }
     }
-    let eval = evaluate(
-        &Request {
-            command: &command,
-            cwd: &a.cwd,
-        },
-        &policy,
-        &resolver,
-    );
+    let eval = evaluate_parsed(&parsed, &a.cwd, &policy, &resolver);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&explain_json(&eval))?);
     } else {

@@ -6,15 +6,15 @@
 //! ask patterns, or `ask = always`.
 
 use super::allowlist::{Allowlist, Candidate};
+use super::analysis::{analyse, Parsed};
 use super::explain::{display_argv, escape_display};
 use super::inline_eval;
-use super::ir::{Redirect, Segment, TimeKeyword};
+use super::ir::{Redirect, Script, Segment, TimeKeyword};
 use super::levels::{Ask, Security};
-use super::parse::parse_script;
 use super::paths::basename;
 use super::patterns::PatternSet;
 use super::plan::{render, Plan, PlannedSegment};
-use super::probe::{self, Probes};
+use super::probe::Probes;
 use super::resolve::{is_bare_name, resolve_word, Resolver};
 use super::safe_bins;
 use super::settings::Policy;
@@ -51,16 +51,32 @@ struct Checked {
     planned: Option<PlannedSegment>,
 }
 
-/// Judges a command against a policy. Pure: no I/O, never panics, never fails.
+/// Judges a command against a policy. Pure: no I/O, never panics, never fails. Parses the
+/// command itself; callers that also need the names to resolve parse once with
+/// [`analyse`](super::analyse) and call [`evaluate_parsed`].
 pub fn evaluate(req: &Request<'_>, policy: &Policy, resolver: &dyn Resolver) -> Evaluation {
+    evaluate_parsed(&analyse(req.command), req.cwd, policy, resolver)
+}
+
+/// Judges a parsed command, run in `cwd`, against a policy. A command past the parsing bounds
+/// is refused in every mode (docs/security.md, "Command parsing bounds").
+pub fn evaluate_parsed(
+    parsed: &Parsed,
+    cwd: &str,
+    policy: &Policy,
+    resolver: &dyn Resolver,
+) -> Evaluation {
     if policy.security == Security::Deny {
         return Evaluation::refused("security is deny");
     }
-    if let Err(reason) = workdir::check(req.cwd, &policy.allowed_workdirs) {
+    if let Some(why) = parsed.refusal() {
+        return Evaluation::refused(why.to_string());
+    }
+    if let Err(reason) = workdir::check(cwd, &policy.allowed_workdirs) {
         return Evaluation::refused(escape_display(&reason));
     }
-    let probes = probe::collect(req.command);
-    if mentions_approve(req.command, &probes) {
+    let probes = &parsed.probes;
+    if mentions_approve(parsed.command(), probes) {
         return Evaluation::refused(APPROVE_REASON);
     }
     let ctx = Context {
@@ -72,17 +88,22 @@ pub fn evaluate(req: &Request<'_>, policy: &Policy, resolver: &dyn Resolver) -> 
         ask: PatternSet::compile_lenient(&policy.ask_patterns),
     };
     match policy.security {
-        Security::Full => evaluate_full(req, &ctx, &probes),
-        Security::Allowlist | Security::Deny => evaluate_allowlist(req, &ctx, &probes),
+        Security::Full => evaluate_full(parsed, &ctx, probes),
+        Security::Allowlist | Security::Deny => evaluate_allowlist(parsed, &ctx, probes),
     }
 }
 
 /// Bare command names a caller should resolve through PATH before calling [`evaluate`]:
 /// every segment's command word and the commands its wrappers run. Best effort; never panics.
 pub fn command_names(command: &str) -> Vec<String> {
+    analyse(command).command_names()
+}
+
+/// The names [`command_names`] lists, from a script already parsed.
+pub(crate) fn names_of(script: &Script) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for segment in parse_script(command).segments {
-        for layer in pattern_layers(&with_time_keyword(&segment)) {
+    for segment in &script.segments {
+        for layer in pattern_layers(&with_time_keyword(segment)) {
             let first = &layer[0];
             let wanted = is_bare_name(first) && !is_code_builtin(first) && first != "command";
             if wanted && !names.contains(first) {
@@ -140,8 +161,8 @@ fn probe_match(set: &PatternSet, probes: &Probes, ctx: &Context<'_>) -> Option<S
 }
 
 /// Full mode: everything runs as written, except what the patterns catch.
-fn evaluate_full(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evaluation {
-    let script = parse_script(req.command);
+fn evaluate_full(parsed: &Parsed, ctx: &Context<'_>, probes: &Probes) -> Evaluation {
+    let script = &parsed.script;
     let mut segments = Vec::new();
     for (position, segment) in script.segments.iter().enumerate() {
         let argv = with_time_keyword(segment);
@@ -167,7 +188,7 @@ fn evaluate_full(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evalu
         });
     }
     let original = Plan {
-        command: req.command.to_owned(),
+        command: parsed.command().to_owned(),
         rebuilt: false,
         segments: Vec::new(),
     };
@@ -224,8 +245,8 @@ fn segment_reason(segments: &[SegmentReport], outcome: SegmentOutcome) -> Option
 }
 
 /// Allowlist mode: every segment must be covered, and the plan is rebuilt from what was checked.
-fn evaluate_allowlist(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evaluation {
-    let script = parse_script(req.command);
+fn evaluate_allowlist(parsed: &Parsed, ctx: &Context<'_>, probes: &Probes) -> Evaluation {
+    let script = &parsed.script;
     let checked: Vec<Checked> = script
         .segments
         .iter()
@@ -280,7 +301,7 @@ fn evaluate_allowlist(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> 
         }
         // Approving a miss approves the text the operator saw; nothing was rebuilt.
         let plan = Plan {
-            command: req.command.to_owned(),
+            command: parsed.command().to_owned(),
             rebuilt: false,
             segments: Vec::new(),
         };

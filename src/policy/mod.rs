@@ -4,6 +4,8 @@
 //! (see [`command_names`]) and hands the results over through a [`Resolver`].
 
 mod allowlist;
+mod analysis;
+mod bounds;
 mod error;
 mod evaluate;
 mod explain;
@@ -28,8 +30,10 @@ mod wrappers;
 mod tests;
 
 pub use allowlist::{Allowlist, Candidate};
+pub use analysis::{analyse, Parsed};
+pub use bounds::{check as check_bounds, Bounds, BoundsError, BOUNDS};
 pub use error::PolicyError;
-pub use evaluate::{command_names, evaluate};
+pub use evaluate::{command_names, evaluate, evaluate_parsed};
 pub use explain::{display_argv, escape_display, explain_json, explain_text};
 pub use ir::{Joiner, Redirect, Script, Segment, TimeKeyword};
 pub use levels::{raise_ask, tighten_security, Ask, Security};

@@ -4,5 +4,5 @@
 mod exec;
 mod process;
 
-pub use exec::{ExecError, ExecTool};
+pub use exec::{analyse, analyse_within, ExecError, ExecTool};
 pub use process::{ProcessRequest, ProcessTool, ACTIONS};

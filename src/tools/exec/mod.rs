@@ -2,9 +2,11 @@
 //! prepare the run, check the policy, then run, refuse, or register an approval whose waiter
 //! runs the approved plan later.
 
+mod analyse;
 mod launch;
 mod prepare;
 mod tool;
 mod waiter;
 
+pub use analyse::{analyse, analyse_within};
 pub use tool::{ExecError, ExecTool};

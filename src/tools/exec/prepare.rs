@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use crate::exec::{map_workdir, merge_env, ExecRequest, Target};
 use crate::host::{self, HOST_CONTAINER};
 use crate::policy::{
-    command_names, evaluate, raise_ask, tighten_security, Ask, Decision, Evaluation, MapResolver,
-    Policy, Request as PolicyRequest, Security,
+    evaluate_parsed, raise_ask, tighten_security, Ask, Decision, Evaluation, MapResolver, Parsed,
+    Policy, Security,
 };
 
 use super::tool::{ExecError, ExecTool};
@@ -58,17 +58,12 @@ impl Prepared {
         matches!(self.target, Target::Host { .. })
     }
 
-    /// Evaluates `command`. An exact command an operator allowed for good passes where the
-    /// allowlist alone would miss (never past a denied segment or `ask = always`).
-    pub fn evaluate(&self, command: &str) -> Evaluation {
-        let mut eval = evaluate(
-            &PolicyRequest {
-                command,
-                cwd: &self.cwd,
-            },
-            &self.policy,
-            &self.resolver,
-        );
+    /// Evaluates a parsed command. An exact command an operator allowed for good passes where
+    /// the allowlist alone would miss (never past a denied segment, a parsing bound or
+    /// `ask = always`).
+    pub fn evaluate(&self, parsed: &Parsed) -> Evaluation {
+        let command = parsed.command();
+        let mut eval = evaluate_parsed(parsed, &self.cwd, &self.policy, &self.resolver);
         let refused_outright = match &eval.decision {
             Decision::Allow => false,
             Decision::Ask { .. } => false,
@@ -84,6 +79,7 @@ impl Prepared {
             .exact
             .contains(&crate::approvals::command_entry(command));
         if durable
+            && parsed.refusal().is_none()
             && !refused_outright
             && eval.decision != Decision::Allow
             && self.policy.ask != Ask::Always
@@ -107,10 +103,11 @@ impl ExecTool {
         session: &str,
         req: &ExecRequest,
         target: Target,
+        parsed: &Parsed,
     ) -> Result<Prepared, ExecError> {
         match target {
-            Target::Sandbox => self.prepare_sandbox(session, req).await,
-            Target::Host { full } => self.prepare_host(session, req, full).await,
+            Target::Sandbox => self.prepare_sandbox(session, req, parsed).await,
+            Target::Host { full } => self.prepare_host(session, req, full, parsed).await,
         }
     }
 
@@ -118,6 +115,7 @@ impl ExecTool {
         &self,
         session: &str,
         req: &ExecRequest,
+        parsed: &Parsed,
     ) -> Result<Prepared, ExecError> {
         let container = self.sessions.ensure(session).await?;
         let cwd = map_workdir(req.workdir.as_deref(), &container.workspace)?;
@@ -147,7 +145,7 @@ impl ExecTool {
         let skills = if allowlist { self.skills() } else { Vec::new() };
         let mut resolver = MapResolver::new();
         if allowlist {
-            let mut names = command_names(&req.command);
+            let mut names = parsed.command_names();
             names.extend(crate::skills::names(&skills));
             if !names.is_empty() {
                 let mut argv = vec![
@@ -195,6 +193,7 @@ impl ExecTool {
         session: &str,
         req: &ExecRequest,
         full: bool,
+        parsed: &Parsed,
     ) -> Result<Prepared, ExecError> {
         crate::session::validate_key(session)
             .map_err(|e| ExecError::Session(crate::session::SessionError::from(e)))?;
@@ -221,7 +220,7 @@ impl ExecTool {
         }
         apply_request(&mut policy, req);
         let skills = self.skills();
-        let mut wanted = command_names(&req.command);
+        let mut wanted = parsed.command_names();
         wanted.extend(crate::skills::names(&skills));
         let resolver = host::resolve_names(&wanted, &prepend);
         let run_dir = self.home.host_run_dir();
