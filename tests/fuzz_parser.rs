@@ -139,7 +139,11 @@ fn shell() -> impl Strategy<Value = String> {
                     Just("[[ ( "),
                     Just("@("),
                     Just("$(("),
-                    Just("! ")
+                    Just("! "),
+                    Just("coproc "),
+                    Just("function f { "),
+                    Just("[[ ! "),
+                    Just("for x in a; do case x in x) ")
                 ],
                 0usize..48,
                 any::<bool>(),
@@ -185,7 +189,7 @@ fn record(dir: &Path, kind: &str, command: &str) -> PathBuf {
 }
 
 proptest! {
-    #![proptest_config(Config { cases: 512, ..Config::default() })]
+    #![proptest_config(Config { cases: 512, failure_persistence: None, ..Config::default() })]
 
     #[test]
     fn no_input_panics_or_hangs(command in shell()) {
@@ -210,6 +214,7 @@ fn seed_corpus_runs_within_bounds() {
         }
         let command = std::fs::read_to_string(&path).expect("corpus file");
         let took = exercise(&command);
+        eprintln!("{took:>12?}  {}", path.display());
         assert!(took < case_bound(), "{took:?} for {}", path.display());
         n += 1;
     }
@@ -228,7 +233,7 @@ fn seed_corpus_runs_within_bounds() {
             .refusal()
             .map(ToString::to_string)
             .as_deref(),
-        Some("command nests parentheses deeper than 10 levels")
+        Some("command nests parentheses or case statements deeper than 10 levels")
     );
 }
 
@@ -266,7 +271,10 @@ fn fuzz_for_a_while() {
             }
         });
     }
-    let mut runner = TestRunner::new(Config::default());
+    let mut runner = TestRunner::new(Config {
+        failure_persistence: None,
+        ..Config::default()
+    });
     let strategy = shell();
     let deadline = Instant::now() + Duration::from_secs(secs);
     let (mut cases, mut panics, mut slow, mut refused) = (0u64, 0u64, 0u64, 0u64);

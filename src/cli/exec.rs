@@ -50,6 +50,9 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string(&result)?);
     } else if result.status() == "running" {
         println!("{}", result.text());
+    } else if result.details["denied"] == true {
+        // A refusal has no output of its own: say why, or the exit status is all there is.
+        eprintln!("moat: {}", result.text());
     } else {
         // The command's own output on stdout; moat's remarks (timeout, signal) on stderr.
         let output = result.details["aggregated"].as_str().unwrap_or_default();

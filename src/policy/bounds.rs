@@ -22,8 +22,9 @@ pub struct Bounds {
     pub max_bytes: usize,
     /// The deepest nesting of constructs accepted: it bounds the parser's stack.
     pub max_depth: usize,
-    /// The deepest nesting of parentheses (`(`, `((`, `$(`, `$((`): it bounds the parser's
-    /// backtracking, which doubles per level.
+    /// The deepest nesting of constructs the parser tries two ways, re-parsing what they hold
+    /// (parentheses: `(`, `((`, `$(`, `$((`; `case`; the `!`, `&&`, `||` and `(` of `[[ ]]`): it
+    /// bounds the parser's backtracking, which doubles per level.
     pub max_parens: usize,
 }
 
@@ -49,8 +50,8 @@ pub enum BoundsError {
         /// The limit.
         max: usize,
     },
-    /// Parentheses nested deeper than [`Bounds::max_parens`].
-    #[error("command nests parentheses deeper than {max} levels")]
+    /// Parentheses (or `case`, or `[[ ]]` operators) nested deeper than [`Bounds::max_parens`].
+    #[error("command nests parentheses or case statements deeper than {max} levels")]
     TooManyParens {
         /// The limit.
         max: usize,
@@ -110,9 +111,14 @@ enum Frame {
 }
 
 impl Frame {
-    /// Whether this frame counts towards the parentheses bound.
+    /// Whether this frame counts towards the parentheses bound: the parser tries a `(` as
+    /// arithmetic and as a subshell, and a `case` item with and without its `;;`, each time
+    /// re-parsing what is nested inside.
     fn is_paren(self) -> bool {
-        matches!(self, Frame::Paren | Frame::CmdSub | Frame::Bracket)
+        matches!(
+            self,
+            Frame::Paren | Frame::CmdSub | Frame::Bracket | Frame::Case
+        )
     }
 
     /// Whether text in this frame is lexed like double-quoted text.
@@ -163,8 +169,10 @@ struct Scanner<'a> {
     /// Here-documents whose bodies start at the next newline.
     pending: Vec<PendingHereDoc>,
     /// Per open `[[`, the `&&`, `||` and `!` seen in it: the parser builds a tree as deep as
-    /// their count.
+    /// their count, and backtracks over it.
     test_ops: Vec<usize>,
+    /// Levels that never close: each `coproc` nests the command after it one level deeper.
+    unclosed: usize,
 }
 
 impl<'a> Scanner<'a> {
@@ -184,6 +192,7 @@ impl<'a> Scanner<'a> {
             arithmetic: false,
             pending: Vec::new(),
             test_ops: Vec::new(),
+            unclosed: 0,
         }
     }
 
@@ -215,7 +224,7 @@ impl<'a> Scanner<'a> {
                 max: self.bounds.max_parens,
             });
         }
-        if self.base_depth + self.stack.len() + extra > self.bounds.max_depth {
+        if self.base_depth + self.unclosed + self.stack.len() + extra > self.bounds.max_depth {
             return Err(BoundsError::TooDeep {
                 max: self.bounds.max_depth,
             });
@@ -242,7 +251,7 @@ impl<'a> Scanner<'a> {
         if let Some(count) = self.test_ops.last_mut() {
             *count += 1;
             let extra = *count;
-            self.check_depth(extra, 0)?;
+            self.check_depth(extra, extra)?;
         }
         Ok(())
     }
@@ -321,14 +330,7 @@ impl<'a> Scanner<'a> {
                 if self.peek(0) == Some(b')') {
                     self.arithmetic = false;
                 }
-                match self.top() {
-                    Some(Frame::Paren) => self.pop(),
-                    Some(Frame::CmdSub) => {
-                        self.pop();
-                        self.continue_word();
-                    }
-                    _ => {}
-                }
+                self.close_paren();
                 self.command_position = true;
             }
             b'<' | b'>' => {
@@ -381,17 +383,17 @@ impl<'a> Scanner<'a> {
                 self.dollar()?;
             }
             b'#' if !self.word_started && self.top() != Some(Frame::Param) => self.comment()?,
-            b'}' if self.top() == Some(Frame::Param) => {
+            b'}' if self.innermost(&[Frame::Param, Frame::CmdSub]) == Some(Frame::Param) => {
                 self.end_word()?;
                 self.i += 1;
-                self.pop();
-                self.continue_word();
+                self.close_to(Frame::Param);
             }
-            b']' if self.top() == Some(Frame::Bracket) => {
+            b']' if self.innermost(&[Frame::Bracket, Frame::CmdSub, Frame::Param])
+                == Some(Frame::Bracket) =>
+            {
                 self.end_word()?;
                 self.i += 1;
-                self.pop();
-                self.continue_word();
+                self.close_to(Frame::Bracket);
             }
             _ => {
                 self.append(c);
@@ -408,6 +410,53 @@ impl<'a> Scanner<'a> {
         }
         self.word_started = true;
         self.word_last = Some(c);
+    }
+
+    /// The innermost open frame among `kinds`, looking no further out than the nearest double
+    /// quote or here-document body (inside those, the tokenizer reads a fresh word).
+    fn innermost(&self, kinds: &[Frame]) -> Option<Frame> {
+        self.stack
+            .iter()
+            .rev()
+            .take_while(|f| !f.is_quoted())
+            .find(|f| kinds.contains(f))
+            .copied()
+    }
+
+    /// Closes frames down to and including the innermost `frame`. Inside `${ }`, `$[ ]` and
+    /// `$( )` the tokenizer only looks for its terminator (counting parentheses flatly in
+    /// `$( )`): reserved words opened inside do not keep it open, even a `case` whose pattern
+    /// `)` ends a `$( )` there. The text inside is parsed, and bounded, on its own later.
+    fn close_to(&mut self, frame: Frame) {
+        while let Some(top) = self.top() {
+            self.pop();
+            if top == frame {
+                break;
+            }
+        }
+        self.continue_word();
+    }
+
+    /// At an unquoted `)`: closes the innermost `(` or `$(`. Outside any `$( )` only a `(` on
+    /// top closes (a `case` pattern's `)` closes nothing); inside one, the tokenizer counts
+    /// parentheses flatly, so the innermost `(` or `$(` closes whatever is open above it.
+    fn close_paren(&mut self) {
+        match self.innermost(&[Frame::Paren, Frame::CmdSub, Frame::Param, Frame::Bracket]) {
+            Some(Frame::Paren) if self.top() == Some(Frame::Paren) => self.pop(),
+            Some(Frame::Paren)
+                if self.innermost(&[Frame::CmdSub, Frame::Param, Frame::Bracket])
+                    == Some(Frame::CmdSub) =>
+            {
+                while let Some(top) = self.top() {
+                    self.pop();
+                    if top == Frame::Paren {
+                        break;
+                    }
+                }
+            }
+            Some(Frame::CmdSub) => self.close_to(Frame::CmdSub),
+            _ => {}
+        }
     }
 
     /// After a substitution closes: the word it stands in goes on, and is no reserved word.
@@ -447,6 +496,12 @@ impl<'a> Scanner<'a> {
         };
         if let Some(frame) = opens {
             self.push(frame)?;
+            self.command_position = true;
+            return Ok(());
+        }
+        if word.as_slice() == b"coproc" {
+            self.unclosed += 1;
+            self.check_depth(0, 0)?;
             self.command_position = true;
             return Ok(());
         }
@@ -704,6 +759,11 @@ mod tests {
         assert_eq!(check(&braces), Err(BoundsError::TooDeep { max: 32 }));
         let parens = format!("{}1", "((".repeat(16));
         assert_eq!(check(&parens), Err(BoundsError::TooManyParens { max: 10 }));
+        // Found by the fuzz target: unclosed `case` items backtrack like parentheses.
+        let cases = format!("{}ls", "case x in x) ".repeat(17));
+        assert_eq!(check(&cases), Err(BoundsError::TooManyParens { max: 10 }));
+        let coprocs = format!("{}true", "coproc ".repeat(40));
+        assert_eq!(check(&coprocs), Err(BoundsError::TooDeep { max: 32 }));
         assert_eq!(
             check(&"a".repeat(64 * 1024 + 1)),
             Err(BoundsError::TooLong { max: 64 * 1024 })
@@ -747,7 +807,7 @@ mod tests {
             ("until a; do ", "b; ", "done; ", 4, depth.clone()),
             ("for x in a; do ", "b; ", "done; ", 4, depth.clone()),
             ("select x in a; do ", "b; ", "done; ", 4, depth.clone()),
-            ("case x in x) ", "b;; ", "esac;; ", 4, depth.clone()),
+            ("case x in x) ", "b;; ", "esac;; ", 3, parens.clone()),
             ("[[ ", "a", " ]]", 4, depth.clone()),
             ("\"${a:-", "x", "}\"", 2, depth.clone()),
             ("${a:-", "x", "}", 4, depth.clone()),
@@ -771,11 +831,11 @@ mod tests {
         assert_eq!(check_with("[[ a && b && c ]]", &SMALL), Ok(()));
         assert_eq!(
             check_with("[[ a && b || c && d || e ]]", &SMALL),
-            Err(BoundsError::TooDeep { max: 4 })
+            Err(BoundsError::TooManyParens { max: 3 })
         );
         assert_eq!(
-            check_with("[[ ! ! ! ! ! a ]]", &SMALL),
-            Err(BoundsError::TooDeep { max: 4 })
+            check_with("[[ ! ! ! ! a ]]", &SMALL),
+            Err(BoundsError::TooManyParens { max: 3 })
         );
         // Outside [[ ]], && chains are flat lists.
         assert_eq!(check_with("a && b && c && d && e && f", &SMALL), Ok(()));
@@ -807,6 +867,10 @@ mod tests {
             "if a; then echo fi; if a; then echo fi; if a; then echo fi; if a; then echo fi; if",
             "( $'\\')' ( $'\\')' ( $'\\')' ( $'\\')' x",
             "{ cat <<E; {\n}\n}\n}\nE\n{ { {",
+            // The tokenizer ends $( at a case pattern's `)`: the double quote closes there.
+            "\"$(case x in a) \" ( ( ( ( x",
+            "\"${a:-( }\" ( ( ( ( x",
+            "\"$[ ( ]\" ( ( ( ( x",
         ];
         for command in rows {
             assert!(check_with(command, &SMALL).is_err(), "{command:?}");
