@@ -28,7 +28,8 @@ fn parens() -> String {
 }
 
 const BRACES_REFUSAL: &str = "command nests deeper than 32 levels";
-const PARENS_REFUSAL: &str = "command nests parentheses or case statements deeper than 10 levels";
+const PARENS_REFUSAL: &str =
+    "command nests substitutions, parentheses or case statements deeper than 10 levels";
 
 struct Server {
     child: Child,

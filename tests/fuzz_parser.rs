@@ -233,7 +233,7 @@ fn seed_corpus_runs_within_bounds() {
             .refusal()
             .map(ToString::to_string)
             .as_deref(),
-        Some("command nests parentheses or case statements deeper than 10 levels")
+        Some("command nests substitutions, parentheses or case statements deeper than 10 levels")
     );
 }
 

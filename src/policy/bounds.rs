@@ -23,7 +23,7 @@ pub struct Bounds {
     /// The deepest nesting of constructs accepted: it bounds the parser's stack.
     pub max_depth: usize,
     /// The deepest nesting of constructs the parser tries two ways, re-parsing what they hold
-    /// (parentheses: `(`, `((`, `$(`, `$((`; `case`; the `!`, `&&`, `||` and `(` of `[[ ]]`): it
+    /// (parentheses: `(`, `((`, `$(`, `$((`; `${`; `case`; the `!`, `&&`, `||` and `(` of `[[ ]]`): it
     /// bounds the parser's backtracking, which doubles per level.
     pub max_parens: usize,
 }
@@ -51,7 +51,9 @@ pub enum BoundsError {
         max: usize,
     },
     /// Parentheses (or `case`, or `[[ ]]` operators) nested deeper than [`Bounds::max_parens`].
-    #[error("command nests parentheses or case statements deeper than {max} levels")]
+    #[error(
+        "command nests substitutions, parentheses or case statements deeper than {max} levels"
+    )]
     TooManyParens {
         /// The limit.
         max: usize,
@@ -111,13 +113,14 @@ enum Frame {
 }
 
 impl Frame {
-    /// Whether this frame counts towards the parentheses bound: the parser tries a `(` as
-    /// arithmetic and as a subshell, and a `case` item with and without its `;;`, each time
-    /// re-parsing what is nested inside.
+    /// Whether this frame counts towards the backtracking bound: the parser tries a `(` as
+    /// arithmetic and as a subshell, a `case` item with and without its `;;`, and the word
+    /// grammar a `${` as each kind of expansion (an unclosed one in a here-document body hung
+    /// the fuzz target), each time re-parsing what is nested inside.
     fn is_paren(self) -> bool {
         matches!(
             self,
-            Frame::Paren | Frame::CmdSub | Frame::Bracket | Frame::Case
+            Frame::Paren | Frame::CmdSub | Frame::Bracket | Frame::Param | Frame::Case
         )
     }
 
@@ -810,7 +813,7 @@ mod tests {
             ("case x in x) ", "b;; ", "esac;; ", 3, parens.clone()),
             ("[[ ", "a", " ]]", 4, depth.clone()),
             ("\"${a:-", "x", "}\"", 2, depth.clone()),
-            ("${a:-", "x", "}", 4, depth.clone()),
+            ("${a:-", "x", "}", 3, parens.clone()),
             ("(", "true", ")", 3, parens.clone()),
             ("$(", "true", ")", 3, parens.clone()),
             ("\"$(", "true", ")\"", 2, depth.clone()),

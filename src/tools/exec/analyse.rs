@@ -91,7 +91,9 @@ mod tests {
         let parsed = analyse(&parens).await;
         assert_eq!(
             parsed.refusal().map(ToString::to_string).as_deref(),
-            Some("command nests parentheses or case statements deeper than 10 levels")
+            Some(
+                "command nests substitutions, parentheses or case statements deeper than 10 levels"
+            )
         );
     }
 
