@@ -725,8 +725,22 @@ impl<'a> Scanner<'a> {
                     break;
                 }
             }
+            let body = &self.s[start..end];
+            // Inside `$( )` the word grammar knows no here-documents: it parses the body as
+            // command text, so the body is measured as code too (the fuzz target hung on
+            // unclosed parentheses there). It stays inside the substitution, so here-documents
+            // in it are measured the same way.
+            if self.in_substitution() {
+                let mut inner = Scanner::new(
+                    body,
+                    self.bounds,
+                    self.base_depth + self.stack.len(),
+                    self.base_parens + self.parens,
+                );
+                inner.push(Frame::CmdSub)?;
+                inner.run()?;
+            }
             if doc.expands {
-                let body = &self.s[start..end];
                 let mut inner = Scanner::new(
                     body,
                     self.bounds,
@@ -902,6 +916,12 @@ mod tests {
             Err(BoundsError::TooManyParens { max: 3 })
         );
         assert_eq!(check_with("cat <<EOF\n$($(x))\nEOF\n", &SMALL), Ok(()));
+        // In a substitution, even a quoted-delimiter body counts as code.
+        assert_eq!(
+            check_with("echo $(cat <<'E'\n((((\nE\n)", &SMALL),
+            Err(BoundsError::TooManyParens { max: 3 })
+        );
+        assert_eq!(check_with("cat <<'E'\n((((\nE\n", &SMALL), Ok(()));
         // Inside (( )), << is a shift: what follows is code.
         assert_eq!(
             check_with("(( 1 << 2 ))\n((((x", &SMALL),
