@@ -3,18 +3,18 @@ use std::process::ExitCode;
 
 use moat::home::Home;
 use moat::policy::{
-    evaluate, explain_json, explain_text, raise_ask, tighten_security, Ask, MapResolver, Request,
-    Security,
+    evaluate_parsed, explain_json, explain_text, raise_ask, tighten_security, Ask, MapResolver,
+    Request, Security,
 };
 
 use super::args::{ExplainArgs, PolicyCommand};
 
 pub async fn run(home: Home, cmd: PolicyCommand) -> anyhow::Result<ExitCode> {
     let PolicyCommand::Explain(a) = cmd;
-    explain(home, a)
+    explain(home, a).await
 }
 
-fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
+async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
     if a.host.trim() != "sandbox" && a.host.trim() != "host" {
         anyhow::bail!("explain for host `{}`: use sandbox or host", a.host);
     }
@@ -63,11 +63,13 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
         env.insert(key.to_string(), value.to_string());
     }
     moat::exec::validate_env(&env)?;
-    let mut names = moat::policy::command_names(&command);
+    // The same bounded parse as exec: the same refusals, off this thread, under a deadline.
+    let parsed = moat::tools::analyse(&command).await;
+    let mut names = parsed.command_names();
     names.extend(moat::skills::names(&skills));
-    let words = moat::policy::pattern_words(&command)
+    let words = moat::policy::pattern_words(&parsed)
         .into_iter()
-        .chain(moat::policy::source_words(&command));
+        .chain(moat::policy::source_words(&parsed));
     for word in words {
         if !names.contains(&word) {
             names.push(word);
@@ -104,7 +106,8 @@ fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
             policy.labeled_allowlist.push((e.entry, rule));
         }
     }
-    let eval = evaluate(
+    let eval = evaluate_parsed(
+        &parsed,
         &Request {
             command: &command,
             cwd: &a.cwd,

@@ -6,17 +6,17 @@
 //! ask patterns, or `ask = always`.
 
 use super::allowlist::{Allowlist, Candidate};
+use super::analysis::{analyse, Parsed};
 use super::env;
 use super::explain::{display_argv, escape_display};
 use super::git;
 use super::inline_eval;
-use super::ir::{Redirect, Segment, TimeKeyword};
+use super::ir::{Redirect, Script, Segment, TimeKeyword};
 use super::levels::{Ask, Security};
-use super::parse::parse_script;
 use super::paths::basename;
 use super::patterns::PatternSet;
 use super::plan::{render, Plan, PlannedSegment};
-use super::probe::{self, Probes};
+use super::probe::Probes;
 use super::resolve::{check_trusted, is_bare_name, resolve_word, Resolver};
 use super::safe_bins;
 use super::settings::Policy;
@@ -37,6 +37,8 @@ struct Context<'a> {
     policy: &'a Policy,
     /// The working directory, against which relative program paths are judged.
     cwd: &'a str,
+    /// The request's variables, judged under an allowlist (docs/policy.md, "Request env").
+    env: &'a std::collections::BTreeMap<String, String>,
     /// The caller's PATH lookups; the engine itself never searches PATH.
     resolver: &'a dyn Resolver,
     /// The allowlist, compiled once per evaluation rather than once per segment.
@@ -56,21 +58,39 @@ struct Checked {
     planned: Option<PlannedSegment>,
 }
 
-/// Judges a command against a policy. Pure: no I/O, never panics, never fails.
+/// Judges a command against a policy. Pure: no I/O, never panics, never fails. Parses the
+/// command itself; callers that also need the names to resolve parse once with
+/// [`analyse`](super::analyse) and call [`evaluate_parsed`].
 pub fn evaluate(req: &Request<'_>, policy: &Policy, resolver: &dyn Resolver) -> Evaluation {
+    evaluate_parsed(&analyse(req.command), req, policy, resolver)
+}
+
+/// Judges a parsed command against a policy; `req` gives its working directory and request env
+/// (`req.command` is not parsed again). A command past the parsing bounds is refused in every
+/// mode (docs/security.md, "Command parsing bounds").
+pub fn evaluate_parsed(
+    parsed: &Parsed,
+    req: &Request<'_>,
+    policy: &Policy,
+    resolver: &dyn Resolver,
+) -> Evaluation {
     if policy.security == Security::Deny {
         return Evaluation::refused("security is deny");
+    }
+    if let Some(why) = parsed.refusal() {
+        return Evaluation::refused(why.to_string());
     }
     if let Err(reason) = workdir::check(req.cwd, &policy.allowed_workdirs) {
         return Evaluation::refused(escape_display(&reason));
     }
-    let probes = probe::collect(req.command);
-    if mentions_approve(req.command, &probes) {
+    let probes = &parsed.probes;
+    if mentions_approve(parsed.command(), probes) {
         return Evaluation::refused(APPROVE_REASON);
     }
     let ctx = Context {
         policy,
         cwd: req.cwd,
+        env: req.env,
         resolver,
         allowlist: Allowlist::compile_lenient(&policy.allowlist)
             .with_labeled(&policy.labeled_allowlist),
@@ -78,17 +98,22 @@ pub fn evaluate(req: &Request<'_>, policy: &Policy, resolver: &dyn Resolver) -> 
         ask: PatternSet::compile_lenient(&policy.ask_patterns),
     };
     match policy.security {
-        Security::Full => evaluate_full(req, &ctx, &probes),
-        Security::Allowlist | Security::Deny => evaluate_allowlist(req, &ctx, &probes),
+        Security::Full => evaluate_full(parsed, &ctx, probes),
+        Security::Allowlist | Security::Deny => evaluate_allowlist(parsed, &ctx, probes),
     }
 }
 
 /// Bare command names a caller should resolve through PATH before calling [`evaluate`]:
 /// every segment's command word and the commands its wrappers run. Best effort; never panics.
 pub fn command_names(command: &str) -> Vec<String> {
+    analyse(command).command_names()
+}
+
+/// The names [`command_names`] lists, from a script already parsed.
+pub(crate) fn names_of(script: &Script) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for segment in parse_script(command).segments {
-        for layer in pattern_layers(&with_time_keyword(&segment)) {
+    for segment in &script.segments {
+        for layer in pattern_layers(&with_time_keyword(segment)) {
             let first = &layer[0];
             let wanted = is_bare_name(first) && !is_code_builtin(first) && first != "command";
             if wanted && !names.contains(first) {
@@ -102,10 +127,10 @@ pub fn command_names(command: &str) -> Vec<String> {
 /// Every command word a caller should resolve (PATH hit and symlink target) so that argv
 /// patterns see what really runs: the command word of every reachable command and of the
 /// commands its wrappers run, bare names and paths alike. Best effort; never panics.
-pub fn pattern_words(command: &str) -> Vec<String> {
+pub fn pattern_words(parsed: &Parsed) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
-    for argv in probe::collect(command).argvs {
-        for layer in pattern_layers(&argv) {
+    for argv in &parsed.probes.argvs {
+        for layer in pattern_layers(argv) {
             let first = &layer[0];
             let literal = !first.is_empty()
                 && !first.contains(['$', '`', '\'', '"', '\n', '\t', ' '])
@@ -121,10 +146,10 @@ pub fn pattern_words(command: &str) -> Vec<String> {
 /// Program paths an interpreter in the command would read (`python3 x.py` → `./x.py`), which a
 /// caller should resolve through symlinks like command words: a script that links to
 /// `/dev/stdin` reads stdin. Best effort; never panics.
-pub fn source_words(command: &str) -> Vec<String> {
+pub fn source_words(parsed: &Parsed) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
-    for segment in parse_script(command).segments {
-        let Ok(unwrapped) = unwrap(&with_time_keyword(&segment)) else {
+    for segment in &parsed.script.segments {
+        let Ok(unwrapped) = unwrap(&with_time_keyword(segment)) else {
             continue;
         };
         if let Some(path) = inline_eval::program_path(&unwrapped.inner) {
@@ -191,8 +216,8 @@ fn probe_match(set: &PatternSet, probes: &Probes, ctx: &Context<'_>) -> Option<S
 }
 
 /// Full mode: everything runs as written, except what the patterns catch.
-fn evaluate_full(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evaluation {
-    let script = parse_script(req.command);
+fn evaluate_full(parsed: &Parsed, ctx: &Context<'_>, probes: &Probes) -> Evaluation {
+    let script = &parsed.script;
     let mut segments = Vec::new();
     for (position, segment) in script.segments.iter().enumerate() {
         let argv = with_time_keyword(segment);
@@ -219,7 +244,7 @@ fn evaluate_full(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evalu
         });
     }
     let original = Plan {
-        command: req.command.to_owned(),
+        command: parsed.command().to_owned(),
         rebuilt: false,
         segments: Vec::new(),
     };
@@ -327,8 +352,8 @@ fn segment_reason(segments: &[SegmentReport], outcome: SegmentOutcome) -> Option
 }
 
 /// Allowlist mode: every segment must be covered, and the plan is rebuilt from what was checked.
-fn evaluate_allowlist(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> Evaluation {
-    let script = parse_script(req.command);
+fn evaluate_allowlist(parsed: &Parsed, ctx: &Context<'_>, probes: &Probes) -> Evaluation {
+    let script = &parsed.script;
     let checked: Vec<Checked> = script
         .segments
         .iter()
@@ -339,7 +364,7 @@ fn evaluate_allowlist(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> 
     let segments: Vec<SegmentReport> = checked.into_iter().map(|c| c.report).collect();
 
     let inline_eval = inline_eval_labels(&segments);
-    let env = env::check(req.env, &ctx.policy.env_allow);
+    let env = env::check(ctx.env, &ctx.policy.env_allow);
     let denied = segment_reason(&segments, SegmentOutcome::Denied)
         .or_else(|| probe_match(&ctx.deny, probes, ctx).map(|m| format!("deny {m}")))
         .or_else(|| (!env.refused.is_empty()).then(|| env.refused.join("; ")));
@@ -389,7 +414,7 @@ fn evaluate_allowlist(req: &Request<'_>, ctx: &Context<'_>, probes: &Probes) -> 
         }
         // Approving a miss approves the text the operator saw; nothing was rebuilt.
         let plan = Plan {
-            command: req.command.to_owned(),
+            command: parsed.command().to_owned(),
             rebuilt: false,
             segments: Vec::new(),
         };

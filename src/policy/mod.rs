@@ -4,6 +4,8 @@
 //! (see [`command_names`]) and hands the results over through a [`Resolver`].
 
 mod allowlist;
+mod analysis;
+mod bounds;
 mod env;
 mod error;
 mod evaluate;
@@ -30,9 +32,11 @@ mod wrappers;
 mod tests;
 
 pub use allowlist::{Allowlist, Candidate};
+pub use analysis::{analyse, Parsed};
+pub use bounds::{check as check_bounds, Bounds, BoundsError, BOUNDS};
 pub use env::{findings as env_findings, DEFAULT_ENV_ALLOW};
 pub use error::PolicyError;
-pub use evaluate::{command_names, evaluate, pattern_words, source_words};
+pub use evaluate::{command_names, evaluate, evaluate_parsed, pattern_words, source_words};
 pub use explain::{display_argv, escape_display, explain_json, explain_text, is_deceptive};
 pub use ir::{Joiner, Redirect, Script, Segment, TimeKeyword};
 pub use levels::{raise_ask, tighten_security, Ask, Security};

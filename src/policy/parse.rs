@@ -11,14 +11,18 @@ use brush_parser::ast::{
 };
 use brush_parser::Parser;
 
+use super::bounds;
 use super::ir::{Joiner, Redirect, Script, Segment, TimeKeyword};
 use super::word::{literal, parser_options};
 
-/// Parses a command line with the bash grammar, or says why it does not parse.
+/// Parses a command line with the bash grammar, or says why it does not parse. Every parse
+/// goes through here, so every text the parser sees has passed the bounds first
+/// (docs/security.md, "Command parsing bounds").
 pub(crate) fn parse_program(command: &str) -> Result<Program, String> {
     if command.contains('\0') {
         return Err("NUL character".to_owned());
     }
+    bounds::check(command).map_err(|e| e.to_string())?;
     // A panic inside the parser is a parse failure, not a crash of the caller.
     let parsed = std::panic::catch_unwind(|| {
         let mut parser = Parser::new(std::io::Cursor::new(command.as_bytes()), &parser_options());
@@ -31,12 +35,17 @@ pub(crate) fn parse_program(command: &str) -> Result<Program, String> {
 
 /// Parses a command line into the IR. Never fails: problems become misses.
 pub fn parse_script(command: &str) -> Script {
+    script_from(command, &parse_program(command))
+}
+
+/// The IR of `command` from its parse (done once by the caller and shared).
+pub(crate) fn script_from(command: &str, parsed: &Result<Program, String>) -> Script {
     if command.trim().is_empty() {
         return Script::failed("empty command");
     }
-    let program = match parse_program(command) {
+    let program = match parsed {
         Ok(program) => program,
-        Err(reason) => return Script::failed(reason),
+        Err(reason) => return Script::failed(reason.clone()),
     };
     let source: Vec<char> = command.chars().collect();
     let mut segments: Vec<Segment> = Vec::new();

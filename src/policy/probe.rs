@@ -34,12 +34,20 @@ pub(crate) struct Probes {
 }
 
 /// Collects every command `command` could run.
+#[cfg(test)]
 pub(crate) fn collect(command: &str) -> Probes {
+    collect_from(command, &parse_program(command))
+}
+
+/// Collects every command `command` could run, from its parse (done once by the caller).
+pub(crate) fn collect_from(command: &str, parsed: &Result<Program, String>) -> Probes {
     let mut walker = Walker {
         depth: 0,
         probes: Probes::default(),
     };
-    walker.text(command);
+    if !command.trim().is_empty() {
+        walker.parsed(parsed);
+    }
     walker.probes
 }
 
@@ -68,13 +76,18 @@ impl Walker {
         if text.trim().is_empty() {
             return;
         }
-        match parse_program(text) {
+        self.parsed(&parse_program(text));
+    }
+
+    /// Walks a parsed text one level deeper.
+    fn parsed(&mut self, parsed: &Result<Program, String>) {
+        match parsed {
             Ok(program) => {
                 self.depth += 1;
-                self.program(&program);
+                self.program(program);
                 self.depth -= 1;
             }
-            Err(reason) => self.opaque(reason),
+            Err(reason) => self.opaque(reason.clone()),
         }
     }
 

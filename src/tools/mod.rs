@@ -4,5 +4,5 @@
 mod exec;
 mod process;
 
-pub use exec::{real_path, ExecError, ExecTool};
+pub use exec::{analyse, analyse_within, real_path, ExecError, ExecTool};
 pub use process::{ProcessRequest, ProcessTool, ACTIONS};

@@ -2,10 +2,12 @@
 //! prepare the run, check the policy, then run, refuse, or register an approval whose waiter
 //! runs the approved plan later.
 
+mod analyse;
 mod launch;
 mod prepare;
 mod tool;
 mod waiter;
 
+pub use analyse::{analyse, analyse_within};
 pub use prepare::real_path;
 pub use tool::{ExecError, ExecTool};

@@ -7,9 +7,8 @@ use std::path::PathBuf;
 use crate::exec::{map_workdir, merge_env, ExecRequest, Target};
 use crate::host::{self, HOST_CONTAINER};
 use crate::policy::{
-    command_names, env_findings, evaluate, pattern_words, raise_ask, source_words,
-    tighten_security, Ask, Decision, Evaluation, MapResolver, Policy, Request as PolicyRequest,
-    Security,
+    env_findings, evaluate_parsed, pattern_words, raise_ask, source_words, tighten_security, Ask,
+    Decision, Evaluation, MapResolver, Parsed, Policy, Request as PolicyRequest, Security,
 };
 
 use super::tool::{ExecError, ExecTool};
@@ -144,12 +143,14 @@ impl Prepared {
             .and_then(|w| w.reason(std::path::Path::new(&self.cwd), plan))
     }
 
-    /// Evaluates `command`. An exact command an operator allowed for good passes where the
-    /// allowlist alone would miss (never past a denied segment, `ask = always`, or inline eval,
-    /// which asks every time: docs/approvals.md), but neither passes a host run that touches a
-    /// directory a sandbox can write: that asks.
-    pub fn evaluate(&self, command: &str) -> Evaluation {
-        let mut eval = evaluate(
+    /// Evaluates a parsed command. An exact command an operator allowed for good passes where
+    /// the allowlist alone would miss (never past a denied segment, a parsing bound,
+    /// `ask = always`, or inline eval, which asks every time: docs/approvals.md), but neither
+    /// passes a host run that touches a directory a sandbox can write: that asks.
+    pub fn evaluate(&self, parsed: &Parsed) -> Evaluation {
+        let command = parsed.command();
+        let mut eval = evaluate_parsed(
+            parsed,
             &PolicyRequest {
                 command,
                 cwd: &self.cwd,
@@ -178,6 +179,7 @@ impl Prepared {
             command,
         ));
         if durable
+            && parsed.refusal().is_none()
             && eval.inline_eval.is_empty()
             && env_findings(&self.request_env, &self.policy).is_empty()
             && !refused_outright
@@ -217,10 +219,11 @@ impl ExecTool {
         session: &str,
         req: &ExecRequest,
         target: Target,
+        parsed: &Parsed,
     ) -> Result<Prepared, ExecError> {
         match target {
-            Target::Sandbox => self.prepare_sandbox(session, req).await,
-            Target::Host { full } => self.prepare_host(session, req, full).await,
+            Target::Sandbox => self.prepare_sandbox(session, req, parsed).await,
+            Target::Host { full } => self.prepare_host(session, req, full, parsed).await,
         }
     }
 
@@ -228,6 +231,7 @@ impl ExecTool {
         &self,
         session: &str,
         req: &ExecRequest,
+        parsed: &Parsed,
     ) -> Result<Prepared, ExecError> {
         let container = self.sessions.ensure(session).await?;
         let cwd = map_workdir(req.workdir.as_deref(), &container.workspace)?;
@@ -268,16 +272,16 @@ impl ExecTool {
         // must see through names and symlinks (docs/policy.md, "Symlinks").
         if allowlist || (patterns && policy.security == Security::Full) {
             let mut names = if allowlist {
-                command_names(&req.command)
+                parsed.command_names()
             } else {
                 Vec::new()
             };
             let sources = if allowlist {
-                source_words(&req.command)
+                source_words(parsed)
             } else {
                 Vec::new()
             };
-            for word in pattern_words(&req.command).into_iter().chain(sources) {
+            for word in pattern_words(parsed).into_iter().chain(sources) {
                 if !names.contains(&word) {
                     names.push(word);
                 }
@@ -335,6 +339,7 @@ impl ExecTool {
         session: &str,
         req: &ExecRequest,
         full: bool,
+        parsed: &Parsed,
     ) -> Result<Prepared, ExecError> {
         crate::session::validate_key(session)
             .map_err(|e| ExecError::Session(crate::session::SessionError::from(e)))?;
@@ -368,11 +373,11 @@ impl ExecTool {
         }
         apply_request(&mut policy, req);
         let skills = self.skills();
-        let mut wanted = command_names(&req.command);
+        let mut wanted = parsed.command_names();
         wanted.extend(crate::skills::names(&skills));
-        for word in pattern_words(&req.command)
+        for word in pattern_words(parsed)
             .into_iter()
-            .chain(source_words(&req.command))
+            .chain(source_words(parsed))
         {
             if !wanted.contains(&word) {
                 wanted.push(word);

@@ -101,8 +101,14 @@ impl ExecTool {
         req.validate()?;
         validate_env(&req.env)?;
         let target = crate::exec::target(req, &self.config.elevated, caller, session)?;
-        let prepared = self.prepare(session, req, target).await?;
-        let eval = prepared.evaluate(&req.command);
+        // Parsed once, bounded and off the async workers; a command past the bounds is
+        // refused before any container or host state is touched.
+        let parsed = super::analyse(&req.command).await;
+        if let Some(why) = parsed.refusal() {
+            return Ok(refusal_result(&target, &why.to_string(), &req.command));
+        }
+        let prepared = self.prepare(session, req, target, &parsed).await?;
+        let eval = prepared.evaluate(&parsed);
         // Reasons quote the command: no secret value may leave through them.
         let decision = match eval.decision.clone() {
             Decision::Deny { reason } => Decision::Deny {
@@ -179,7 +185,7 @@ impl ExecTool {
                         policy: quiet,
                         ..prepared.clone()
                     };
-                    cheap.evaluate(&req.command).decision == Decision::Allow
+                    cheap.evaluate(&parsed).decision == Decision::Allow
                 };
                 // Nothing reusable for a plan that runs a file (it could change) or touches a
                 // directory a sandbox writes (it asks every time anyway); and nothing to
@@ -216,4 +222,20 @@ impl ExecTool {
             }
         }
     }
+}
+
+/// The result for a command refused by the parsing bounds: the same shape as a policy denial.
+/// The command is not echoed (it is what could not be analysed), only its size.
+fn refusal_result(target: &crate::exec::Target, reason: &str, command: &str) -> ToolResult {
+    let place = match target {
+        crate::exec::Target::Sandbox => "sandbox",
+        crate::exec::Target::Host { .. } => "host",
+    };
+    ToolResult::new(
+        format!(
+            "Exec denied ({place}, {reason}): a command of {} bytes",
+            command.len()
+        ),
+        json!({"status": "failed", "denied": true, "reason": reason}),
+    )
 }

@@ -90,7 +90,7 @@ impl ExecTool {
     /// ask is refused whatever the fallback: nobody looked at the code it runs.
     async fn apply_fallback(&self, row: ApprovalRow) {
         let in_force = match self.prepare_row(&row).await {
-            Some((_, p)) => p.policy.security,
+            Some((_, p, _)) => p.policy.security,
             None => Security::Deny,
         };
         let fallback = self.config.approvals.ask_fallback.min(in_force);
@@ -122,17 +122,18 @@ impl ExecTool {
     async fn prepare_row(
         &self,
         row: &ApprovalRow,
-    ) -> Option<(ExecRequest, super::prepare::Prepared)> {
+    ) -> Option<(ExecRequest, super::prepare::Prepared, crate::policy::Parsed)> {
         let req: ExecRequest = serde_json::from_str(&row.request).ok()?;
+        let parsed = super::analyse(&req.command).await;
         let target = match row.target.as_str() {
             "host" => Target::Host { full: false },
             "host-full" => Target::Host { full: true },
             _ => Target::Sandbox,
         };
-        self.prepare(&row.session, &req, target)
+        self.prepare(&row.session, &req, target, &parsed)
             .await
             .ok()
-            .map(|p| (req, p))
+            .map(|p| (req, p, parsed))
     }
 
     /// Private copies of the files a host `plan` runs, and the plan rewritten to run them.
@@ -159,10 +160,10 @@ impl ExecTool {
     }
 
     async fn run_approved(&self, row: ApprovalRow) {
-        let Some((req, prepared)) = self.prepare_row(&row).await else {
+        let Some((req, prepared, parsed)) = self.prepare_row(&row).await else {
             return self.deny(&row, "spawn-failed");
         };
-        let eval = prepared.evaluate(&req.command);
+        let eval = prepared.evaluate(&parsed);
         // The files the plan runs are copied now and the plan runs the copies: what runs is
         // what these hashes say, and they must equal the approved ones.
         let private = self.home.host_approved_dir().join(&row.id);

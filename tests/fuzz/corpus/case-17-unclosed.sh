@@ -1,0 +1,1 @@
+for x in a b; do case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) ls; done

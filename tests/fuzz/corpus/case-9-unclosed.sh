@@ -1,0 +1,1 @@
+case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) case x in x) ls

@@ -1,0 +1,1 @@
+coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc coproc true

@@ -1,0 +1,4 @@
+echo $(cat <<E
+$(id)
+E
+)
