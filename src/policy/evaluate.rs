@@ -668,6 +668,18 @@ fn cover(
                 ),
             };
         }
+        if let Some(profile) = ctx.policy.safe_bin_profiles.get(name) {
+            return match profile.check(&inner[1..]) {
+                Ok(()) => (
+                    SegmentOutcome::Allowed,
+                    format!("safe-bin: {name} (configured profile)"),
+                ),
+                Err(reason) => (
+                    SegmentOutcome::Missed,
+                    format!("miss: safe-bin {name} (configured profile): {reason}"),
+                ),
+            };
+        }
     }
     (
         SegmentOutcome::Missed,

@@ -4,6 +4,7 @@
 //! (see [`command_names`]) and hands the results over through a [`Resolver`].
 
 mod allowlist;
+mod bin_profiles;
 mod env;
 mod error;
 mod evaluate;
@@ -30,6 +31,7 @@ mod wrappers;
 mod tests;
 
 pub use allowlist::{Allowlist, Candidate};
+pub use bin_profiles::BinProfile;
 pub use env::{findings as env_findings, DEFAULT_ENV_ALLOW};
 pub use error::PolicyError;
 pub use evaluate::{command_names, evaluate, pattern_words, source_words};
