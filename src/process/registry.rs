@@ -261,6 +261,11 @@ impl Registry {
             // PTY wrapper covers a command that asks before this arrives.
             proc.resize(PTY_SIZE.0, PTY_SIZE.1);
         }
+        {
+            let mut st = proc.lock();
+            st.log = log.try_clone().ok().map(Arc::new);
+            st.output.spill_max = self.limits.spill_max;
+        }
         let finished = started.finished;
         let watch = ExitWatch::Exec {
             exec_id: started.id,
@@ -379,6 +384,7 @@ impl Registry {
         };
         let secrets = self.secrets_for(&row.session, &row.container);
         let mut output = OutputState::new(self.limits.max_output_chars, secrets);
+        output.spill_max = self.limits.spill_max;
         let log = files.as_ref().and_then(|f| f.open_log().ok());
         if let Some(log) = &log {
             replay(log, &mut output, row.read_offset);
@@ -409,6 +415,7 @@ impl Registry {
         }
         let running = row.status == ProcessStatus::Running;
         let (proc, control) = new_proc(info, output, row.background, running && !row.pty);
+        proc.lock().log = log.as_ref().and_then(|l| l.try_clone().ok()).map(Arc::new);
         if !running {
             let mut st = proc.lock();
             st.output.finish();
@@ -504,6 +511,7 @@ fn new_proc(
             term: crate::keys::TermModes::new(),
             stdin_open,
             notify_exit: true,
+            log: None,
         }),
         changed: watch::channel(0).0,
         control,
@@ -540,6 +548,11 @@ fn replay(log: &std::fs::File, output: &mut OutputState, drained: u64) {
     let start = nix::unistd::lseek(log.as_fd(), 0, nix::unistd::Whence::SeekData)
         .map(|o| o as u64)
         .unwrap_or(0);
+    if start > 0 {
+        // Spill freed the beginning before this moat attached: how many lines it held is
+        // unknown, and `process log` says so.
+        output.start_after_freed(start);
+    }
     output.bytes_read = start;
     let mut buf = vec![0u8; 1 << 20];
     loop {

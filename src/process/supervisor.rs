@@ -268,6 +268,9 @@ impl Supervisor {
             return punched_to;
         }
         let to = (read - self.spill_max) & !4095;
+        // The record's new start is known before the bytes go, so a concurrent `process log`
+        // never reads the hole.
+        self.proc.lock().output.freed_to(to);
         punch_hole(&self.log, punched_to, to - punched_to);
         to
     }
