@@ -176,6 +176,8 @@ impl Supervisor {
             }
         }
         self.read_available(&mut buf);
+        // A command that ended before the loop ever ran still keeps only its bound on disk.
+        self.free_old_bytes(punched_to);
         let mut code = self.files.read_exit();
         if code.is_none() {
             if let Some(id) = &exec_id {
