@@ -93,6 +93,15 @@ impl OutputState {
         });
     }
 
+    /// Starts counting at a record start moat recorded earlier (a re-attach after spill freed
+    /// the bytes before it), so lines keep their numbers of the whole output.
+    pub fn start_at(&mut self, mark: LineMark) {
+        self.bytes_read = mark.offset;
+        self.lines = mark.lines_before;
+        self.at_line_start = mark.at_line_start;
+        self.record_start = Some(mark);
+    }
+
     /// Records that the bytes before `freed_to` were freed: the record now starts at the first
     /// mark at or after it (or at the read position), and older marks are dropped.
     pub fn freed_to(&mut self, freed_to: u64) {

@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::events::EventBus;
 use super::files::{Created, RunFiles};
-use super::output::OutputState;
+use super::output::{LineMark, OutputState};
 use super::proc::{Control, ExitInfo, Proc, ProcInfo, ProcState};
 use super::script::{self, PTY_SIZE};
 use super::supervisor::{ExitWatch, Supervisor};
@@ -387,7 +387,14 @@ impl Registry {
         output.spill_max = self.limits.spill_max;
         let log = files.as_ref().and_then(|f| f.open_log().ok());
         if let Some(log) = &log {
-            replay(log, &mut output, row.read_offset);
+            let recorded = self.store.record_start(&row.id).ok().flatten().map(
+                |(offset, lines, at_line_start)| LineMark {
+                    offset,
+                    lines_before: Some(lines),
+                    at_line_start,
+                },
+            );
+            replay(log, &mut output, row.read_offset, recorded);
         }
         let mut row = row;
         if row.status == ProcessStatus::Running {
@@ -542,17 +549,29 @@ fn row_for(info: &ProcInfo, run_dir: &std::path::Path, background: bool) -> Proc
 }
 
 /// Feeds a log's retained bytes into `output`; bytes before `drained` were already polled.
-fn replay(log: &std::fs::File, output: &mut OutputState, drained: u64) {
+///
+/// `recorded` is where the record starts as the moat that freed the older bytes recorded it;
+/// replay starts there (line numbers stay those of the whole output) when the log still holds
+/// it.
+fn replay(log: &std::fs::File, output: &mut OutputState, drained: u64, recorded: Option<LineMark>) {
     use std::os::fd::AsFd;
     use std::os::unix::fs::FileExt;
     let start = nix::unistd::lseek(log.as_fd(), 0, nix::unistd::Whence::SeekData)
         .map(|o| o as u64)
         .unwrap_or(0);
-    if start > 0 {
-        // Spill freed the beginning before this moat attached: how many lines it held is
-        // unknown, and `process log` says so.
-        output.start_after_freed(start);
-    }
+    let start = match recorded {
+        Some(mark) if start > 0 && mark.offset >= start => {
+            output.start_at(mark);
+            mark.offset
+        }
+        _ if start > 0 => {
+            // Spill freed the beginning and no start was recorded: how many lines it held is
+            // unknown, and `process log` says so.
+            output.start_after_freed(start);
+            start
+        }
+        _ => start,
+    };
     output.bytes_read = start;
     let mut buf = vec![0u8; 1 << 20];
     loop {

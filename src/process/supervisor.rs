@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 
 use super::events::{exit_event, EventBus};
 use super::files::RunFiles;
+use super::output::LineMark;
 use super::proc::{Control, ExitInfo, Proc};
 use super::script::kill_group_argv;
 use crate::runtime::{ExecTty, Runtime};
@@ -272,7 +273,24 @@ impl Supervisor {
         let to = (read - self.spill_max) & !4095;
         // The record's new start is known before the bytes go, so a concurrent `process log`
         // never reads the hole.
-        self.proc.lock().output.freed_to(to);
+        let start = {
+            let mut st = self.proc.lock();
+            st.output.freed_to(to);
+            st.output.record_start
+        };
+        if let Some(LineMark {
+            offset,
+            lines_before: Some(lines),
+            at_line_start,
+        }) = start
+        {
+            if let Err(e) =
+                self.store
+                    .set_record_start(&self.proc.info.id, offset, lines, at_line_start)
+            {
+                tracing::warn!(id = %self.proc.info.id, error = %e, "failed to record where the output record starts");
+            }
+        }
         punch_hole(&self.log, punched_to, to - punched_to);
         to
     }
