@@ -354,3 +354,34 @@ async fn log_says_where_spill_cut_the_record() {
     let out = cli_log(&m, &id, &["--limit", "1"]);
     assert!(out.starts_with("1500000\n"), "{out}");
 }
+
+/// A foreground run whose result the output cap cut keeps its record for `process log`, and
+/// its result says under which id; one that fits is forgotten as before.
+#[tokio::test]
+async fn a_truncated_foreground_result_points_at_its_record() {
+    let Some(m) = common::moat("t-logfg", Config::default()).await else {
+        return;
+    };
+    let r = m.exec("a", "seq 1 100000").await;
+    assert_eq!(r.details["truncated"], true, "{}", r.details);
+    let id = r.details["sessionId"]
+        .as_str()
+        .expect("id of the kept record");
+    assert!(
+        r.text().ends_with(&format!(
+            "the whole record is kept as session {id}; page it with process log (offset/limit).]"
+        )),
+        "{}",
+        r.text()
+    );
+    let mut q = preq("log", id);
+    q.offset = Some(4222);
+    q.limit = Some(2);
+    assert!(m.process("a", &q).await.text().starts_with("4222\n4223\n"));
+    let small = m.exec("a", "echo small").await;
+    assert!(
+        small.details.get("sessionId").is_none(),
+        "{}",
+        small.details
+    );
+}

@@ -191,6 +191,9 @@ mod tests {
     #[test]
     fn safe_bin_profiles_load_and_bad_ones_name_the_key() {
         const JQ: &str = "[policy.sandbox]\nsafe_bins = [\"jq\", \"wc\"]\n[policy.sandbox.safe_bin_profiles.jq]\nallowed_flags = [\"-r\", \"-c\"]\nvalue_flags = [\"--indent\"]\nmin_positional = 1\nmax_positional = 1\n";
+        let host = load(&JQ.replace("policy.sandbox", "policy.host"), &[]).unwrap();
+        assert_eq!(host.policy.host.safe_bin_profiles["jq"].max_positional, 1);
+        assert_eq!(host.policy.host.ask, crate::policy::Ask::OnMiss);
         let c = load(JQ, &[]).unwrap();
         let jq = &c.policy.sandbox.safe_bin_profiles["jq"];
         assert_eq!(jq.allowed_flags, ["-r", "-c"]);
