@@ -120,6 +120,11 @@ async def test_kill(mcp_http):
         await checks.check_kill(client, events)
 
 
+async def test_log_pages_past_the_cap(mcp_http):
+    async with connect(*mcp_http) as (client, _):
+        await checks.check_log_pages_past_the_cap(client)
+
+
 async def test_refuses_unknown_token(mcp_http):
     url, _ = mcp_http
     with pytest.raises(Exception):

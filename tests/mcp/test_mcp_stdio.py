@@ -62,3 +62,8 @@ async def test_session_from_env(moat_bin, moat_home, session_key):
     async with connect(moat_bin, moat_home, session_key) as (client, _):
         result = await client.call_tool("exec", {"command": "cat /workspace/from-env"})
         assert checks.text_of(result) == "marker"
+
+
+async def test_log_pages_past_the_cap(moat_bin, moat_home, session_key):
+    async with connect(moat_bin, moat_home, session_key) as (client, _):
+        await checks.check_log_pages_past_the_cap(client)
