@@ -119,7 +119,14 @@ impl ProcessTool {
         };
         match action.as_str() {
             "poll" => self.poll(&p, req.timeout.unwrap_or(0)).await,
-            "log" => log(&p, req.offset, req.limit),
+            "log" => {
+                // Re-reading the record is blocking file I/O over up to spill_max_bytes: keep
+                // it off the async workers.
+                let (proc, offset, limit) = (p.clone(), req.offset, req.limit);
+                tokio::task::spawn_blocking(move || log(&proc, offset, limit))
+                    .await
+                    .unwrap_or_else(|e| failed(format!("Failed to read the log of {id}: {e}")))
+            }
             "write" => {
                 let data = req.data.clone().unwrap_or_default();
                 let len = data.chars().count();
