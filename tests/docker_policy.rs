@@ -67,3 +67,47 @@ async fn operator_session_override_tightens_the_config() {
     // Another session is unaffected.
     assert_eq!(m.exec("b", "echo ok").await.status(), "completed");
 }
+
+/// An operator's safe-bin profile (docs/policy.md, "Operator safe-bin profiles"): `jq` with a
+/// profile passes under allowlist without an allowlist entry, and an argv outside the profile
+/// (a filter read from a file, an unlisted flag, a file operand) misses and does not run.
+#[tokio::test]
+async fn configured_safe_bin_profile_lets_jq_filter_stdin_only() {
+    let text = r#"
+[policy.sandbox]
+security = "allowlist"
+allowlist = ["/usr/bin/printf"]
+safe_bins = ["jq", "wc"]
+[policy.sandbox.safe_bin_profiles.jq]
+allowed_flags = ["-r", "-c"]
+value_flags = ["--indent"]
+min_positional = 1
+max_positional = 1
+"#;
+    let config = moat::config::load_from_str(text, "test", &[], None).expect("config loads");
+    let Some(m) = common::moat("t-jqprof", config).await else {
+        return;
+    };
+    let r = m.exec("a", r#"printf '{"a":{"b":42}}' | jq -r .a.b"#).await;
+    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert!(r.text().starts_with("42"), "{}", r.text());
+    // The goal of each attack: make jq read a file. A marker proves whether jq ran.
+    m.docker_exec("a", "printf '\"SECRET-FILE\"' > /tmp/f.jq");
+    for attack in [
+        "printf '{}' | jq -f /tmp/f.jq",
+        "printf '{}' | jq --from-file /tmp/f.jq",
+        "printf '{}' | jq -rf /tmp/f.jq",
+        "jq . /tmp/f.jq",
+        "printf '{}' | jq --rawfile x /tmp/f.jq .",
+        "printf '{}' | jq -L /tmp 'import \"f\" as f; f::x'",
+    ] {
+        let r = m.exec("a", attack).await;
+        assert_eq!(r.status(), "failed", "{attack}: {}", r.text());
+        assert!(
+            r.text().starts_with("Exec denied"),
+            "{attack}: {}",
+            r.text()
+        );
+        assert!(!r.text().contains("SECRET-FILE"), "{attack}: {}", r.text());
+    }
+}

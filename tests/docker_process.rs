@@ -44,7 +44,8 @@ async fn background_poll_sees_every_line_once_then_log_pages() {
     }
     assert_eq!(seen, "1\n2\n3\n4\n5\n");
     let mut q = preq("log", &id);
-    q.offset = Some(1);
+    // Line numbers are 1-based: offset 2 starts at the second line.
+    q.offset = Some(2);
     q.limit = Some(2);
     assert!(m.process("a", &q).await.text().starts_with("2\n3"));
     let list = m
@@ -252,4 +253,135 @@ async fn list(m: &common::TestMoat) -> String {
         ..Default::default()
     };
     m.process("a", &req).await.text().to_string()
+}
+
+fn cli_log(m: &common::TestMoat, id: &str, extra: &[&str]) -> String {
+    let session = m.key("a");
+    let mut args = vec!["process", "log", "--session", &session, "--id", id];
+    args.extend_from_slice(extra);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
+        .args(&args)
+        .env("MOAT_HOME", m.dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `process log` pages the whole recorded output, past the output cap, with line numbers of
+/// the whole output: through the CLI (a fresh moat that re-attaches) and the tool.
+#[tokio::test]
+async fn log_pages_past_the_output_cap() {
+    let Some(m) = common::moat("t-logpage", Config::default()).await else {
+        return;
+    };
+    let id = m.background("a", "seq 1 100000").await;
+    let p = m.app.registry.get(&m.key("a"), &id).unwrap();
+    assert!(p.wait_exit(Duration::from_secs(30)).await);
+    // The capped view lost the middle…
+    assert!(p.lock().output.truncated());
+    // …the log does not: lines 4222-4226 are the numbers 4222-4226.
+    let out = cli_log(&m, &id, &["--offset", "4222", "--limit", "5"]);
+    assert!(
+        out.starts_with("4222\n4223\n4224\n4225\n4226\n\n[showing lines 4222-4226 of 100000;"),
+        "{out}"
+    );
+    let mut q = preq("log", &id);
+    q.offset = Some(50_000);
+    q.limit = Some(3);
+    let r = m.process("a", &q).await;
+    assert!(
+        r.text().starts_with("50000\n50001\n50002\n"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(r.details["totalLines"], 100_000);
+    assert_eq!(r.details["lines"], serde_json::json!([50_000, 50_002]));
+    // Without offset: the last 200 lines.
+    let out = cli_log(&m, &id, &[]);
+    assert!(out.starts_with("99801\n"), "{out}");
+    assert!(
+        out.contains("100000\n\n[showing lines 99801-100000 of 100000"),
+        "{out}"
+    );
+}
+
+/// Past `exec.spill_max_bytes` the record itself is cut: `process log` says which lines were
+/// dropped and keeps numbering the rest as lines of the whole output.
+#[tokio::test]
+async fn log_says_where_spill_cut_the_record() {
+    let mut config = Config::default();
+    config.exec.spill_max_bytes = "1m".into();
+    let Some(m) = common::moat("t-logcut", config).await else {
+        return;
+    };
+    // 1..1500000: about 10.9 MB, well past 1 MiB plus the 4 MiB slack before a punch.
+    let id = m.background("a", "seq 1 1500000").await;
+    let p = m.app.registry.get(&m.key("a"), &id).unwrap();
+    assert!(p.wait_exit(Duration::from_secs(60)).await);
+    let mut q = preq("log", &id);
+    q.offset = Some(1);
+    q.limit = Some(3);
+    let r = m.process("a", &q).await;
+    let first = r.details["firstLine"].as_u64().unwrap();
+    assert!(first > 1_000_000, "{}", r.text());
+    // The first kept line is whole, and its number is its content.
+    assert!(
+        r.text()
+            .starts_with(&format!("{first}\n{}\n{}\n", first + 1, first + 2)),
+        "{}",
+        r.text()
+    );
+    assert!(
+        r.text().contains(&format!(
+            "lines 1-{} were dropped: the record keeps the last 1 MiB of output (exec.spill_max_bytes)",
+            first - 1
+        )),
+        "{}",
+        r.text()
+    );
+    assert_eq!(r.details["totalLines"], 1_500_000);
+    // A fresh moat (the CLI) re-attaches at the recorded start: the same numbers.
+    let out = cli_log(&m, &id, &["--offset", "1", "--limit", "2"]);
+    assert!(
+        out.starts_with(&format!(
+            "{first}\n{}\n\n[lines 1-{} were dropped",
+            first + 1,
+            first - 1
+        )),
+        "{out}"
+    );
+    let out = cli_log(&m, &id, &["--limit", "1"]);
+    assert!(out.starts_with("1500000\n"), "{out}");
+}
+
+/// A foreground run whose result the output cap cut keeps its record for `process log`, and
+/// its result says under which id; one that fits is forgotten as before.
+#[tokio::test]
+async fn a_truncated_foreground_result_points_at_its_record() {
+    let Some(m) = common::moat("t-logfg", Config::default()).await else {
+        return;
+    };
+    let r = m.exec("a", "seq 1 100000").await;
+    assert_eq!(r.details["truncated"], true, "{}", r.details);
+    let id = r.details["sessionId"]
+        .as_str()
+        .expect("id of the kept record");
+    assert!(
+        r.text().ends_with(&format!(
+            "the whole record is kept as session {id}; page it with process log (offset/limit).]"
+        )),
+        "{}",
+        r.text()
+    );
+    let mut q = preq("log", id);
+    q.offset = Some(4222);
+    q.limit = Some(2);
+    assert!(m.process("a", &q).await.text().starts_with("4222\n4223\n"));
+    let small = m.exec("a", "echo small").await;
+    assert!(
+        small.details.get("sessionId").is_none(),
+        "{}",
+        small.details
+    );
 }

@@ -440,3 +440,72 @@ async fn an_mcp_session_stays_with_the_token_that_opened_it() {
     let (status, head) = http_head(&s.addr, "GET", "/mcp", &headers, b"");
     assert_ne!(status, 403, "{head}");
 }
+
+/// `process log` over HTTP pages the whole output past the cap, and a `moat serve` that cut
+/// the record by `exec.spill_max_bytes` says which lines it dropped (docs/mcp.md, `log`).
+#[tokio::test]
+async fn process_log_pages_the_whole_output_over_http() {
+    let Some(s) = server_with("http-log", "[exec]\nspill_max_bytes = \"1m\"\n").await else {
+        return;
+    };
+    let run = |cmd: &str| {
+        let body = serde_json::json!({"command": cmd, "background": true}).to_string();
+        let (status, text) = http(
+            &s.addr,
+            "POST",
+            "/v1/sessions/http-log-a/exec",
+            Some(OPERATOR),
+            body.as_bytes(),
+        );
+        assert_eq!(status, 200, "{text}");
+        json(&text)["details"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let process = |body: serde_json::Value| {
+        let (status, text) = http(
+            &s.addr,
+            "POST",
+            "/v1/sessions/http-log-a/process",
+            Some(OPERATOR),
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(status, 200, "{text}");
+        json(&text)
+    };
+    let wait = |id: &str| {
+        for _ in 0..60 {
+            let r =
+                process(serde_json::json!({"action": "poll", "sessionId": id, "timeout": 2000}));
+            if r["details"]["status"] != "running" {
+                return;
+            }
+        }
+        panic!("{id} did not finish");
+    };
+    let id = run("seq 1 100000");
+    wait(&id);
+    let r =
+        process(serde_json::json!({"action": "log", "sessionId": id, "offset": 4222, "limit": 5}));
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("4222\n4223\n4224\n4225\n4226\n"), "{r}");
+    assert_eq!(r["details"]["totalLines"], 100_000, "{r}");
+
+    let id = run("seq 1 1500000");
+    wait(&id);
+    let r = process(serde_json::json!({"action": "log", "sessionId": id, "offset": 1, "limit": 2}));
+    let first = r["details"]["firstLine"].as_u64().unwrap();
+    assert!(first > 1_000_000, "{r}");
+    assert_eq!(r["details"]["recordCut"], true, "{r}");
+    assert_eq!(r["details"]["totalLines"], 1_500_000, "{r}");
+    let body = r.to_string();
+    assert!(
+        body.contains(&format!("{first}\\n{}\\n", first + 1))
+            && body.contains(&format!(
+                "lines 1-{} were dropped: the record keeps the last 1 MiB",
+                first - 1
+            )),
+        "{body}"
+    );
+}

@@ -216,7 +216,7 @@ pub struct ProcessArgs {
     /// Send paste without bracketed-paste markers.
     #[arg(long)]
     pub no_bracketed: bool,
-    /// Line offset for `log`.
+    /// First line for `log` (1-based, over the whole output).
     #[arg(long)]
     pub offset: Option<usize>,
     /// Line count for `log`.

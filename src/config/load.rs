@@ -189,6 +189,41 @@ mod tests {
     }
 
     #[test]
+    fn safe_bin_profiles_load_and_bad_ones_name_the_key() {
+        const JQ: &str = "[policy.sandbox]\nsafe_bins = [\"jq\", \"wc\"]\n[policy.sandbox.safe_bin_profiles.jq]\nallowed_flags = [\"-r\", \"-c\"]\nvalue_flags = [\"--indent\"]\nmin_positional = 1\nmax_positional = 1\n";
+        let host = load(&JQ.replace("policy.sandbox", "policy.host"), &[]).unwrap();
+        assert_eq!(host.policy.host.safe_bin_profiles["jq"].max_positional, 1);
+        assert_eq!(host.policy.host.ask, crate::policy::Ask::OnMiss);
+        let c = load(JQ, &[]).unwrap();
+        let jq = &c.policy.sandbox.safe_bin_profiles["jq"];
+        assert_eq!(jq.allowed_flags, ["-r", "-c"]);
+        assert_eq!(jq.max_positional, 1);
+        let rows = [
+            // A safe bin without any profile.
+            ("[policy.sandbox]\nsafe_bins = [\"jq\"]\n", "accept `policy.sandbox`: enable safe bin \"jq\" (no argv profile exists for it; give one under safe_bin_profiles.jq)"),
+            (
+                &JQ.replace("\"-c\"]", "\"-rc\"]"),
+                "accept `policy.sandbox`: accept safe_bin_profiles.jq.allowed_flags: \"-rc\" is several short options",
+            ),
+            (
+                &JQ.replace("[\"jq\", \"wc\"]", "[\"wc\"]"),
+                "accept `policy.sandbox`: accept safe_bin_profiles.jq: jq is not in safe_bins",
+            ),
+            (
+                &format!("{JQ}[policy.sandbox.safe_bin_profiles.wc]\n"),
+                "accept `policy.sandbox`: accept safe_bin_profiles.wc: wc has a built-in profile",
+            ),
+            (&JQ.replace("min_positional = 1", "min_positional = 2"), "accept `policy.sandbox`: accept safe_bin_profiles.jq.min_positional"),
+            (&JQ.replace("value_flags", "value_flag"), "unknown field `value_flag`"),
+            (&JQ.replace("max_positional = 1", "max_positional = \"x\""), "max_positional"),
+        ];
+        for (text, want) in rows {
+            let err = format!("{:#}", load(text, &[]).unwrap_err());
+            assert!(err.contains(want), "{err:?} should contain {want:?}");
+        }
+    }
+
+    #[test]
     fn host_policy_keeps_host_defaults() {
         let c = load("[policy.host]\nallowlist = [\"git\"]\n", &[]).unwrap();
         assert_eq!(c.policy.host.security, crate::policy::Security::Allowlist);

@@ -51,7 +51,9 @@ Actions:
 - `poll`: output produced since the last poll, plus the status and exit code. `timeout` \
 (ms, at most 120000) waits for the process to exit or print something. Respect \
 `retryInMs` in the result before polling again.
-- `log`: the whole output by lines; without `offset`/`limit` the last 200 lines.
+- `log`: the whole recorded output (also what the output cap cut), by line numbers of the \
+whole output: `offset` is the first line (1-based), `limit` the count; without `offset` the \
+last `limit` (default 200) lines.
 - `write`: send `data` to stdin; `eof: true` closes stdin afterwards.
 - `send-keys`: for `pty` processes: `literal` text, `hex` bytes (e.g. [\"0x1b\"]), and \
 `keys` in tmux notation (Enter, Tab, Escape, BSpace, Up, Down, Left, Right, Home, End, \
@@ -181,7 +183,7 @@ pub fn process_input() -> Arc<JsonObject> {
             "offset": {
                 "type": "integer",
                 "minimum": 0,
-                "description": "log: first line to show (0-based)."
+                "description": "log: first line to show, 1-based over the whole output (0 reads as 1)."
             },
             "limit": {
                 "type": "integer",

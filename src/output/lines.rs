@@ -115,3 +115,127 @@ fn join_lines(slice: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// Lines `process log` shows, as 1-based line numbers of the whole output: `[start, end)`.
+///
+/// `first` is the first line the record still holds (1 unless spill freed older output) and
+/// `last` the last line (0 for no output). `offset` is the first line to show, 1-based (0 is
+/// taken as 1, so a caller counting from 0 sees one line more, never one less); without it the
+/// page is the last `limit` lines (default [`DEFAULT_PAGE_LINES`]).
+pub fn line_window(first: u64, last: u64, offset: Option<u64>, limit: Option<u64>) -> (u64, u64) {
+    let end_all = last + 1;
+    match offset {
+        None => {
+            let n = limit.unwrap_or(DEFAULT_PAGE_LINES as u64);
+            (end_all.saturating_sub(n).max(first), end_all)
+        }
+        Some(o) => {
+            let start = o.max(1).max(first);
+            let n = limit.unwrap_or(DEFAULT_PAGE_LINES as u64);
+            let end = start.saturating_add(n).min(end_all).max(start.min(end_all));
+            (start.min(end_all), end)
+        }
+    }
+}
+
+/// Collects lines `[from, to)` of a text streamed in chunks whose first line is `first`, up to
+/// `budget` bytes (cut at a character boundary). A `\r` ending a line is dropped.
+#[derive(Debug)]
+pub struct LineCollector {
+    /// First line number to keep.
+    from: u64,
+    /// One past the last line number to keep.
+    to: u64,
+    /// Number of the line the next byte belongs to.
+    current: u64,
+    /// Bytes the page may hold, so one enormous line cannot blow up a result.
+    budget: usize,
+    /// The kept text.
+    out: String,
+    /// Whether the budget cut the page.
+    cut: bool,
+}
+
+impl LineCollector {
+    pub fn new(first: u64, from: u64, to: u64, budget: usize) -> Self {
+        Self {
+            from,
+            to,
+            current: first,
+            budget,
+            out: String::new(),
+            cut: false,
+        }
+    }
+
+    /// Whether nothing more can be kept (the stream may stop).
+    pub fn done(&self) -> bool {
+        self.current >= self.to || self.cut
+    }
+
+    pub fn push(&mut self, text: &str) {
+        for piece in text.split_inclusive('\n') {
+            if self.done() {
+                return;
+            }
+            let ends_line = piece.ends_with('\n');
+            if self.current >= self.from {
+                let body = if ends_line {
+                    let line = &piece[..piece.len() - 1];
+                    line.strip_suffix('\r').unwrap_or(line)
+                } else {
+                    piece
+                };
+                self.keep(body);
+                if ends_line && !self.cut && self.current + 1 < self.to {
+                    self.keep("\n");
+                }
+            }
+            if ends_line {
+                self.current += 1;
+            }
+        }
+    }
+
+    fn keep(&mut self, s: &str) {
+        let room = self.budget.saturating_sub(self.out.len());
+        if s.len() <= room {
+            self.out.push_str(s);
+            return;
+        }
+        let mut cut = room;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.out.push_str(&s[..cut]);
+        self.cut = true;
+    }
+
+    /// The kept text (without a final newline) and whether the budget cut it.
+    pub fn finish(self) -> (String, bool) {
+        (self.out, self.cut)
+    }
+}
+
+/// Counts the lines of a text streamed in chunks: newlines, plus a last line without one.
+#[derive(Debug, Default)]
+pub struct LineCounter {
+    newlines: u64,
+    /// Whether text follows the last newline.
+    open_line: bool,
+}
+
+impl LineCounter {
+    pub fn push(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.newlines += text.bytes().filter(|b| *b == b'\n').count() as u64;
+        self.open_line = !text.ends_with('\n');
+    }
+
+    /// Number of lines.
+    pub fn lines(&self) -> u64 {
+        self.newlines + u64::from(self.open_line)
+    }
+}

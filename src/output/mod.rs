@@ -8,7 +8,7 @@ mod sanitize;
 
 pub use capped::{clamp_max_chars, CappedText, DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS};
 pub use display::{escape_json_text, escape_terminal};
-pub use lines::{page, Page, DEFAULT_PAGE_LINES};
+pub use lines::{line_window, page, LineCollector, LineCounter, Page, DEFAULT_PAGE_LINES};
 pub use redact::Redactor;
 pub use sanitize::{
     is_format_char, is_stripped_char, Sanitizer, MAX_CONTROL_SEQUENCE_BYTES,

@@ -107,6 +107,23 @@ impl Redactor {
         }
     }
 
+    /// The same secrets with a fresh stream, for redacting the log again from some offset
+    /// (`process log`) without disturbing the live stream.
+    pub fn fresh(&self) -> Self {
+        Self {
+            secrets: self.secrets.clone(),
+            max_len: self.max_len,
+            finder: self.finder.clone(),
+            stream: Stream::default(),
+        }
+    }
+
+    /// Length in bytes of the longest value: a stream resumed at an arbitrary point may begin
+    /// with at most this much of a value whose start was cut off.
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
     /// Whether there is anything to redact.
     pub fn is_empty(&self) -> bool {
         self.secrets.is_empty()

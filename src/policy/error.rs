@@ -47,8 +47,12 @@ pub enum PolicyError {
     },
 
     /// A safe bin for which no argv profile exists, so it could never pass.
-    #[error("enable safe bin {0:?} (no argv profile exists for it)")]
+    #[error("enable safe bin {0:?} (no argv profile exists for it; give one under safe_bin_profiles.{0})")]
     UnknownSafeBin(String),
+
+    /// An operator safe-bin profile that cannot be used; the text names the key.
+    #[error("accept {0}")]
+    InvalidSafeBinProfile(String),
 
     /// A trusted directory or allowed workdir that is not an absolute, normalized path.
     #[error("accept directory {dir:?} for {key}: {reason}")]

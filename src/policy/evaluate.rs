@@ -693,6 +693,18 @@ fn cover(
                 ),
             };
         }
+        if let Some(profile) = ctx.policy.safe_bin_profiles.get(name) {
+            return match profile.check(&inner[1..]) {
+                Ok(()) => (
+                    SegmentOutcome::Allowed,
+                    format!("safe-bin: {name} (configured profile)"),
+                ),
+                Err(reason) => (
+                    SegmentOutcome::Missed,
+                    format!("miss: safe-bin {name} (configured profile): {reason}"),
+                ),
+            };
+        }
     }
     (
         SegmentOutcome::Missed,
@@ -1404,6 +1416,71 @@ mod tests {
             "/usr/bin/wc is not allowlisted",
         );
         expect("wc -l", &policy, "allow", "");
+    }
+
+    #[test]
+    fn configured_safe_bin_profiles_cover_only_their_argv() {
+        let mut policy = policy(Security::Allowlist, Ask::Off, &[]);
+        policy.safe_bins.push("jq".into());
+        policy.safe_bin_profiles.insert(
+            "jq".into(),
+            crate::policy::BinProfile {
+                allowed_flags: vec!["-r".into()],
+                value_flags: vec![],
+                min_positional: 1,
+                max_positional: 1,
+            },
+        );
+        let jq = |path: &str| resolver().with("jq", path);
+        let rows: &[(&str, &str, &str, &str)] = &[
+            (
+                "jq -r .a",
+                "/usr/bin/jq",
+                "allow",
+                "safe-bin: jq (configured profile)",
+            ),
+            (
+                "jq .",
+                "/usr/bin/jq",
+                "allow",
+                "safe-bin: jq (configured profile)",
+            ),
+            (
+                "jq -f /dev/stdin",
+                "/usr/bin/jq",
+                "deny",
+                "option -f is not in the profile",
+            ),
+            (
+                "jq . /etc/passwd",
+                "/usr/bin/jq",
+                "deny",
+                "file operand \"/etc/passwd\"",
+            ),
+            (
+                "jq -rc .",
+                "/usr/bin/jq",
+                "deny",
+                "option -rc is not in the profile",
+            ),
+            // A jq the agent could have written does not borrow the profile.
+            ("jq .", "/workspace/bin/jq", "deny", ""),
+        ];
+        for (command, path, want, rule) in rows {
+            let eval = evaluate(&Request::new(command, "/workspace"), &policy, &jq(path));
+            assert_eq!(
+                eval.decision.as_str(),
+                *want,
+                "{command} ({path}): {eval:#?}"
+            );
+            if !rule.is_empty() {
+                assert!(
+                    eval.segments.iter().any(|s| s.rule.contains(rule)),
+                    "{command}: {:#?}",
+                    eval.segments
+                );
+            }
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 mod allowlist;
 mod analysis;
+mod bin_profiles;
 mod bounds;
 mod env;
 mod error;
@@ -33,6 +34,7 @@ mod tests;
 
 pub use allowlist::{Allowlist, Candidate};
 pub use analysis::{analyse, Parsed};
+pub use bin_profiles::BinProfile;
 pub use bounds::{check as check_bounds, Bounds, BoundsError, BOUNDS};
 pub use env::{findings as env_findings, DEFAULT_ENV_ALLOW};
 pub use error::PolicyError;

@@ -1,8 +1,11 @@
 //! The operator's policy: the dials, the lists, and their validation at configuration load.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::allowlist::Allowlist;
+use super::bin_profiles::BinProfile;
 use super::env;
 use super::error::PolicyError;
 use super::levels::{Ask, Security};
@@ -25,6 +28,10 @@ pub struct Policy {
     /// Stdin-only filters that pass without an allowlist entry when their argv fits the
     /// binary's profile, so pipelines such as `… | wc -l` need no approval.
     pub safe_bins: Vec<String>,
+    /// Argv profiles for safe bins moat has no built-in profile for (`jq`), keyed by binary
+    /// name, so an operator can add their own filters without an allowlist entry that would
+    /// let every argv through (docs/policy.md, "Operator safe-bin profiles").
+    pub safe_bin_profiles: BTreeMap<String, BinProfile>,
     /// Interpreter one-liners (`python -c`, `sh -c`, …) hide a program inside an argument,
     /// so allowlisting the interpreter must not be enough to run them unasked.
     pub strict_inline_eval: bool,
@@ -71,6 +78,7 @@ impl Default for Policy {
             ask: Ask::Off,
             allowlist: Vec::new(),
             safe_bins: DEFAULT_SAFE_BINS.iter().map(|s| (*s).to_owned()).collect(),
+            safe_bin_profiles: BTreeMap::new(),
             strict_inline_eval: true,
             ask_patterns: Vec::new(),
             deny_patterns: Vec::new(),
@@ -101,8 +109,23 @@ impl Policy {
     /// configuration loading should call this to tell the operator instead.
     pub fn validate(&self) -> Result<(), PolicyError> {
         Allowlist::compile(&self.allowlist)?;
+        for (bin, profile) in &self.safe_bin_profiles {
+            profile
+                .validate(bin)
+                .map_err(PolicyError::InvalidSafeBinProfile)?;
+            if safe_bins::profile(bin).is_some() {
+                return Err(PolicyError::InvalidSafeBinProfile(format!(
+                    "safe_bin_profiles.{bin}: {bin} has a built-in profile, which a configured one may not replace"
+                )));
+            }
+            if !self.safe_bins.contains(bin) {
+                return Err(PolicyError::InvalidSafeBinProfile(format!(
+                    "safe_bin_profiles.{bin}: {bin} is not in safe_bins, so the profile would never apply"
+                )));
+            }
+        }
         for name in &self.safe_bins {
-            if safe_bins::profile(name).is_none() {
+            if safe_bins::profile(name).is_none() && !self.safe_bin_profiles.contains_key(name) {
                 return Err(PolicyError::UnknownSafeBin(name.clone()));
             }
         }

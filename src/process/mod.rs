@@ -6,6 +6,7 @@
 
 mod events;
 mod files;
+mod log_view;
 mod output;
 mod proc;
 mod registry;
@@ -15,6 +16,8 @@ mod supervisor;
 
 pub use events::{exit_event, EventBus, SessionEvent};
 pub use files::{open_dir, Created, RunFiles};
+pub use log_view::{page as page_log, LogPage, Source as LogSource};
+pub use output::LineMark;
 pub use proc::{ExitInfo, Proc, ProcInfo, ProcState};
 pub use registry::{Limits, ProcessError, Registry, SecretSource, StartSpec};
 pub use status::{signal_number, split_status};

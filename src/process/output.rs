@@ -4,7 +4,28 @@
 //! then feeds two capped views: `aggregated` (the whole run, head + tail) and `pending` (what
 //! the next `poll` drains). Memory is bounded by two caps, whatever the command prints.
 
+use std::collections::VecDeque;
+
 use crate::output::{CappedText, Redactor, Sanitizer};
+
+/// Raw bytes between two line marks: `process log` re-reads at most this much before the start
+/// of the record, and the marks of a 64 MiB record take a few kilobytes.
+const MARK_SPACING: u64 = 64 << 10;
+/// Most marks kept; past it every other one is dropped (the spacing doubles), so an unbounded
+/// spill setting cannot grow the index without bound.
+const MAX_MARKS: usize = 4096;
+
+/// A point of the log and how many lines the output had before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineMark {
+    /// Raw byte offset in the log.
+    pub offset: u64,
+    /// Newlines emitted before `offset`; `None` when moat attached to a log whose beginning
+    /// was already freed, so the count of earlier lines is unknown.
+    pub lines_before: Option<u64>,
+    /// Whether `offset` starts a line (else the line it sits in began before it).
+    pub at_line_start: bool,
+}
 
 pub struct OutputState {
     sanitizer: Sanitizer,
@@ -22,6 +43,20 @@ pub struct OutputState {
     /// Reused buffers: the hot path allocates nothing per chunk.
     clean: String,
     redacted: String,
+    /// Newlines the pipeline emitted so far, so `process log` numbers lines of the whole
+    /// output; `None` when counting began after freed bytes.
+    lines: Option<u64>,
+    /// Whether the last emitted character ended a line.
+    at_line_start: bool,
+    /// Sparse marks (offset, lines before it), so the line number where the kept record
+    /// starts is known once spill frees older bytes.
+    marks: VecDeque<LineMark>,
+    /// Current spacing of `marks` (doubles when thinned).
+    spacing: u64,
+    /// Where the record kept on disk starts, once older bytes were freed.
+    pub record_start: Option<LineMark>,
+    /// `exec.spill_max_bytes`, to say how much the record keeps.
+    pub spill_max: u64,
 }
 
 impl OutputState {
@@ -36,7 +71,65 @@ impl OutputState {
             drained_at: 0,
             clean: String::new(),
             redacted: String::new(),
+            lines: Some(0),
+            at_line_start: true,
+            marks: VecDeque::new(),
+            spacing: MARK_SPACING,
+            record_start: None,
+            spill_max: 0,
         }
+    }
+
+    /// Starts counting at `offset` of a log whose earlier bytes are gone (a re-attach after
+    /// spill freed them): line numbers before it are unknown.
+    pub fn start_after_freed(&mut self, offset: u64) {
+        self.bytes_read = offset;
+        self.lines = None;
+        self.at_line_start = false;
+        self.record_start = Some(LineMark {
+            offset,
+            lines_before: None,
+            at_line_start: false,
+        });
+    }
+
+    /// Starts counting at a record start moat recorded earlier (a re-attach after spill freed
+    /// the bytes before it), so lines keep their numbers of the whole output.
+    pub fn start_at(&mut self, mark: LineMark) {
+        self.bytes_read = mark.offset;
+        self.lines = mark.lines_before;
+        self.at_line_start = mark.at_line_start;
+        self.record_start = Some(mark);
+    }
+
+    /// Records that the bytes before `freed_to` were freed: the record now starts at the first
+    /// mark at or after it (or at the read position), and older marks are dropped.
+    pub fn freed_to(&mut self, freed_to: u64) {
+        while self.marks.front().is_some_and(|m| m.offset < freed_to) {
+            self.marks.pop_front();
+        }
+        let start = self.marks.front().copied().unwrap_or(self.mark());
+        if start.offset >= freed_to {
+            self.record_start = Some(start);
+        }
+    }
+
+    /// The current read position as a mark.
+    fn mark(&self) -> LineMark {
+        LineMark {
+            offset: self.bytes_read,
+            lines_before: self.lines,
+            at_line_start: self.at_line_start,
+        }
+    }
+
+    /// The secrets' redactor with a fresh stream, for re-reading the log.
+    pub fn fresh_redactor(&self) -> Redactor {
+        self.redactor.fresh()
+    }
+
+    pub fn max_chars(&self) -> usize {
+        self.max_chars
     }
 
     /// Feeds raw bytes. `to_pending` is false when replaying output a poll already returned.
@@ -45,6 +138,15 @@ impl OutputState {
         self.clean.clear();
         self.sanitizer.push(bytes, &mut self.clean);
         self.emit(to_pending);
+        let last = self.marks.back().map_or(0, |m| m.offset);
+        if self.bytes_read >= last + self.spacing {
+            self.marks.push_back(self.mark());
+            if self.marks.len() > MAX_MARKS {
+                let kept: VecDeque<LineMark> = self.marks.iter().copied().step_by(2).collect();
+                self.marks = kept;
+                self.spacing *= 2;
+            }
+        }
     }
 
     /// Adds moat's own remark to the output (it is not part of the log, so the read offset
@@ -76,6 +178,9 @@ impl OutputState {
         if text.is_empty() {
             return;
         }
+        let newlines = text.bytes().filter(|b| *b == b'\n').count() as u64;
+        self.lines = self.lines.map(|l| l + newlines);
+        self.at_line_start = text.ends_with('\n');
         self.aggregated.push_str(text);
         if to_pending {
             self.pending.push_str(text);
@@ -153,6 +258,48 @@ mod tests {
         o.ingest(b"3t-value done", true);
         o.finish();
         assert_eq!(o.aggregated(), "key=[REDACTED:TOKEN] done");
+    }
+
+    #[test]
+    fn marks_count_lines_and_follow_freed_bytes() {
+        let mut o = OutputState::new(1000, vec![]);
+        let line = [b"x".repeat(99), b"\n".to_vec()].concat();
+        for _ in 0..3000 {
+            o.ingest(&line, true);
+        }
+        assert_eq!(o.lines, Some(3000));
+        assert_eq!(o.record_start, None);
+        // Free everything before byte 200 000: the record starts at the first mark after it,
+        // which (100-byte lines) is a line start with 2000+ lines before it.
+        o.freed_to(200_000);
+        let start = o.record_start.unwrap();
+        assert!(start.offset >= 200_000 && start.offset < 200_000 + MARK_SPACING);
+        assert_eq!(start.lines_before, Some(start.offset / 100));
+        assert!(start.at_line_start);
+        // A mid-line mark says so.
+        let mut o = OutputState::new(1000, vec![]);
+        o.ingest(&b"ab\ncd".repeat(30_000), true);
+        o.freed_to(1);
+        let start = o.record_start.unwrap();
+        assert_eq!(start.lines_before, Some(30_000));
+        assert!(!start.at_line_start);
+        // A state that began after freed bytes does not know the earlier lines.
+        let mut o = OutputState::new(1000, vec![]);
+        o.start_after_freed(4096);
+        o.ingest(b"a\nb\n", true);
+        assert_eq!(o.lines, None);
+        assert_eq!(o.record_start.unwrap().lines_before, None);
+    }
+
+    #[test]
+    fn marks_stay_bounded() {
+        let mut o = OutputState::new(1000, vec![]);
+        let chunk = vec![b'y'; MARK_SPACING as usize];
+        for _ in 0..(MAX_MARKS * 3) {
+            o.ingest(&chunk, true);
+        }
+        assert!(o.marks.len() <= MAX_MARKS);
+        assert!(o.spacing > MARK_SPACING);
     }
 
     #[test]

@@ -52,6 +52,9 @@ pub struct ProcState {
     pub stdin_open: bool,
     /// Whether the supervisor publishes the exit event of a background run.
     pub notify_exit: bool,
+    /// A duplicate of the log descriptor, read with `pread` by `process log` (never reopened
+    /// by path: docs/security.md, "Run directory and workspace files").
+    pub log: Option<std::sync::Arc<std::fs::File>>,
 }
 
 /// Requests to the owner task.

@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::events::EventBus;
 use super::files::{Created, RunFiles};
-use super::output::OutputState;
+use super::output::{LineMark, OutputState};
 use super::proc::{Control, ExitInfo, Proc, ProcInfo, ProcState};
 use super::script::{self, PTY_SIZE};
 use super::supervisor::{ExitWatch, Supervisor};
@@ -268,6 +268,11 @@ impl Registry {
             // PTY wrapper covers a command that asks before this arrives.
             proc.resize(PTY_SIZE.0, PTY_SIZE.1);
         }
+        {
+            let mut st = proc.lock();
+            st.log = log.try_clone().ok().map(Arc::new);
+            st.output.spill_max = self.limits.spill_max;
+        }
         let finished = started.finished;
         let watch = ExitWatch::Exec {
             exec_id: started.id,
@@ -419,9 +424,17 @@ impl Registry {
         };
         let secrets = self.secrets_for(&row.session, &row.container);
         let mut output = OutputState::new(self.limits.max_output_chars, secrets);
+        output.spill_max = self.limits.spill_max;
         let log = files.as_ref().and_then(|f| f.open_log().ok());
         if let Some(log) = &log {
-            replay(log, &mut output, row.read_offset);
+            let recorded = self.store.record_start(&row.id).ok().flatten().map(
+                |(offset, lines, at_line_start)| LineMark {
+                    offset,
+                    lines_before: Some(lines),
+                    at_line_start,
+                },
+            );
+            replay(log, &mut output, row.read_offset, recorded);
         }
         let mut row = row;
         if row.status == ProcessStatus::Running {
@@ -456,6 +469,7 @@ impl Registry {
         }
         let running = row.status == ProcessStatus::Running;
         let (proc, control) = new_proc(info, output, row.background, running && !row.pty);
+        proc.lock().log = log.as_ref().and_then(|l| l.try_clone().ok()).map(Arc::new);
         if !running {
             let mut st = proc.lock();
             st.output.finish();
@@ -551,6 +565,7 @@ fn new_proc(
             term: crate::keys::TermModes::new(),
             stdin_open,
             notify_exit: true,
+            log: None,
         }),
         changed: watch::channel(0).0,
         control,
@@ -581,12 +596,29 @@ fn row_for(info: &ProcInfo, run_dir: &std::path::Path, background: bool) -> Proc
 }
 
 /// Feeds a log's retained bytes into `output`; bytes before `drained` were already polled.
-fn replay(log: &std::fs::File, output: &mut OutputState, drained: u64) {
+///
+/// `recorded` is where the record starts as the moat that freed the older bytes recorded it;
+/// replay starts there (line numbers stay those of the whole output) when the log still holds
+/// it.
+fn replay(log: &std::fs::File, output: &mut OutputState, drained: u64, recorded: Option<LineMark>) {
     use std::os::fd::AsFd;
     use std::os::unix::fs::FileExt;
     let start = nix::unistd::lseek(log.as_fd(), 0, nix::unistd::Whence::SeekData)
         .map(|o| o as u64)
         .unwrap_or(0);
+    let start = match recorded {
+        Some(mark) if start > 0 && mark.offset >= start => {
+            output.start_at(mark);
+            mark.offset
+        }
+        _ if start > 0 => {
+            // Spill freed the beginning and no start was recorded: how many lines it held is
+            // unknown, and `process log` says so.
+            output.start_after_freed(start);
+            start
+        }
+        _ => start,
+    };
     output.bytes_read = start;
     let mut buf = vec![0u8; 1 << 20];
     loop {

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 
 use super::events::{exit_event, EventBus};
 use super::files::RunFiles;
+use super::output::LineMark;
 use super::proc::{Control, ExitInfo, Proc};
 use super::script::kill_group_argv;
 use crate::runtime::{ExecTty, Runtime};
@@ -176,6 +177,8 @@ impl Supervisor {
             }
         }
         self.read_available(&mut buf);
+        // A command that ended before the loop ever ran still keeps only its bound on disk.
+        self.free_old_bytes(punched_to);
         let mut code = self.files.read_exit();
         if code.is_none() {
             if let Some(id) = &exec_id {
@@ -272,6 +275,26 @@ impl Supervisor {
             return punched_to;
         }
         let to = (read - self.spill_max) & !4095;
+        // The record's new start is known before the bytes go, so a concurrent `process log`
+        // never reads the hole.
+        let start = {
+            let mut st = self.proc.lock();
+            st.output.freed_to(to);
+            st.output.record_start
+        };
+        if let Some(LineMark {
+            offset,
+            lines_before: Some(lines),
+            at_line_start,
+        }) = start
+        {
+            if let Err(e) =
+                self.store
+                    .set_record_start(&self.proc.info.id, offset, lines, at_line_start)
+            {
+                tracing::warn!(id = %self.proc.info.id, error = %e, "failed to record where the output record starts");
+            }
+        }
         punch_hole(&self.log, punched_to, to - punched_to);
         to
     }

@@ -93,6 +93,14 @@ const MIGRATIONS: &[&str] = &[
     // from before keep NULL here and match nothing (their hash covers the command alone).
     "ALTER TABLE allowlist ADD COLUMN session TEXT;
      ALTER TABLE allowlist ADD COLUMN cwd TEXT;",
+    // Where a process's output record starts once spill freed older bytes, and how many lines
+    // came before, so a moat that re-attaches numbers lines of the whole output too.
+    "CREATE TABLE process_record (
+        id TEXT PRIMARY KEY,
+        start_offset INTEGER NOT NULL,
+        lines_before INTEGER NOT NULL,
+        at_line_start INTEGER NOT NULL
+     );",
 ];
 
 /// See the module docs.

@@ -170,10 +170,49 @@ impl Store {
     }
 
     pub fn delete_process(&self, id: &str) -> Result<(), StoreError> {
-        self.conn()
-            .execute("DELETE FROM processes WHERE id = ?1", [id])
+        let conn = self.conn();
+        conn.execute("DELETE FROM processes WHERE id = ?1", [id])
             .ctx("forget process")?;
+        conn.execute("DELETE FROM process_record WHERE id = ?1", [id])
+            .ctx("forget process record start")?;
         Ok(())
+    }
+
+    /// Records where the output record of `id` starts after spill freed older bytes: the log
+    /// offset, the lines before it, and whether it starts a line.
+    pub fn set_record_start(
+        &self,
+        id: &str,
+        offset: u64,
+        lines_before: u64,
+        at_line_start: bool,
+    ) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "INSERT INTO process_record (id, start_offset, lines_before, at_line_start) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(id) DO UPDATE SET start_offset = ?2, lines_before = ?3, at_line_start = ?4",
+                params![id, offset as i64, lines_before as i64, at_line_start],
+            )
+            .ctx("record where the output record starts")?;
+        Ok(())
+    }
+
+    /// What [`Store::set_record_start`] recorded for `id`, if anything.
+    pub fn record_start(&self, id: &str) -> Result<Option<(u64, u64, bool)>, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT start_offset, lines_before, at_line_start FROM process_record WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)? as u64,
+                        r.get::<_, i64>(1)? as u64,
+                        r.get::<_, bool>(2)?,
+                    ))
+                },
+            )
+            .optional()
+            .ctx("read where the output record starts")
     }
 }
 
@@ -249,5 +288,16 @@ mod tests {
         assert!(s.process_id_taken("c"));
         s.delete_process("c").unwrap();
         assert!(!s.process_id_taken("c"));
+    }
+
+    #[test]
+    fn record_start_is_kept_until_the_process_is_forgotten() {
+        let s = Store::in_memory().unwrap();
+        assert_eq!(s.record_start("a").unwrap(), None);
+        s.set_record_start("a", 4096, 10, false).unwrap();
+        s.set_record_start("a", 8192, 20, true).unwrap();
+        assert_eq!(s.record_start("a").unwrap(), Some((8192, 20, true)));
+        s.delete_process("a").unwrap();
+        assert_eq!(s.record_start("a").unwrap(), None);
     }
 }

@@ -240,3 +240,20 @@ async def check_cancelled_call(client, marker: str) -> None:
     assert row["exitSignal"] == "SIGTERM", row
     ps = await client.call_tool("exec", {"command": "ps -eo args | grep -c '^sleep 3' || true"})
     assert text_of(ps).strip() == "0", text_of(ps)
+
+
+async def check_log_pages_past_the_cap(client) -> None:
+    """`process log` pages the whole output by line numbers of the whole output, including
+    what the output cap cut from a foreground result (docs/mcp.md, `log`)."""
+    result = await client.call_tool("exec", {"command": "seq 1 100000"})
+    details = result.structured_content
+    assert details["truncated"] is True, details
+    pid = details["sessionId"]
+    assert f"kept as session {pid}" in text_of(result)
+    page = await client.call_tool(
+        "process", {"action": "log", "sessionId": pid, "offset": 4222, "limit": 5}
+    )
+    text = text_of(page)
+    assert text.startswith("4222\n4223\n4224\n4225\n4226\n\n[showing lines 4222-4226 of 100000"), text
+    assert page.structured_content["totalLines"] == 100000
+    assert page.structured_content["lines"] == [4222, 4226]

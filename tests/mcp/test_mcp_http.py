@@ -130,6 +130,11 @@ async def test_cancelled_call_ends_its_command(mcp_http):
         await checks.check_cancelled_call(client, "sleep 342")
 
 
+async def test_log_pages_past_the_cap(mcp_http):
+    async with connect(*mcp_http) as (client, _):
+        await checks.check_log_pages_past_the_cap(client)
+
+
 async def test_refuses_unknown_token(mcp_http):
     url, _ = mcp_http
     with pytest.raises(Exception):

@@ -72,3 +72,8 @@ async def test_signal_death(moat_bin, moat_home, session_key):
 async def test_cancelled_call_ends_its_command(moat_bin, moat_home, session_key):
     async with connect(moat_bin, moat_home, session_key) as (client, _):
         await checks.check_cancelled_call(client, "sleep 341")
+
+
+async def test_log_pages_past_the_cap(moat_bin, moat_home, session_key):
+    async with connect(moat_bin, moat_home, session_key) as (client, _):
+        await checks.check_log_pages_past_the_cap(client)

@@ -239,3 +239,76 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn line_window_table() {
+    // (first, last, offset, limit) -> [start, end)
+    type Ask = (u64, u64, Option<u64>, Option<u64>);
+    let rows: &[(Ask, (u64, u64))] = &[
+        ((1, 0, None, None), (1, 1)),
+        ((1, 10, None, None), (1, 11)),
+        ((1, 500, None, None), (301, 501)),
+        ((1, 500, None, Some(5)), (496, 501)),
+        ((1, 100_000, Some(4222), Some(5)), (4222, 4227)),
+        ((1, 100_000, Some(0), Some(2)), (1, 3)),
+        ((1, 100_000, Some(1), Some(2)), (1, 3)),
+        ((1, 10, Some(8), Some(5)), (8, 11)),
+        ((1, 10, Some(11), Some(5)), (11, 11)),
+        ((1, 10, Some(50), None), (11, 11)),
+        // The record was cut: lines before `first` are gone.
+        ((700, 1000, Some(10), Some(5)), (700, 705)),
+        ((700, 1000, None, Some(5000)), (700, 1001)),
+        ((700, 1000, Some(990), None), (990, 1001)),
+    ];
+    for ((first, last, offset, limit), want) in rows {
+        assert_eq!(
+            line_window(*first, *last, *offset, *limit),
+            *want,
+            "{first} {last} {offset:?} {limit:?}"
+        );
+    }
+}
+
+#[test]
+fn collector_table() {
+    // (chunks, first line of the stream, from, to, budget) -> (text, cut)
+    type Row<'a> = (&'a [&'a str], u64, u64, u64, usize, &'a str, bool);
+    let rows: &[Row] = &[
+        (&["1\n2\n3\n"], 1, 1, 4, 100, "1\n2\n3", false),
+        (&["1\n2\n3\n"], 1, 2, 3, 100, "2", false),
+        (&["1\n", "2", "\n3"], 1, 2, 4, 100, "2\n3", false),
+        (&["a\r\nb\r\n"], 1, 1, 3, 100, "a\nb", false),
+        (&["x\r\ny"], 1, 1, 3, 100, "x\ny", false),
+        (&["7\n8\n9\n"], 7, 8, 10, 100, "8\n9", false),
+        (&["7\n8\n9\n"], 7, 1, 3, 100, "", false),
+        (&["aaaa\nbbbb\n"], 1, 1, 3, 6, "aaaa\nb", true),
+        (&["\u{e9}\u{e9}\n"], 1, 1, 2, 3, "\u{e9}", true),
+    ];
+    for (chunks, first, from, to, budget, want, want_cut) in rows {
+        let mut c = LineCollector::new(*first, *from, *to, *budget);
+        for chunk in *chunks {
+            c.push(chunk);
+        }
+        assert_eq!(c.finish(), (want.to_string(), *want_cut), "{chunks:?}");
+    }
+}
+
+#[test]
+fn counter_table() {
+    let rows: &[(&[&str], u64)] = &[
+        (&[], 0),
+        (&[""], 0),
+        (&["a"], 1),
+        (&["a\n"], 1),
+        (&["a\n", "b"], 2),
+        (&["a", "\n", "b\n"], 2),
+        (&["\n\n"], 2),
+    ];
+    for (chunks, want) in rows {
+        let mut c = LineCounter::default();
+        for chunk in *chunks {
+            c.push(chunk);
+        }
+        assert_eq!(c.lines(), *want, "{chunks:?}");
+    }
+}

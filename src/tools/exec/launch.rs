@@ -107,11 +107,20 @@ impl ExecTool {
                 st.output.truncated(),
             )
         };
-        // A foreground run's result is its whole record: nothing is kept for `process`.
-        self.registry.forget(&proc);
+        // A foreground run's result is its whole record, unless the output cap cut it: then
+        // the record stays (evicted like any finished process) so `process log` can page what
+        // the result left out (docs/mcp.md, `log`).
+        if !truncated {
+            self.registry.forget(&proc);
+        }
         let duration = exit.finished_at_ms - started;
-        finished_result(&exit, aggregated, truncated, duration, &p.cwd, timeout_secs)
-            .with_warnings(&p.warnings)
+        let result = finished_result(&exit, aggregated, truncated, duration, &p.cwd, timeout_secs);
+        let result = if truncated {
+            kept_for_log(result, &proc.info.id)
+        } else {
+            result
+        };
+        result.with_warnings(&p.warnings)
     }
 }
 
@@ -131,4 +140,15 @@ impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         self.registry.cancel(self.proc, CANCELLED_NOTE);
     }
+}
+
+/// Tells the caller where the cut output can be read: the process id for `process log`.
+fn kept_for_log(mut result: crate::exec::ToolResult, id: &str) -> crate::exec::ToolResult {
+    if let Some(c) = result.content.first_mut() {
+        c.text.push_str(&format!(
+            "\n\n[Output truncated: the whole record is kept as session {id}; page it with process log (offset/limit).]"
+        ));
+    }
+    result.details["sessionId"] = serde_json::json!(id);
+    result
 }
