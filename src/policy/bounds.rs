@@ -63,6 +63,11 @@ pub enum BoundsError {
     /// reliably.
     #[error("command has shell syntax in a comment inside $( … ); move the comment out")]
     QuotedComment,
+    /// `<<` or `<<-` with no delimiter word, or an empty one (`<<''`): no shell accepts it
+    /// usefully, and brush-parser 0.4.0 loops allocating without end on it inside `$( … )`
+    /// (`$(` newline `(x << && y)`: docs/security.md, "Command parsing bounds").
+    #[error("command has a here-document without a delimiter word")]
+    HereDocWithoutDelimiter,
     /// The analysis did not finish within the caller's deadline. Never returned by [`check`];
     /// the caller that runs the parse under a deadline reports it.
     #[error("command took too long to analyse")]
@@ -348,7 +353,7 @@ impl<'a> Scanner<'a> {
                     if strip_tabs {
                         self.i += 1;
                     }
-                    self.here_tag(strip_tabs);
+                    self.here_tag(strip_tabs)?;
                 } else {
                     self.i += 1;
                     while matches!(self.peek(0), Some(b'<' | b'>' | b'&' | b'|')) {
@@ -653,7 +658,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// After `<<` or `<<-`: reads the delimiter word and records the pending body.
-    fn here_tag(&mut self, strip_tabs: bool) {
+    fn here_tag(&mut self, strip_tabs: bool) -> Result<(), BoundsError> {
         while matches!(self.peek(0), Some(b' ' | b'\t')) {
             self.i += 1;
         }
@@ -691,11 +696,15 @@ impl<'a> Scanner<'a> {
                 },
             }
         }
+        if tag.is_empty() {
+            return Err(BoundsError::HereDocWithoutDelimiter);
+        }
         self.pending.push(PendingHereDoc {
             tag,
             strip_tabs,
             expands,
         });
+        Ok(())
     }
 
     /// At the start of the line after a command with here-documents: skips their bodies,
@@ -905,6 +914,39 @@ mod tests {
         ];
         for command in rows {
             assert_eq!(check_with(command, &SMALL), Ok(()), "{command:?}");
+        }
+    }
+
+    #[test]
+    fn here_documents_need_a_delimiter() {
+        // Each of these made brush-parser loop, allocating, until the process ran out of
+        // memory (found by the fuzz target, tests/fuzz/corpus/heredoc-no-delimiter.sh).
+        for bad in [
+            "echo $(\n( j?;9 x0$-<[''<< && git)",
+            "$(\n(x << && y)",
+            "$(\n(x <<- && y)",
+            "$(\n(x <<'' && y)",
+            "$(\n(x <<\"\" && y)",
+            "$(\n(x << )",
+            "x << && y",
+            "x <<\nEOF\n",
+            "x <<",
+        ] {
+            assert_eq!(
+                check(bad),
+                Err(BoundsError::HereDocWithoutDelimiter),
+                "{bad:?}"
+            );
+        }
+        for good in [
+            "cat <<EOF\nhi\nEOF\n",
+            "cat <<-'E'\n\thi\n\tE\n",
+            "cat <<\\E\nhi\nE\n",
+            "cat <<<word",
+            "(( 1 << 2 ))",
+            "echo $(( 1 << 2 ))",
+        ] {
+            assert_eq!(check(good), Ok(()), "{good:?}");
         }
     }
 
