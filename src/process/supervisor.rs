@@ -77,6 +77,7 @@ impl Supervisor {
                         self.runtime.clone(),
                         self.proc.info.container.clone(),
                         self.files.clone(),
+                        self.proc.info.started_at_ms,
                     )),
                 ),
             };
@@ -351,10 +352,26 @@ async fn wait_deadline(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// For a process found after a restart: it ended when the wrapper wrote its exit status, or
-/// when its process group is gone (killed with SIGKILL, or the container went away).
-async fn recovered_exit(runtime: Arc<dyn Runtime>, container: String, files: RunFiles) {
+/// How long a process found by another moat may go without its wrapper recording a process
+/// group before it is taken for one whose exec never started. Under load the engine can take
+/// seconds to start an exec, and a CLI that looks meanwhile must not declare it dead.
+const START_GRACE_MS: i64 = 60_000;
+
+/// Consecutive liveness checks the engine fails to answer before the process is taken for
+/// gone (its container removed); a single failure under load says nothing about the process.
+const MAX_CHECK_ERRORS: u32 = 5;
+
+/// For a process found after a restart (or by another moat): it ended when the wrapper wrote
+/// its exit status, or when its process group is gone (killed with SIGKILL, or the container
+/// went away).
+async fn recovered_exit(
+    runtime: Arc<dyn Runtime>,
+    container: String,
+    files: RunFiles,
+    started_at_ms: i64,
+) {
     let mut ticks = 0u32;
+    let mut errors = 0u32;
     loop {
         if files.read_exit().is_some() {
             return;
@@ -368,11 +385,18 @@ async fn recovered_exit(runtime: Arc<dyn Runtime>, container: String, files: Run
                         format!("kill -0 -{pgid} 2>/dev/null && echo alive"),
                     ];
                     match runtime.exec_capture(&container, argv, None).await {
-                        Ok((_, out)) => String::from_utf8_lossy(&out).contains("alive"),
-                        Err(_) => false,
+                        Ok((_, out)) => {
+                            errors = 0;
+                            String::from_utf8_lossy(&out).contains("alive")
+                        }
+                        Err(_) => {
+                            errors += 1;
+                            errors < MAX_CHECK_ERRORS
+                        }
                     }
                 }
-                None => false,
+                // The wrapper has not recorded its group yet: still starting, not dead.
+                None => crate::store::now_ms() - started_at_ms < START_GRACE_MS,
             };
             if !alive && files.read_exit().is_none() {
                 return;
@@ -425,5 +449,49 @@ mod tests {
         assert_eq!(signal_name(9), "SIGKILL");
         assert_eq!(signal_name(2), "SIGINT");
         assert_eq!(signal_name(99), "SIG99");
+    }
+}
+
+#[cfg(test)]
+mod recovery_tests {
+    use super::*;
+    use crate::runtime::fake::FakeRuntime;
+
+    fn files(dir: &std::path::Path) -> RunFiles {
+        let f = RunFiles::open(dir, "p", None).unwrap();
+        f.create(false).unwrap();
+        f
+    }
+
+    /// A process another moat started moments ago, whose wrapper has not yet recorded its
+    /// group (the engine is slow to start the exec), is still running — not ended.
+    #[tokio::test]
+    async fn a_process_still_starting_is_not_taken_for_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = files(dir.path());
+        let rt: Arc<dyn Runtime> = Arc::new(FakeRuntime::default());
+        let waiting = recovered_exit(rt.clone(), "c".into(), f.clone(), crate::store::now_ms());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(500), waiting)
+                .await
+                .is_err(),
+            "a process without a recorded group yet was taken for ended"
+        );
+        // Long past the start grace, a process that never recorded its group is gone.
+        let old = crate::store::now_ms() - START_GRACE_MS - 1;
+        tokio::time::timeout(
+            Duration::from_secs(2),
+            recovered_exit(rt.clone(), "c".into(), f.clone(), old),
+        )
+        .await
+        .expect("an exec that never started is taken for ended");
+        // The wrapper's exit status ends the wait at once.
+        std::fs::write(dir.path().join("p.exit"), "0").unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(2),
+            recovered_exit(rt, "c".into(), f, crate::store::now_ms()),
+        )
+        .await
+        .expect("a recorded exit ends the wait");
     }
 }
