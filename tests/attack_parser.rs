@@ -8,9 +8,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+
+use common::serve::{json, serve, Server};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,80 +31,19 @@ const BRACES_REFUSAL: &str = "command nests deeper than 32 levels";
 const PARENS_REFUSAL: &str =
     "command nests substitutions, parentheses or case statements deeper than 10 levels";
 
-struct Server {
-    child: Child,
-    addr: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = Command::new("sh")
-            .arg("-c")
-            .arg("docker ps -aq --filter name=moat-attack-parse- | xargs -r docker rm -f >/dev/null 2>&1")
-            .status();
-    }
-}
-
 async fn server() -> Option<Server> {
-    common::engine().await?;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("moat.toml"),
-        format!(
+    serve(
+        "attack-parse",
+        &format!(
             "[serve]\noperator_token = \"{OPERATOR}\"\n[policy.sandbox]\nsecurity = \"full\"\n"
         ),
     )
-    .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_moat"))
-        .args(["serve", "--tcp", "127.0.0.1:0"])
-        .env("MOAT_HOME", dir.path())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line.rsplit("tcp:").next().unwrap().trim().to_string();
-    assert!(addr.starts_with("127.0.0.1:"), "{line}");
-    Some(Server {
-        child,
-        addr,
-        _dir: dir,
-    })
+    .await
 }
 
-/// One HTTP/1.1 request with `Connection: close`; returns (status, body).
+/// One request as the operator.
 fn http(addr: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {OPERATOR}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).unwrap();
-    let _ = s.write_all(body);
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let status = out
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
-
-fn json(body: &str) -> serde_json::Value {
-    let start = body.find('{').unwrap_or(0);
-    let end = body.rfind('}').map(|e| e + 1).unwrap_or(body.len());
-    serde_json::from_str(&body[start..end]).unwrap_or(serde_json::Value::Null)
+    common::serve::http(addr, method, path, Some(OPERATOR), body)
 }
 
 /// Polls `/v1/health` until stopped; returns each answer's status and latency.

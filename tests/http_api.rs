@@ -4,99 +4,25 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+
+use common::serve::{http, json, serve, Server};
 use std::time::Duration;
 
 const OPERATOR: &str = "operator-token-0123456789";
 const AGENT: &str = "agent-token-abcdefghijkl";
-
-struct Server {
-    child: Child,
-    addr: String,
-    /// Session keys of this test start with it, and so do its container names.
-    prefix: &'static str,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "docker ps -aq --filter name=moat-{}- | xargs -r docker rm -f >/dev/null 2>&1",
-                self.prefix
-            ))
-            .status();
-    }
-}
 
 async fn server(prefix: &'static str) -> Option<Server> {
     server_with(prefix, "").await
 }
 
 async fn server_with(prefix: &'static str, extra_config: &str) -> Option<Server> {
-    common::engine().await?;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("moat.toml"),
-        format!("[serve]\noperator_token = \"{OPERATOR}\"\n[[serve.agents]]\ntoken = \"{AGENT}\"\nsession = \"{prefix}-agent\"\nagent = \"a1\"\n{extra_config}"),
-    )
-    .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_moat"))
-        .args(["serve", "--tcp", "127.0.0.1:0"])
-        .env("MOAT_HOME", dir.path())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line.rsplit("tcp:").next().unwrap().trim().to_string();
-    assert!(addr.starts_with("127.0.0.1:"), "{line}");
-    Some(Server {
-        child,
-        addr,
+    serve(
         prefix,
-        _dir: dir,
-    })
-}
-
-/// One HTTP/1.1 request with `Connection: close`; returns (status, body).
-fn http(addr: &str, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).unwrap();
-    let _ = s.write_all(body);
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let status = out
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
-
-fn json(body: &str) -> serde_json::Value {
-    // Bodies may be chunked; the JSON object is the part between the first { and last }.
-    let start = body.find('{').unwrap_or(0);
-    let end = body.rfind('}').map(|e| e + 1).unwrap_or(body.len());
-    serde_json::from_str(&body[start..end]).unwrap_or(serde_json::Value::Null)
+        &format!("[serve]\noperator_token = \"{OPERATOR}\"\n[[serve.agents]]\ntoken = \"{AGENT}\"\nsession = \"{prefix}-agent\"\nagent = \"a1\"\n{extra_config}"),
+    )
+    .await
 }
 
 #[tokio::test]

@@ -4,56 +4,24 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
+
+use common::serve::{serve, Server};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const AGENT: &str = "agent-token-cancel-0123456";
 const PREFIX: &str = "http-cancel";
 
-struct Server {
-    child: Child,
-    addr: String,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "docker ps -aq --filter name=moat-{PREFIX}- | xargs -r docker rm -f >/dev/null 2>&1"
-            ))
-            .status();
-    }
-}
-
 async fn server() -> Option<Server> {
-    common::engine().await?;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("moat.toml"),
-        format!(
+    serve(
+        PREFIX,
+        &format!(
             "[[serve.agents]]\ntoken = \"{AGENT}\"\nsession = \"{PREFIX}-agent\"\nagent = \"a1\"\n"
         ),
     )
-    .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_moat"))
-        .args(["serve", "--tcp", "127.0.0.1:0"])
-        .env("MOAT_HOME", dir.path())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line.rsplit("tcp:").next().unwrap().trim().to_string();
-    assert!(addr.starts_with("127.0.0.1:"), "{line}");
-    Some(Server { child, addr, dir })
+    .await
 }
 
 fn send(addr: &str, path: &str, body: &str) -> TcpStream {
