@@ -48,6 +48,21 @@ impl Home {
         self.root.join("moat.sock")
     }
 
+    /// Held by the serving daemon for its whole life (one daemon per home), with its pid.
+    pub fn daemon_lock(&self) -> PathBuf {
+        self.root.join("daemon.lock")
+    }
+
+    /// Held by a client while it checks for a daemon and starts one.
+    pub fn daemon_start_lock(&self) -> PathBuf {
+        self.root.join("daemon.start.lock")
+    }
+
+    /// Where a daemon started on demand writes its log.
+    pub fn daemon_log(&self) -> PathBuf {
+        self.root.join("daemon.log")
+    }
+
     /// Default parent of the per-session workspaces (`sandbox.workspace_root` overrides it).
     pub fn workspaces(&self) -> PathBuf {
         self.root.join("workspaces")

@@ -9,6 +9,7 @@ pub mod app;
 pub mod approvals;
 pub mod bench;
 pub mod config;
+pub mod daemon;
 pub mod disk_guard;
 pub mod exec;
 pub mod home;

@@ -342,4 +342,8 @@ pub struct ServeArgs {
     /// Also listen on TCP (overrides serve.tcp); requests there need a bearer token.
     #[arg(long)]
     pub tcp: Option<std::net::SocketAddr>,
+    /// Stop after this many seconds with no connection, running process or pending approval.
+    /// Clients that start the daemon on demand pass serve.idle_exit_secs.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_exit: Option<u64>,
 }

@@ -1,14 +1,17 @@
 use super::term::{say, say_err, say_part};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 use anyhow::{bail, Context};
-use moat::app::App;
-use moat::exec::{Caller, ExecRequest, ToolResult};
+use http::Method;
+use moat::daemon::{DaemonClient, WAIT_HEADER};
+use moat::exec::{ExecRequest, ToolResult};
 use moat::home::Home;
+use serde_json::Value;
 
 use super::args::ExecArgs;
-use super::interrupt;
+use super::interrupt::{self, Waiting};
 
 /// The exit code of a command moat refused to run: the policy said no, an operator denied the
 /// approval, a `Security Violation`, or failing elevated gates (README, "Exit codes"). 77 is
@@ -19,6 +22,14 @@ pub const REFUSED: u8 = 77;
 /// Whether an error the CLI got is a refusal rather than a failure (see [`REFUSED`]).
 pub fn is_refusal(message: &str) -> bool {
     message.starts_with("Security Violation") || message.contains("elevated execution is refused")
+}
+
+/// How a foreground exec ended, as the daemon reported it.
+enum Ended {
+    /// The tool result (finished, running in the background, or refused).
+    Result(ToolResult),
+    /// An approval's outcome: the command's exit code, or refused.
+    Approval(ExitCode),
 }
 
 pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
@@ -42,35 +53,17 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         elevated: a.elevated.then_some(true),
         host: a.host,
     };
+    let client = super::daemon::client(&home).await?;
     // Ctrl-C or SIGTERM ends the command this CLI waits on (see interrupt.rs).
-    let followed = std::sync::OnceLock::new();
-    let through_daemon = interrupt::or_interrupt(daemon_exec(&home, &a.session, &req, &followed));
-    let daemon_result = match through_daemon.await? {
-        Err(sig) => return interrupt::ended_by_daemon(&home, &a.session, &followed, sig).await,
+    let waiting = OnceLock::new();
+    let call = follow(&client, &a.session, &req, &waiting, a.json);
+    let ended = match interrupt::or_interrupt(call).await? {
+        Err(sig) => return interrupt::ended(&client, &a.session, &waiting, sig).await,
         Ok(r) => r?,
     };
-    let result = match daemon_result {
-        // The daemon holds the approval's waiter and runs the plan once it is decided; its
-        // outcome reaches `moat events`.
-        Some(r) => r,
-        None => {
-            let app = App::open(home).await.context("start moat")?;
-            let mut events = app.registry.events().subscribe();
-            let caller = Caller::cli();
-            let run = app.exec.run_for(&caller, &a.session, &req, true);
-            let result = match interrupt::or_interrupt(run).await? {
-                Err(sig) => return Ok(interrupt::ended_locally(&app, sig).await),
-                Ok(r) => r?,
-            };
-            if result.status() == "approval-pending" {
-                let waiting = wait_for_approval(&result, &mut events, a.json);
-                return match interrupt::or_interrupt(waiting).await? {
-                    Ok(r) => r,
-                    Err(sig) => Ok(sig.exit_code()),
-                };
-            }
-            result
-        }
+    let result = match ended {
+        Ended::Approval(code) => return Ok(code),
+        Ended::Result(r) => r,
     };
     if result.details["denied"] == true {
         // The refusal sentence, exactly as the tool result carries it.
@@ -113,99 +106,83 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(code as u8))
 }
 
-/// The approval was registered: this moat holds its waiter, so it stays until an operator
-/// decides (`moat approvals approve|deny`) or the approval expires, then reports the outcome.
-async fn wait_for_approval(
-    pending: &ToolResult,
-    events: &mut tokio::sync::broadcast::Receiver<moat::process::SessionEvent>,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
-    let id = pending.details["approvalId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    if json {
-        super::term::json(pending)?;
-    } else {
-        say_err!("{}", pending.text());
-        say_err!("moat: waiting for an operator's decision (Ctrl-C leaves it pending)");
-    }
-    let needle = format!("id={id},");
-    loop {
-        let event = match events.recv().await {
-            Ok(e) => e,
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-            Err(e) => anyhow::bail!("follow approval {id}: {e}"),
-        };
-        if !event.text.contains(&needle) {
-            continue;
-        }
-        let denied = event.text.starts_with("Exec denied");
-        if json {
-            say!("{}", serde_json::json!({"event": event.text}));
-        } else if denied {
-            // A refusal, like the policy's: its sentence on stderr.
-            say_err!("{}", event.text);
-        } else {
-            say!("{}", event.text);
-        }
-        if denied {
-            return Ok(ExitCode::from(REFUSED));
-        }
-        if let Some(rest) = event.text.strip_prefix("Exec finished") {
-            let head = rest.lines().next().unwrap_or_default();
-            let code = head
-                .rsplit_once("code ")
-                .and_then(|(_, c)| c.trim_end_matches(')').parse::<i64>().ok())
-                .unwrap_or(1);
-            return Ok(ExitCode::from(code.clamp(0, 255) as u8));
-        }
-    }
-}
-
-/// Runs through a running `moat serve` when there is one. The daemon yields long commands to
-/// the background; unless the user asked for that, follow the process to its end so the CLI
-/// still prints the whole output and exits with the command's code.
-async fn daemon_exec(
-    home: &Home,
+/// Runs the call through the daemon and reads its lines (docs/ARCHITECTURE.md, "Daemon"):
+/// the process id when the command starts, the result when it ends, and for a command that
+/// waits for an operator, the approval's outcome.
+async fn follow(
+    client: &DaemonClient,
     session: &str,
     req: &ExecRequest,
-    followed: &std::sync::OnceLock<String>,
-) -> anyhow::Result<Option<ToolResult>> {
+    waiting: &OnceLock<Waiting>,
+    json: bool,
+) -> anyhow::Result<Ended> {
     let path = format!("/v1/sessions/{session}/exec");
-    let Some(result) = super::daemon::post(home, &path, &serde_json::to_value(req)?).await? else {
-        return Ok(None);
+    let body = serde_json::to_value(req)?;
+    let headers = [(WAIT_HEADER, "end".to_string())];
+    let mut lines = match client
+        .lines(Method::POST, &path, Some(&body), &headers)
+        .await
+    {
+        Ok(l) => l,
+        Err(moat::daemon::ClientError::Refused { message, .. }) => {
+            bail!("{}", message.strip_prefix("failed to ").unwrap_or(&message))
+        }
+        Err(e) => return Err(e).context("run the command through moat serve"),
     };
-    let chose_background = req.background == Some(true) || req.yield_ms.is_some();
-    if result.status() != "running" || chose_background {
-        return Ok(Some(result));
-    }
-    let id = result.details["sessionId"].clone();
-    let _ = followed.set(id.as_str().unwrap_or_default().to_string());
-    let process = format!("/v1/sessions/{session}/process");
-    loop {
-        let poll = serde_json::json!({"action": "poll", "sessionId": id, "timeout": 120000});
-        let Some(p) = super::daemon::post(home, &process, &poll).await? else {
-            anyhow::bail!("follow process {id}: moat serve stopped");
-        };
-        if p.status() != "running" {
-            // The CLI printed it all: nothing is left for `process` to show.
-            let clear = serde_json::json!({"action": "clear", "sessionId": id});
-            super::daemon::post(home, &process, &clear).await?;
-            let exit = moat::process::ExitInfo {
-                code: p.details["exitCode"].as_i64(),
-                signal: p.details["exitSignal"].as_str().map(str::to_string),
-                timed_out: false,
-                finished_at_ms: 0,
-            };
-            let aggregated = p.details["aggregated"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            let cwd = result.details["cwd"].as_str().unwrap_or_default();
-            return Ok(Some(moat::exec::finished_result(
-                &exit, aggregated, false, 0, cwd, None,
-            )));
+    while let Some(line) = lines
+        .next_line()
+        .await
+        .context("read the answer of moat serve")?
+    {
+        let v: Value = serde_json::from_str(&line).context("parse the answer of moat serve")?;
+        if let Some(id) = v["started"].as_str() {
+            let _ = waiting.set(Waiting::Process(id.to_string()));
+        } else if let Some(e) = v["error"].as_str() {
+            bail!("{}", e.strip_prefix("failed to ").unwrap_or(e));
+        } else if let Some(event) = v["event"].as_str() {
+            if let Some(code) = approval_event(event, json) {
+                return Ok(Ended::Approval(code));
+            }
+        } else if !v["result"].is_null() {
+            let result: ToolResult = serde_json::from_value(v["result"].clone())
+                .context("parse the tool result of moat serve")?;
+            if result.status() != "approval-pending" {
+                return Ok(Ended::Result(result));
+            }
+            // The daemon holds the approval's waiter and runs the plan once an operator
+            // decides (`moat approvals approve|deny`); its outcome follows on this answer.
+            let id = result.details["approvalId"].as_str().unwrap_or_default();
+            let _ = waiting.set(Waiting::Approval(id.to_string()));
+            if json {
+                super::term::json(&result)?;
+            } else {
+                say_err!("{}", result.text());
+                say_err!("moat: waiting for an operator's decision (Ctrl-C leaves it pending)");
+            }
         }
     }
+    bail!("follow the command: moat serve stopped before it ended")
+}
+
+/// Prints one event of a pending approval; its exit code once it is the outcome.
+fn approval_event(text: &str, json: bool) -> Option<ExitCode> {
+    let denied = text.starts_with("Exec denied");
+    if json {
+        say!("{}", serde_json::json!({ "event": text }));
+    } else if denied {
+        // A refusal, like the policy's: its sentence on stderr.
+        say_err!("{text}");
+    } else {
+        say!("{text}");
+    }
+    if denied {
+        return Some(ExitCode::from(REFUSED));
+    }
+    let rest = text.strip_prefix("Exec finished")?;
+    let head = rest.lines().next().unwrap_or_default();
+    let code = head
+        .rsplit_once("code ")
+        .and_then(|(_, c)| c.trim_end_matches(')').parse::<i64>().ok())
+        .unwrap_or(1);
+    Some(ExitCode::from(code.clamp(0, 255) as u8))
 }

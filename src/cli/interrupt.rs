@@ -5,11 +5,11 @@
 use std::future::Future;
 use std::process::ExitCode;
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use moat::app::App;
-use moat::home::Home;
+use http::Method;
+use moat::daemon::DaemonClient;
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::term::say_err;
@@ -41,38 +41,47 @@ pub async fn or_interrupt<F: Future>(fut: F) -> anyhow::Result<Result<F::Output,
     })
 }
 
-/// After an interrupt of a call this CLI ran itself: waits until the command it was waiting
-/// on has been ended and its exit recorded, says so, and gives the exit code.
-pub async fn ended_locally(app: &App, sig: Interrupted) -> ExitCode {
-    let wait = Duration::from_millis(moat::process::KILL_GRACE_MS + 3000);
-    for id in app.registry.wait_cancelled(wait).await {
-        say_err!(
-            "moat: {}: ended process {id} (see `moat process list`)",
-            sig.name
-        );
-    }
-    sig.exit_code()
+/// What the interrupted CLI was waiting on.
+pub enum Waiting {
+    /// A running command, by process id.
+    Process(String),
+    /// An operator's decision on this approval.
+    Approval(String),
 }
 
-/// After an interrupt of a call made through `moat serve`: a process the CLI was already
-/// following (`followed`) is killed through the daemon; a call still in flight was dropped
-/// with its connection, and the daemon ends its command itself.
-pub async fn ended_by_daemon(
-    home: &Home,
+/// After an interrupt: the command the CLI was waiting on is killed through the daemon, and
+/// the CLI waits until its end is recorded. A call interrupted before the command started was
+/// dropped with its connection, and the daemon ends its command itself; a pending approval
+/// stays pending.
+pub async fn ended(
+    client: &DaemonClient,
     session: &str,
-    followed: &OnceLock<String>,
+    waiting: &OnceLock<Waiting>,
     sig: Interrupted,
 ) -> anyhow::Result<ExitCode> {
-    match followed.get() {
-        Some(id) => {
+    let path = format!("/v1/sessions/{session}/process");
+    match waiting.get() {
+        Some(Waiting::Process(id)) => {
             let kill = serde_json::json!({"action": "kill", "sessionId": id});
-            let path = format!("/v1/sessions/{session}/process");
-            super::daemon::post(home, &path, &kill).await?;
+            super::daemon::call(client, Method::POST, &path, Some(&kill)).await?;
+            let deadline =
+                Instant::now() + Duration::from_millis(moat::process::KILL_GRACE_MS + 3000);
+            while Instant::now() < deadline {
+                let poll = serde_json::json!({"action": "poll", "sessionId": id, "timeout": 500});
+                let p = super::daemon::call(client, Method::POST, &path, Some(&poll)).await?;
+                if p["details"]["status"] != "running" {
+                    break;
+                }
+            }
             say_err!(
                 "moat: {}: ended process {id} (see `moat process list`)",
                 sig.name
             );
         }
+        Some(Waiting::Approval(id)) => say_err!(
+            "moat: {}: approval {id} stays pending (`moat approvals list`)",
+            sig.name
+        ),
         None => say_err!(
             "moat: {}: the command was ended by moat serve (see `moat process list`)",
             sig.name

@@ -2,9 +2,12 @@ use super::term::say;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use moat::app::App;
+use http::Method;
+use moat::daemon::ClientError;
+use moat::exec::ToolResult;
 use moat::home::Home;
-use moat::tools::{ProcessRequest, ProcessTool};
+use moat::tools::ProcessRequest;
+use serde_json::json;
 
 use super::args::ProcessArgs;
 
@@ -23,11 +26,24 @@ pub async fn run(home: Home, a: ProcessArgs) -> anyhow::Result<ExitCode> {
         limit: a.limit,
         timeout: a.timeout,
     };
-    let app = App::open(home).await.context("start moat")?;
-    let tool = ProcessTool {
-        registry: app.registry.clone(),
+    moat::session::validate_key(&a.session)?;
+    // Through the daemon, so polls from every client share one cursor per process and a
+    // kill is the daemon's (docs/ARCHITECTURE.md, "Daemon").
+    let client = super::daemon::client(&home).await?;
+    let path = format!("/v1/sessions/{}/process", a.session);
+    let body = serde_json::to_value(&req)?;
+    let result: ToolResult = match client.call(Method::POST, &path, Some(&body), &[]).await {
+        Ok(v) => serde_json::from_value(v).context("parse the tool result of moat serve")?,
+        // A malformed call (unknown action, missing --id): the tool's own sentence.
+        Err(ClientError::Refused {
+            status: 400,
+            message,
+        }) => ToolResult::new(message, json!({"status": "failed"})),
+        Err(ClientError::Refused { message, .. }) => {
+            anyhow::bail!("{}", message.strip_prefix("failed to ").unwrap_or(&message))
+        }
+        Err(e) => return Err(e).context("reach moat serve"),
     };
-    let result = tool.run(&a.session, &req).await;
     if a.json {
         super::term::json(&result)?;
     } else {

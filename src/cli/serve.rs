@@ -13,7 +13,8 @@ use super::args::ServeArgs;
 pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
     let app = App::open(home).await.context("start moat")?;
     let shutdown = CancellationToken::new();
-    let state = ServerState::new(app, shutdown.clone());
+    let idle_exit = a.idle_exit.map(std::time::Duration::from_secs);
+    let state = ServerState::with_origin(app, shutdown.clone(), idle_exit.is_some());
     let sd = shutdown.clone();
     tokio::spawn(async move {
         let (Ok(mut term), Ok(mut int)) = (
@@ -28,7 +29,7 @@ pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         sd.cancel();
     });
-    serve(state, a.tcp, shutdown, |at| {
+    serve(state, a.tcp, idle_exit, shutdown, |at| {
         say_err!("moat {} serving on {at}", env!("CARGO_PKG_VERSION"))
     })
     .await?;

@@ -2,41 +2,27 @@ use super::term::say;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use http::Method;
 use moat::app::App;
 use moat::home::Home;
-use moat::session::MOAT_LABEL;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::args::SessionsCommand;
 
 pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
-    let app = App::open(home).await.context("start moat")?;
     match cmd {
+        // Listing and removing go through the daemon, which owns the containers (and lists
+        // only this home's).
         SessionsCommand::List { json } => {
-            let containers = app.runtime.list_containers(MOAT_LABEL).await?;
-            let sessions = app.store.sessions()?;
-            let mut rows = Vec::new();
-            for c in containers {
-                let key = c.labels.get(MOAT_LABEL).cloned().unwrap_or_default();
-                let created: i64 = c
-                    .labels
-                    .get("dev.moat.created-at")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                let last_used = sessions
-                    .iter()
-                    .filter(|s| s.container == c.name)
-                    .map(|s| s.last_used_ms)
-                    .max();
-                rows.push(json!({
-                    "session": key,
-                    "container": c.name,
-                    "id": c.id.chars().take(12).collect::<String>(),
-                    "state": c.state,
-                    "createdAtMs": created,
-                    "lastUsedAtMs": last_used,
-                }));
-            }
+            let client = super::daemon::client(&home).await?;
+            let v = super::daemon::call(&client, Method::GET, "/v1/sessions", None).await?;
+            let rows: Vec<Value> = v["sessions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|r| !r["state"].is_null())
+                .collect();
             if json {
                 super::term::json_pretty(&rows)?;
             } else if rows.is_empty() {
@@ -62,7 +48,28 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                     );
                 }
             }
+            Ok(ExitCode::SUCCESS)
         }
+        SessionsCommand::Rm { key } => {
+            moat::session::validate_key(&key)?;
+            let client = super::daemon::client(&home).await?;
+            let path = format!("/v1/sessions/{key}");
+            let v = super::daemon::call(&client, Method::DELETE, &path, None).await?;
+            if v["removed"] == true {
+                say!("removed the container of session {key} (its workspace was kept)");
+            } else {
+                say!("session {key} has no container");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        other => settings(home, other).await,
+    }
+}
+
+/// A session's policy override: set, or shown with its container's state.
+async fn settings(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
+    let app = App::open(home).await.context("start moat")?;
+    match cmd {
         SessionsCommand::Set {
             key,
             security,
@@ -117,12 +124,8 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        SessionsCommand::Rm { key } => {
-            if app.sessions.remove(&key).await? {
-                say!("removed the container of session {key} (its workspace was kept)");
-            } else {
-                say!("session {key} has no container");
-            }
+        SessionsCommand::List { .. } | SessionsCommand::Rm { .. } => {
+            unreachable!("served by the daemon")
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -54,6 +54,11 @@ pub struct ServeConfig {
     pub max_streams: u32,
     /// Event streams one identity may hold; past it 429.
     pub max_streams_per_token: u32,
+    /// Seconds a daemon that a client started on demand stays up with nothing to do (no
+    /// connection, no running process, no pending approval) before it exits, so a home that
+    /// is no longer used holds no process (docs/ARCHITECTURE.md, "Daemon"). `moat serve` by
+    /// hand never exits on its own.
+    pub idle_exit_secs: u64,
 }
 
 impl Default for ServeConfig {
@@ -67,6 +72,7 @@ impl Default for ServeConfig {
             operator_reserve: 16,
             max_streams: 0,
             max_streams_per_token: 8,
+            idle_exit_secs: 300,
         }
     }
 }

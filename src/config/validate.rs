@@ -141,6 +141,11 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
             0..=1_000_000,
         ),
         ("serve.max_streams", serve.max_streams, 0..=1_000_000),
+        (
+            "serve.idle_exit_secs",
+            serve.idle_exit_secs.min(u32::MAX as u64) as u32,
+            1..=604_800,
+        ),
     ] {
         if !range.contains(&value) {
             return Err(invalid(

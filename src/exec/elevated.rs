@@ -24,6 +24,17 @@ impl Caller {
         Self::default()
     }
 
+    /// `moat mcp` over stdio for `session`: whoever launched it is an agent client, never the
+    /// operator's CLI. It is provider `mcp` with the session key as sender, so an operator lets
+    /// it leave the sandbox only with `elevated.allow_from.mcp = ["<session>"]`.
+    pub fn mcp_stdio(session: &str) -> Self {
+        Self {
+            provider: Some("mcp".into()),
+            sender: Some(session.to_string()),
+            agent: None,
+        }
+    }
+
     /// The local command line: provider `cli`, sender = the OS user name.
     pub fn cli() -> Self {
         let uid = nix::unistd::getuid();

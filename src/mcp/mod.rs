@@ -1,6 +1,7 @@
 //! The MCP server (SPEC §8): the `exec` and `process` tools over stdio (`moat mcp`) and over
 //! streamable HTTP (mounted by `moat serve`). See docs/mcp.md.
 
+mod backend;
 mod http;
 mod notify;
 mod schema;

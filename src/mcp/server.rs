@@ -20,12 +20,14 @@ use rmcp::model::{
 use rmcp::model::SetLevelRequestParams;
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::backend::{failed, Backend, Local, Remote};
 use super::notify::{self, Level};
 use super::schema;
 use crate::app::App;
+use crate::daemon::DaemonClient;
 use crate::exec::{Caller, ExecRequest, ToolResult};
 use crate::session::validate_key;
 use crate::tools::{ProcessRequest, ProcessTool};
@@ -36,19 +38,27 @@ use crate::tools::{ProcessRequest, ProcessTool};
 pub type SessionResolver =
     Arc<dyn Fn(&http::request::Parts) -> Result<(String, Caller), String> + Send + Sync>;
 
-/// What every MCP connection shares: the moat instance (its `exec` tool and event stream)
-/// and the `process` tool.
+/// What every MCP connection shares: where its tools run (see [`Backend`]).
 pub struct McpContext {
-    app: Arc<App>,
-    process: ProcessTool,
+    backend: Arc<dyn Backend>,
 }
 
 impl McpContext {
+    /// The tools of this process's own moat (`moat serve`).
     pub fn new(app: Arc<App>) -> Arc<Self> {
         let process = ProcessTool {
             registry: app.registry.clone(),
         };
-        Arc::new(Self { app, process })
+        Arc::new(Self {
+            backend: Arc::new(Local { app, process }),
+        })
+    }
+
+    /// The tools of the home's daemon (`moat mcp` over stdio).
+    pub fn remote(client: DaemonClient) -> Arc<Self> {
+        Arc::new(Self {
+            backend: Arc::new(Remote { client }),
+        })
     }
 }
 
@@ -89,11 +99,7 @@ impl MoatMcp {
     /// operator's CLI. It is provider `mcp` with the session key as sender, so an operator
     /// lets it leave the sandbox only with `elevated.allow_from.mcp = ["<session>"]`.
     pub fn for_session(ctx: Arc<McpContext>, session: String) -> Self {
-        let caller = Caller {
-            provider: Some("mcp".into()),
-            sender: Some(session.clone()),
-            agent: None,
-        };
+        let caller = Caller::mcp_stdio(&session);
         Self::new(ctx, SessionSource::Fixed(session, caller))
     }
 
@@ -126,7 +132,7 @@ impl MoatMcp {
     fn bind(&self, session: String, peer: &Peer<RoleServer>) {
         if self.bound.set(session.clone()).is_ok() {
             notify::forward(
-                self.ctx.app.registry.events().subscribe(),
+                self.ctx.backend.events(&session),
                 session,
                 peer.clone(),
                 self.min_level.clone(),
@@ -146,8 +152,8 @@ impl MoatMcp {
             Ok(r) => r,
             Err(e) => return failed(format!("Invalid exec arguments: {e}")),
         };
-        // Agents always get the yield window (SPEC §2): only the CLI waits to the end.
-        let run = self.ctx.app.exec.run_for(caller, session, &req, false);
+        // Agents always get the yield window (docs/mcp.md): only the CLI waits to the end.
+        let run = self.ctx.backend.exec(caller, session, &req);
         // rmcp cancels the request's token on `notifications/cancelled` (and when the
         // connection closes) but keeps polling the handler: dropping `run` is what ends a
         // foreground command the client gave up on (docs/mcp.md, "Timeouts, cancellation
@@ -158,20 +164,7 @@ impl MoatMcp {
                 return failed("The call was cancelled; its command was ended.".into());
             }
         };
-        match outcome {
-            Ok(result) => result,
-            Err(e) => {
-                let text = error_chain(&e);
-                // Contract texts ("Provide a command to start.") are whole sentences; the
-                // rest are "failed to …" fragments.
-                let first = text.chars().next().unwrap_or(' ');
-                if first.is_uppercase() {
-                    failed(text)
-                } else {
-                    failed(format!("Failed to {text}"))
-                }
-            }
-        }
+        outcome.unwrap_or_else(failed)
     }
 
     async fn process(&self, session: &str, args: Map<String, Value>) -> ToolResult {
@@ -179,7 +172,7 @@ impl MoatMcp {
             Ok(r) => r,
             Err(e) => return failed(format!("Invalid process arguments: {e}")),
         };
-        self.ctx.process.run(session, &req).await
+        self.ctx.backend.process(session, &req).await
     }
 }
 
@@ -193,23 +186,6 @@ fn parse_args<T: serde::de::DeserializeOwned>(
         args.insert(required.to_string(), Value::String(String::new()));
     }
     serde_json::from_value(Value::Object(args))
-}
-
-/// The error and its causes, as `anyhow`'s `{:#}` prints them: the model needs the cause
-/// (permission denied, no such file) to act on it.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-fn failed(text: String) -> ToolResult {
-    ToolResult::new(text, json!({ "status": "failed" }))
 }
 
 /// A moat tool result as an MCP result: the text as text content, `details` as structured
@@ -318,6 +294,7 @@ impl ServerHandler for MoatMcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn results_map_status_to_is_error() {
@@ -360,18 +337,6 @@ mod tests {
         args.insert("bogus".into(), json!(1));
         let err = parse_args::<ExecRequest>(args, "command").unwrap_err();
         assert!(err.to_string().contains("bogus"), "{err}");
-    }
-
-    #[test]
-    fn errors_carry_their_causes() {
-        let e = crate::process::ProcessError::Files {
-            dir: "/x".into(),
-            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
-        };
-        assert_eq!(
-            error_chain(&e),
-            "prepare process files in /x: permission denied"
-        );
     }
 
     #[test]

@@ -300,6 +300,17 @@ impl Registry {
         self.attach(row)
     }
 
+    /// How many processes this moat supervises that have not ended; a daemon started on
+    /// demand stays up while there is one (docs/ARCHITECTURE.md, "Daemon").
+    pub fn running(&self) -> usize {
+        self.procs
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|p| p.exit().is_none())
+            .count()
+    }
+
     /// The processes that the `process` tool shows `session` (background ones, of every session
     /// in its container under a shared scope), newest first.
     pub fn list(self: &Arc<Self>, session: &str) -> Vec<Arc<Proc>> {

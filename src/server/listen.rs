@@ -1,7 +1,7 @@
 //! Owns the listeners: the operator's unix socket (always) and TCP (when configured).
 
 use std::net::SocketAddr;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -22,12 +22,16 @@ pub enum ServeError {
     InUse(String),
     #[error("serve on TCP: set serve.operator_token or serve.agents, since TCP callers must present a token")]
     NoTokens,
+    #[error(transparent)]
+    Lock(#[from] crate::daemon::LockError),
 }
 
-/// Serves until `shutdown` is cancelled. `tcp` overrides `serve.tcp`.
+/// Serves until `shutdown` is cancelled. `tcp` overrides `serve.tcp`; `idle_exit` stops the
+/// daemon after that long with nothing to own (a daemon started on demand).
 pub async fn serve(
     state: Arc<ServerState>,
     tcp: Option<SocketAddr>,
+    idle_exit: Option<std::time::Duration>,
     shutdown: CancellationToken,
     ready: impl FnOnce(&str),
 ) -> Result<(), ServeError> {
@@ -36,7 +40,10 @@ pub async fn serve(
     if tcp.is_some() && config.operator_token.is_empty() && config.agents.is_empty() {
         return Err(ServeError::NoTokens);
     }
-    let path = state.app.home.socket();
+    let home = &state.app.home;
+    // One daemon per home, for the whole of its life (released when this process ends).
+    let _lock = crate::daemon::serve_lock(&home.daemon_lock(), home.root())?;
+    let path = home.socket();
     if path.exists() {
         // A socket that still answers belongs to a running moat; a dead one is stale.
         if tokio::net::UnixStream::connect(&path).await.is_ok() {
@@ -54,6 +61,9 @@ pub async fn serve(
             source,
         }
     })?;
+    let bound_id = std::fs::symlink_metadata(&path)
+        .map(|m| (m.dev(), m.ino()))
+        .ok();
     let recovered = state.app.registry.recover_all();
     let approvals = state.app.exec.recover_approvals();
     tracing::info!(
@@ -62,13 +72,26 @@ pub async fn serve(
         "re-attached processes and approval waiters"
     );
     let tracker = limits::start(&state.app.config.serve);
+    super::idle::spawn(
+        state.clone(),
+        tracker.clone(),
+        path.clone(),
+        idle_exit,
+        shutdown.clone(),
+    );
     let mut tasks = Vec::new();
     tokio::spawn(prune_loop(state.clone(), shutdown.clone()));
     // Every request on the socket first proves it does not come from a host command (the
     // peer is recorded at accept by `limits::Limited`).
-    let unix_router = router(state.clone(), Transport::Unix).layer(
-        axum::middleware::from_fn_with_state(state.clone(), super::peer::guard),
-    );
+    let unix_router = router(state.clone(), Transport::Unix)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            super::fit::guard,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            super::peer::guard,
+        ));
     let unix_app =
         limits::PerConnection::new(unix_router, state.clone(), tracker.clone(), Transport::Unix);
     let unix = limits::Limited::new(unix, tracker.clone(), Transport::Unix);
@@ -109,7 +132,10 @@ pub async fn serve(
     for t in tasks {
         let _ = t.await;
     }
-    let _ = std::fs::remove_file(&path);
+    // Only our own socket: a replaced one belongs to whoever replaced it.
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| Some((m.dev(), m.ino())) == bound_id) {
+        let _ = std::fs::remove_file(&path);
+    }
     Ok(())
 }
 

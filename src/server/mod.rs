@@ -3,11 +3,14 @@
 //! `auth` turns a request into an identity, `error` is the JSON error shape, `routes` maps
 //! paths to handlers, `handlers` holds one function per endpoint, `listen` owns the sockets,
 //! `limits` bounds the connections and event streams one client may hold, `peer` and
-//! `tcp_peer` refuse callers that run inside a host command.
+//! `tcp_peer` refuse callers that run inside a host command, `fit` refuses socket clients of
+//! another build or configuration, `idle` stops a daemon that has nothing left to own.
 
 mod auth;
 mod error;
+mod fit;
 mod handlers;
+mod idle;
 mod limits;
 mod listen;
 mod peer;
@@ -16,4 +19,4 @@ mod tcp_peer;
 
 pub use auth::{Identity, Transport};
 pub use listen::{serve, ServeError};
-pub use routes::{router, ServerState};
+pub use routes::{router, DaemonInfo, ServerState};

@@ -33,10 +33,30 @@ pub struct ServerState {
     /// Cancelled on SIGTERM/SIGINT; long-lived responses (event streams) end with it so the
     /// graceful shutdown does not wait on them forever.
     pub shutdown: CancellationToken,
+    /// What clients check before they let this daemon act for them.
+    pub daemon: DaemonInfo,
+}
+
+/// This daemon as `/v1/health` describes it to clients on the socket.
+pub struct DaemonInfo {
+    /// The build and configuration it runs with (`daemon::fingerprint`); a client with another
+    /// one is refused, so no command runs under rules its caller did not ask for.
+    pub fingerprint: String,
+    /// Started on demand by a client (`--idle-exit`): such a daemon may be replaced by a
+    /// client with another fingerprint when it is idle; one started by hand never is.
+    pub auto_started: bool,
+    /// When it started, for `moat doctor`.
+    pub started_at_ms: i64,
 }
 
 impl ServerState {
+    /// A daemon started by hand (`moat serve`).
     pub fn new(app: App, shutdown: CancellationToken) -> Arc<Self> {
+        Self::with_origin(app, shutdown, false)
+    }
+
+    /// `auto_started`: started on demand by a client (see [`DaemonInfo`]).
+    pub fn with_origin(app: App, shutdown: CancellationToken, auto_started: bool) -> Arc<Self> {
         let app = Arc::new(app);
         let process = ProcessTool {
             registry: app.registry.clone(),
@@ -46,12 +66,18 @@ impl ServerState {
             Arc::new(mcp_identity),
             http_config(shutdown.clone(), &[]),
         );
+        let daemon = DaemonInfo {
+            fingerprint: crate::daemon::fingerprint(&app.config),
+            auto_started,
+            started_at_ms: crate::store::now_ms(),
+        };
         Arc::new(Self {
             app,
             process,
             mcp,
             mcp_owners: Default::default(),
             shutdown,
+            daemon,
         })
     }
 }
@@ -141,7 +167,8 @@ pub fn router(state: Arc<ServerState>, transport: Transport) -> Router {
     );
     Router::new()
         .merge(mcp)
-        .route("/v1/health", get(handlers::health))
+        .route("/v1/health", get(handlers::daemon::health))
+        .route("/v1/daemon/stop", post(handlers::daemon::stop))
         .route("/v1/sessions", get(handlers::sessions::list))
         .route("/v1/sessions/{session}", delete(handlers::sessions::remove))
         .route("/v1/sessions/{session}/exec", post(handlers::exec::exec))

@@ -6,7 +6,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 
-use super::{caller, json_body};
+use axum::response::{IntoResponse, Response};
+
+use super::{caller, exec_caller, json_body};
 use crate::exec::{ExecRequest, ToolResult};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
@@ -14,29 +16,35 @@ use crate::server::ServerState;
 use crate::session::SessionError;
 use crate::tools::ExecError;
 
-/// `POST /v1/sessions/{session}/exec` with an `exec` request; answers the tool result.
+/// `POST /v1/sessions/{session}/exec` with an `exec` request; answers the tool result. On the
+/// socket, `X-Moat-Wait: end` (the CLI) waits for the command to end and answers lines of
+/// JSON instead (see `exec_wait`).
 pub async fn exec(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
     Path(session): Path<String>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<ToolResult>, ApiError> {
+) -> Result<Response, ApiError> {
     let who = caller(&state, transport, &headers, Some(&session))?;
     let req: ExecRequest = json_body(body)?;
+    let exec_caller = exec_caller(&who, transport, &headers, &session)?;
+    if super::exec_wait::wanted(transport, &headers)? {
+        return Ok(super::exec_wait::answer(state, exec_caller, session, req));
+    }
     match state
         .app
         .exec
-        .run_for(&who.exec_caller(transport), &session, &req, false)
+        .run_for(&exec_caller, &session, &req, false)
         .await
     {
-        Ok(result) => Ok(Json(result)),
+        Ok(result) => Ok(Json::<ToolResult>(result).into_response()),
         Err(e) => Err(ApiError::new(status_of(&e), format!("failed to {e}"))),
     }
 }
 
 /// Bad input is the caller's (4xx); the engine or the disk failing is ours (5xx).
-fn status_of(e: &ExecError) -> StatusCode {
+pub(super) fn status_of(e: &ExecError) -> StatusCode {
     match e {
         ExecError::Request(_)
         | ExecError::Env(_)

@@ -1,8 +1,10 @@
 //! One file per endpoint group.
 
 pub mod approvals;
+pub mod daemon;
 pub mod events;
 pub mod exec;
+mod exec_wait;
 pub mod process;
 pub mod sessions;
 
@@ -10,17 +12,11 @@ mod body;
 mod caller;
 
 pub use body::json_body;
-pub use caller::caller;
+pub use caller::{caller, exec_caller};
 
 use axum::http::StatusCode;
-use axum::Json;
-use serde_json::{json, Value};
 
 use super::error::ApiError;
-
-pub async fn health() -> Json<Value> {
-    Json(json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
-}
 
 pub async fn not_found() -> ApiError {
     ApiError::new(

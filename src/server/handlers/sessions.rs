@@ -33,6 +33,7 @@ pub async fn list(
             json!({
                 "session": r.key,
                 "container": r.container,
+                "id": c.map(|c| c.id.chars().take(12).collect::<String>()),
                 "state": c.map(|c| c.state.clone()),
                 "createdAtMs": r.created_at_ms,
                 "lastUsedAtMs": r.last_used_ms,

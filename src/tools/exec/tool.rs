@@ -98,6 +98,20 @@ impl ExecTool {
         req: &ExecRequest,
         wait_to_end: bool,
     ) -> Result<ToolResult, ExecError> {
+        self.run_observed(caller, session, req, wait_to_end, |_| {})
+            .await
+    }
+
+    /// [`run_for`](Self::run_for), telling `started` the process id as soon as the command
+    /// runs (the CLI needs it to end the command when it is interrupted).
+    pub async fn run_observed(
+        &self,
+        caller: &Caller,
+        session: &str,
+        req: &ExecRequest,
+        wait_to_end: bool,
+        started: impl FnOnce(&str) + Send,
+    ) -> Result<ToolResult, ExecError> {
         req.validate()?;
         validate_env(&req.env)?;
         let target = crate::exec::target(req, &self.config.elevated, caller, session)?;
@@ -135,6 +149,7 @@ impl ExecTool {
                     );
                 }
                 let proc = self.launch(&prepared, &plan, req, true).await?;
+                started(&proc.info.id);
                 Ok(self.outcome(&prepared, proc, req, wait_to_end).await)
             }
             Decision::Deny { reason } => Ok(ToolResult::new(

@@ -1,0 +1,219 @@
+//! What an MCP connection runs its tools on. Inside `moat serve` (MCP over HTTP) that is the
+//! daemon's own [`App`]; in `moat mcp` (stdio) it is the home's daemon, reached over its
+//! socket, so a stdio server never becomes a second owner of the home's state
+//! (docs/ARCHITECTURE.md, "Daemon"). Both give the same results: the daemon's HTTP answers
+//! are the tool results the in-process call returns.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use http::Method;
+use serde_json::json;
+use tokio::sync::broadcast;
+
+use crate::app::App;
+use crate::daemon::{ClientError, DaemonClient, CALLER_HEADER};
+use crate::exec::{Caller, ExecRequest, ToolResult};
+use crate::process::SessionEvent;
+use crate::tools::{ProcessRequest, ProcessTool};
+
+/// How often an idle event follower checks whether anyone still listens.
+const FOLLOWER_CHECK: Duration = Duration::from_secs(30);
+
+#[async_trait]
+pub trait Backend: Send + Sync {
+    /// One `exec` call with the yield window (agents never wait to the end). `Err` is the
+    /// text of a failed result, ready for the model.
+    async fn exec(
+        &self,
+        caller: &Caller,
+        session: &str,
+        req: &ExecRequest,
+    ) -> Result<ToolResult, String>;
+    /// One `process` call.
+    async fn process(&self, session: &str, req: &ProcessRequest) -> ToolResult;
+    /// The session events (background exits, approvals) from now on.
+    fn events(&self, session: &str) -> broadcast::Receiver<SessionEvent>;
+}
+
+/// The tools in this process (`moat serve`).
+pub struct Local {
+    pub app: Arc<App>,
+    pub process: ProcessTool,
+}
+
+#[async_trait]
+impl Backend for Local {
+    async fn exec(
+        &self,
+        caller: &Caller,
+        session: &str,
+        req: &ExecRequest,
+    ) -> Result<ToolResult, String> {
+        self.app
+            .exec
+            .run_for(caller, session, req, false)
+            .await
+            .map_err(|e| failure_text(&error_chain(&e)))
+    }
+
+    async fn process(&self, session: &str, req: &ProcessRequest) -> ToolResult {
+        self.process.run(session, req).await
+    }
+
+    fn events(&self, _session: &str) -> broadcast::Receiver<SessionEvent> {
+        self.app.registry.events().subscribe()
+    }
+}
+
+/// The tools of the home's daemon (`moat mcp`), acting as the stdio client of `session`.
+pub struct Remote {
+    pub client: DaemonClient,
+}
+
+#[async_trait]
+impl Backend for Remote {
+    async fn exec(
+        &self,
+        _caller: &Caller,
+        session: &str,
+        req: &ExecRequest,
+    ) -> Result<ToolResult, String> {
+        // The daemon derives the caller from the header (the stdio identity); a dropped call
+        // closes the connection, which ends the command there.
+        let body = serde_json::to_value(req).map_err(|e| failure_text(&e.to_string()))?;
+        let path = format!("/v1/sessions/{session}/exec");
+        let headers = [(CALLER_HEADER, "mcp".to_string())];
+        match self
+            .client
+            .call(Method::POST, &path, Some(&body), &headers)
+            .await
+        {
+            Ok(v) => serde_json::from_value(v)
+                .map_err(|e| failure_text(&format!("parse the answer of moat serve: {e}"))),
+            Err(ClientError::Refused { message, .. }) => Err(failure_text(
+                message.strip_prefix("failed to ").unwrap_or(&message),
+            )),
+            Err(e) => Err(failure_text(&error_chain(&e))),
+        }
+    }
+
+    async fn process(&self, session: &str, req: &ProcessRequest) -> ToolResult {
+        let path = format!("/v1/sessions/{session}/process");
+        let body = match serde_json::to_value(req) {
+            Ok(b) => b,
+            Err(e) => return failed(format!("Invalid process arguments: {e}")),
+        };
+        match self
+            .client
+            .call(Method::POST, &path, Some(&body), &[])
+            .await
+        {
+            Ok(v) => serde_json::from_value(v).unwrap_or_else(|e| {
+                failed(failure_text(&format!(
+                    "parse the answer of moat serve: {e}"
+                )))
+            }),
+            // The daemon's 400s are the tool's own sentences ("sessionId is required …").
+            Err(ClientError::Refused { message, .. }) => failed(message),
+            Err(e) => failed(failure_text(&error_chain(&e))),
+        }
+    }
+
+    fn events(&self, session: &str) -> broadcast::Receiver<SessionEvent> {
+        let (tx, rx) = broadcast::channel(256);
+        let client = self.client.clone();
+        let session = session.to_string();
+        tokio::spawn(async move {
+            let path = format!("/v1/sessions/{session}/events");
+            let headers = [(
+                http::header::ACCEPT.as_str(),
+                "text/event-stream".to_string(),
+            )];
+            let mut stream = match client.lines(Method::GET, &path, None, &headers).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(
+                        "failed to follow the events of session {session}: {}",
+                        error_chain(&e)
+                    );
+                    return;
+                }
+            };
+            loop {
+                tokio::select! {
+                    ev = stream.next_event() => match ev {
+                        Ok(Some(text)) => {
+                            let _ = tx.send(SessionEvent { session: session.clone(), text });
+                        }
+                        _ => return,
+                    },
+                    _ = tokio::time::sleep(FOLLOWER_CHECK) => {
+                        if tx.receiver_count() == 0 {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        rx
+    }
+}
+
+/// A failure as the model reads it: contract texts ("Provide a command to start.") are whole
+/// sentences and stay as they are; the rest are "failed to …" fragments.
+fn failure_text(text: &str) -> String {
+    let first = text.chars().next().unwrap_or(' ');
+    if first.is_uppercase() {
+        text.to_string()
+    } else {
+        format!("Failed to {text}")
+    }
+}
+
+/// The error and its causes, as `anyhow`'s `{:#}` prints them: the model needs the cause
+/// (permission denied, no such file) to act on it.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+pub fn failed(text: String) -> ToolResult {
+    ToolResult::new(text, json!({ "status": "failed" }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_carry_their_causes() {
+        let e = crate::process::ProcessError::Files {
+            dir: "/x".into(),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        };
+        assert_eq!(
+            error_chain(&e),
+            "prepare process files in /x: permission denied"
+        );
+    }
+
+    #[test]
+    fn sentences_stay_and_fragments_complete_failed_to() {
+        assert_eq!(
+            failure_text("Provide a command to start."),
+            "Provide a command to start."
+        );
+        assert_eq!(
+            failure_text("create container x"),
+            "Failed to create container x"
+        );
+    }
+}

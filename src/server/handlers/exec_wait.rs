@@ -1,0 +1,112 @@
+//! The CLI's foreground exec through the daemon (`X-Moat-Wait: end`, socket only): the call
+//! waits for the command to end, however long it runs, as `moat exec` always has, and the
+//! answer is lines of JSON so the CLI learns the process id before the end:
+//!
+//! - `{"started": "<process id>"}` once the command runs (an interrupted CLI kills it by id);
+//! - `{"result": <tool result>}`, the same result an in-process call returns;
+//! - after an `approval-pending` result, `{"event": "<text>"}`: the approval's outcome
+//!   (`Exec denied …` or `Exec finished …`), as `moat events` shows it;
+//! - `{"error": "failed to …", "status": N}` when the call failed (N is the HTTP status the
+//!   plain call would have had).
+//!
+//! The call runs inside the response body: a client that goes away drops it, and the command
+//! is ended as for any cancelled call (docs/mcp.md, "Timeouts, cancellation and signals").
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+
+use crate::daemon::WAIT_HEADER;
+use crate::exec::{Caller, ExecRequest};
+use crate::server::auth::Transport;
+use crate::server::error::ApiError;
+use crate::server::ServerState;
+
+/// Whether the request asks to wait for the end (and may).
+pub fn wanted(transport: Transport, headers: &HeaderMap) -> Result<bool, ApiError> {
+    let Some(v) = headers.get(WAIT_HEADER) else {
+        return Ok(false);
+    };
+    if transport != Transport::Unix {
+        return Err(ApiError::bad_request(format!(
+            "{WAIT_HEADER} is accepted on the unix socket only"
+        )));
+    }
+    if v.as_bytes() != b"end" {
+        return Err(ApiError::bad_request(format!("{WAIT_HEADER} must be end")));
+    }
+    Ok(true)
+}
+
+fn line(v: Value) -> Bytes {
+    let mut b = serde_json::to_vec(&v).unwrap_or_default();
+    b.push(b'\n');
+    Bytes::from(b)
+}
+
+/// The streamed answer. The call is driven by the body stream itself, never spawned.
+pub fn answer(
+    state: Arc<ServerState>,
+    caller: Caller,
+    session: String,
+    req: ExecRequest,
+) -> Response {
+    let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+    // Subscribed before the call, so an approval decided at once is not missed.
+    let mut events = state.app.registry.events().subscribe();
+    let drive = async move {
+        let started = tx.clone();
+        let outcome = state
+            .app
+            .exec
+            .run_observed(&caller, &session, &req, true, move |id| {
+                let _ = started.send(line(json!({ "started": id })));
+            })
+            .await;
+        let result = match outcome {
+            Ok(r) => r,
+            Err(e) => {
+                let status = super::exec::status_of(&e).as_u16();
+                let _ = tx.send(line(
+                    json!({"error": format!("failed to {e}"), "status": status}),
+                ));
+                return;
+            }
+        };
+        let pending = (result.status() == "approval-pending")
+            .then(|| result.details["approvalId"].as_str().map(str::to_string))
+            .flatten();
+        let _ = tx.send(line(json!({ "result": result })));
+        let Some(id) = pending else { return };
+        let needle = format!("id={id},");
+        loop {
+            match events.recv().await {
+                Ok(ev) if ev.session == session && ev.text.contains(&needle) => {
+                    let done =
+                        ev.text.starts_with("Exec denied") || ev.text.starts_with("Exec finished");
+                    let _ = tx.send(line(json!({ "event": ev.text })));
+                    if done {
+                        return;
+                    }
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return,
+            }
+        }
+    };
+    let lines = tokio_stream::wrappers::UnboundedReceiverStream::new(rx);
+    let driver = futures::stream::once(drive).filter_map(|_| async { None::<Bytes> });
+    let body = futures::stream::select(lines, driver).map(Ok::<_, std::convert::Infallible>);
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/x-ndjson")],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
