@@ -28,7 +28,7 @@ pub enum Command {
     /// Show the effective configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
-    /// Follow a session's events (needs a running `moat serve`).
+    /// Follow a session's events (background exits, approvals).
     Events {
         #[arg(long, env = "MOAT_SESSION", default_value = "main")]
         session: String,

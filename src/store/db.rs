@@ -125,17 +125,25 @@ impl Store {
     }
 
     fn init(mut conn: Connection) -> Result<Self, StoreError> {
+        // busy_timeout first: switching to WAL takes a lock that another opener may hold.
         conn.execute_batch(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;",
+            "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
         )
         .ctx("configure state database")?;
-        let version: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .ctx("read schema version")?;
-        let version = version.max(0) as usize;
-        if version < MIGRATIONS.len() {
-            let tx = conn.transaction().ctx("begin migration")?;
-            for step in &MIGRATIONS[version..] {
+        let read_version = |c: &Connection| -> Result<usize, StoreError> {
+            let v: i64 = c
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .ctx("read schema version")?;
+            Ok(v.max(0) as usize)
+        };
+        if read_version(&conn)? < MIGRATIONS.len() {
+            // Two openers of a fresh database (the daemon and an operator command) must not
+            // both migrate: the write lock is taken first, then the version read again.
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .ctx("begin migration")?;
+            let version = read_version(&tx)?;
+            for step in MIGRATIONS.iter().skip(version) {
                 tx.execute_batch(step).ctx("migrate state database")?;
             }
             tx.execute_batch(&format!("PRAGMA user_version = {}", MIGRATIONS.len()))
@@ -159,4 +167,27 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Openers racing on a fresh database used to fail with "table sessions already exists".
+    #[test]
+    fn racing_openers_of_a_fresh_database_migrate_once() {
+        for _ in 0..10 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("state.db");
+            let threads: Vec<_> = (0..8)
+                .map(|_| {
+                    let path = path.clone();
+                    std::thread::spawn(move || Store::open(&path).map(|_| ()))
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap().unwrap();
+            }
+        }
+    }
 }

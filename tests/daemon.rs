@@ -1,0 +1,560 @@
+//! One owner per moat home (docs/ARCHITECTURE.md, "Daemon"), against the real engine: each
+//! test is one of the races or failures that two owners of one home used to cause.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// A home of its own; its daemon is stopped and its containers removed on drop.
+struct TestHome {
+    dir: tempfile::TempDir,
+    prefix: String,
+}
+
+impl TestHome {
+    fn new(prefix: &str) -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            prefix: prefix.to_string(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}-{name}", self.prefix)
+    }
+
+    fn moat(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_moat"));
+        c.env("MOAT_HOME", self.path())
+            .env_remove("MOAT_SESSION")
+            .env_remove("MOAT_SHELL")
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.moat().args(args).output().unwrap()
+    }
+
+    /// The pid of the daemon serving this home, from its lock file.
+    fn daemon_pid(&self) -> Option<i32> {
+        std::fs::read_to_string(self.path().join("daemon.lock"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// `moat serve` processes whose environment names this home.
+    fn daemons(&self) -> usize {
+        let needle = format!("MOAT_HOME={}", self.path().display());
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                let cmd = String::from_utf8_lossy(&cmd);
+                cmd.contains("moat\0serve")
+                    && env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
+            })
+            .count()
+    }
+
+    fn containers(&self, key: &str) -> Vec<String> {
+        let out = Command::new("docker")
+            .args([
+                "ps",
+                "-aq",
+                "--filter",
+                &format!("label=dev.moat.session={key}"),
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// `ps` inside the session's container.
+    fn ps(&self, key: &str) -> String {
+        let id = self.containers(key).pop().expect("a container");
+        let out = Command::new("docker")
+            .args(["exec", &id, "ps", "-eo", "args"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for TestHome {
+    fn drop(&mut self) {
+        if let Some(pid) = self.daemon_pid() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let _ = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "docker ps -aq --filter name=moat-{}- | xargs -r docker rm -f >/dev/null 2>&1",
+                self.prefix
+            ))
+            .status();
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+/// Twenty CLIs at once on a fresh home used to race for the database and the container
+/// (409 Conflict, "table sessions already exists"). Now: one daemon, one container, twenty
+/// answers.
+#[tokio::test]
+async fn twenty_first_uses_of_a_fresh_home_through_the_cli() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-dm-first");
+    let key = home.key("s");
+    let children: Vec<_> = (0..20)
+        .map(|i| {
+            home.moat()
+                .args(["exec", "--session", &key, "--", &format!("echo call-{i}")])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (i, c) in children.into_iter().enumerate() {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "call {i}: {}", text(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("call-{i}\n"));
+    }
+    assert_eq!(home.containers(&key).len(), 1);
+    assert_eq!(home.daemons(), 1);
+}
+
+/// A JSON-RPC exchange with one `moat mcp`: initialize, then an exec call; the call's result.
+fn mcp_exec(home: &TestHome, session: &str, command: &str) -> Value {
+    let mut child = home
+        .moat()
+        .args(["mcp", "--session", session])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let send = |stdin: &mut std::process::ChildStdin, v: Value| {
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    };
+    let mut read_id = |id: i64| -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(out.read_line(&mut line).unwrap() > 0, "moat mcp closed");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}}),
+    );
+    let init = read_id(1);
+    assert!(init["result"].is_object(), "{init}");
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "exec", "arguments": {"command": command}}}),
+    );
+    let result = read_id(2);
+    drop(stdin);
+    let _ = child.wait();
+    result
+}
+
+/// The same race through `moat mcp` (stdio): twenty servers at once, one daemon behind them.
+#[tokio::test]
+async fn twenty_first_uses_of_a_fresh_home_through_moat_mcp() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = std::sync::Arc::new(TestHome::new("t-dm-mcp"));
+    let key = home.key("s");
+    let threads: Vec<_> = (0..20)
+        .map(|i| {
+            let home = home.clone();
+            let key = key.clone();
+            std::thread::spawn(move || mcp_exec(&home, &key, &format!("echo mcp-{i}")))
+        })
+        .collect();
+    for (i, t) in threads.into_iter().enumerate() {
+        let r = t.join().unwrap();
+        assert_eq!(r["result"]["isError"], false, "call {i}: {r}");
+        assert_eq!(
+            r["result"]["structuredContent"]["aggregated"],
+            format!("mcp-{i}\n"),
+            "{r}"
+        );
+    }
+    assert_eq!(home.containers(&key).len(), 1);
+    assert_eq!(home.daemons(), 1);
+}
+
+/// A CLI killed with SIGKILL during a foreground exec used to leave its command running past
+/// its timeout, unlisted. The daemon owns the command: it ends with the call and stays listed.
+#[tokio::test]
+async fn a_cli_killed_with_sigkill_leaves_nothing_running() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-dm-kill9");
+    let key = home.key("s");
+    let warm = home.run(&["exec", "--session", &key, "--", "true"]);
+    assert!(warm.status.success(), "{}", text(&warm));
+    let mut cli = home
+        .moat()
+        .args([
+            "exec",
+            "--session",
+            &key,
+            "--timeout",
+            "3",
+            "--",
+            "sleep 25",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the command starts", Duration::from_secs(30), || {
+        home.ps(&key).contains("sleep 25")
+    });
+    cli.kill().unwrap();
+    let _ = cli.wait();
+    wait_until("the command is ended", Duration::from_secs(8), || {
+        !home.ps(&key).contains("sleep 25")
+    });
+    // Listed, and its end recorded within the kill grace.
+    let row = || {
+        let list = home.run(&["process", "list", "--session", &key, "--json"]);
+        let v: Value =
+            serde_json::from_slice(&list.stdout).unwrap_or_else(|_| panic!("{}", text(&list)));
+        v["details"]["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["command"] == "sleep 25")
+            .unwrap_or_else(|| panic!("not listed: {v}"))
+            .clone()
+    };
+    wait_until("its end is recorded", Duration::from_secs(8), || {
+        row()["status"] != "running"
+    });
+    assert_eq!(row()["status"], "failed", "{}", row());
+}
+
+/// The new output of a poll result ("(no new output)" is none).
+fn new_output(v: &Value) -> String {
+    let text = v["content"][0]["text"].as_str().unwrap_or_default();
+    let body = text.rsplit_once("\n\n").map_or(text, |(b, _)| b);
+    if body == "(no new output)" {
+        String::new()
+    } else {
+        body.to_string()
+    }
+}
+
+/// Polls over HTTP and through the CLI used to keep two cursors: lines came back twice. One
+/// daemon keeps one cursor per process, whoever asks.
+#[tokio::test]
+async fn http_and_cli_polls_share_one_cursor() {
+    let token = "operator-token-0123456789";
+    let Some(server) = common::serve::serve(
+        "t-dm-poll",
+        &format!("[serve]\noperator_token = \"{token}\"\n"),
+    )
+    .await
+    else {
+        return;
+    };
+    let key = "t-dm-poll-s";
+    let body = json!({"command": "for i in $(seq 1 60); do echo line-$i; sleep 0.05; done", "background": true});
+    let (status, started) = common::serve::http(
+        &server.addr,
+        "POST",
+        &format!("/v1/sessions/{key}/exec"),
+        Some(token),
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(status, 200, "{started}");
+    let id = serde_json::from_str::<Value>(&started).unwrap()["details"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut seen = String::new();
+    for round in 0..200 {
+        let v: Value = if round % 2 == 0 {
+            let poll = json!({"action": "poll", "sessionId": id, "timeout": 200});
+            let (status, body) = common::serve::http(
+                &server.addr,
+                "POST",
+                &format!("/v1/sessions/{key}/process"),
+                Some(token),
+                poll.to_string().as_bytes(),
+            );
+            assert_eq!(status, 200, "{body}");
+            serde_json::from_str(&body).unwrap()
+        } else {
+            let out = Command::new(env!("CARGO_BIN_EXE_moat"))
+                .args([
+                    "process",
+                    "poll",
+                    "--session",
+                    key,
+                    "--id",
+                    &id,
+                    "--timeout",
+                    "200",
+                    "--json",
+                ])
+                .env("MOAT_HOME", server.dir.path())
+                .output()
+                .unwrap();
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)))
+        };
+        let chunk = new_output(&v);
+        if !chunk.is_empty() {
+            seen.push_str(&chunk);
+            seen.push('\n');
+        }
+        if v["details"]["status"] != "running" {
+            break;
+        }
+    }
+    let lines: Vec<&str> = seen.lines().filter(|l| !l.is_empty()).collect();
+    let expected: Vec<String> = (1..=60).map(|i| format!("line-{i}")).collect();
+    assert_eq!(lines, expected, "every line once, in order");
+}
+
+/// A result that travelled through the daemon used to lose `timedOut`, `durationMs` and
+/// `truncated` when the command outlived the yield window.
+#[tokio::test]
+async fn results_through_the_daemon_tell_the_truth() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-dm-truth");
+    let key = home.key("s");
+    std::fs::write(home.path().join("moat.toml"), "[exec]\nyield_ms = 1000\n").unwrap();
+    let out = home.run(&[
+        "exec",
+        "--session",
+        &key,
+        "--json",
+        "--timeout",
+        "3",
+        "--",
+        "sleep 20",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
+    assert_eq!(v["details"]["timedOut"], true, "{v}");
+    assert!(v["details"]["durationMs"].as_i64().unwrap() >= 2500, "{v}");
+    let out = home.run(&[
+        "exec",
+        "--session",
+        &key,
+        "--json",
+        "--",
+        "sleep 2; head -c 400000 /dev/zero | tr '\\0' a",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
+    assert_eq!(v["details"]["truncated"], true, "{v}");
+    assert_eq!(v["details"]["status"], "completed", "{v}");
+    assert!(v["details"]["durationMs"].as_i64().unwrap() >= 1500, "{v}");
+}
+
+/// `sessions list` used to show every home's containers (and `sessions rm` then refused them).
+#[tokio::test]
+async fn sessions_list_shows_this_homes_sessions_only() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let a = TestHome::new("t-dm-ls-a");
+    let b = TestHome::new("t-dm-ls-b");
+    for h in [&a, &b] {
+        let out = h.run(&["exec", "--session", &h.key("s"), "--", "true"]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let out = a.run(&["sessions", "list", "--json"]);
+    let rows: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
+    let keys: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, vec![a.key("s").as_str()]);
+    let rm = a.run(&["sessions", "rm", &a.key("s")]);
+    assert!(rm.status.success(), "{}", text(&rm));
+    assert!(a.containers(&a.key("s")).is_empty());
+    assert_eq!(b.containers(&b.key("s")).len(), 1);
+}
+
+/// A daemon started on demand goes away when it has nothing to own, and at once when its home
+/// is deleted; a second `moat serve` on a served home is refused by name.
+#[tokio::test]
+async fn the_daemon_exits_when_idle_or_unreachable_and_stays_single() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-dm-idle");
+    let key = home.key("s");
+    std::fs::write(
+        home.path().join("moat.toml"),
+        "[serve]\nidle_exit_secs = 2\n",
+    )
+    .unwrap();
+    let out = home.run(&["exec", "--session", &key, "--background", "--", "sleep 4"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let pid = home.daemon_pid().unwrap();
+    let serve = home.run(&["serve"]);
+    assert_eq!(serve.status.code(), Some(2), "{}", text(&serve));
+    assert!(
+        String::from_utf8_lossy(&serve.stderr).contains(&format!(
+            "another moat (pid {pid}) already serves this home"
+        )),
+        "{}",
+        text(&serve)
+    );
+    // Busy while the background command runs (4 s), then idle for 2 s.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(alive(pid), "stopped while it owned a running process");
+    wait_until("the idle daemon exits", Duration::from_secs(15), || {
+        !alive(pid)
+    });
+    assert!(!home.path().join("moat.sock").exists());
+    // The next command starts a new one.
+    let out = home.run(&["exec", "--session", &key, "--", "echo back"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "back\n",
+        "{}",
+        text(&out)
+    );
+    let pid = home.daemon_pid().unwrap();
+    std::fs::remove_file(home.path().join("moat.sock")).unwrap();
+    wait_until(
+        "the unreachable daemon exits",
+        Duration::from_secs(10),
+        || !alive(pid),
+    );
+}
+
+/// A daemon of another configuration must not run a client's commands: an idle one started
+/// on demand is replaced, a busy one is reported with what to do.
+#[tokio::test]
+async fn a_daemon_of_another_configuration_is_replaced_or_refused() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-dm-fit");
+    let key = home.key("s");
+    let out = home.run(&["exec", "--session", &key, "--", "echo one"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let first = home.daemon_pid().unwrap();
+    std::fs::write(home.path().join("moat.toml"), "[exec]\nyield_ms = 9000\n").unwrap();
+    let out = home.run(&["exec", "--session", &key, "--", "echo two"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "two\n",
+        "{}",
+        text(&out)
+    );
+    let second = home.daemon_pid().unwrap();
+    assert_ne!(first, second);
+    wait_until("the replaced daemon exits", Duration::from_secs(10), || {
+        !alive(first)
+    });
+    let out = home.run(&["exec", "--session", &key, "--background", "--", "sleep 30"]);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::write(home.path().join("moat.toml"), "[exec]\nyield_ms = 8000\n").unwrap();
+    let out = home.run(&["exec", "--session", &key, "--", "echo three"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("another moat build or configuration"), "{err}");
+    assert!(err.contains("1 running processes"), "{err}");
+    assert!(alive(second));
+}
+
+/// With no daemon reachable and none startable, the error says why.
+#[tokio::test]
+async fn no_startable_daemon_is_a_clear_error() {
+    let home = TestHome::new("t-dm-nostart");
+    let out = home
+        .moat()
+        .args(["exec", "--", "true"])
+        .env("MOAT_HOST_COMMAND", "x")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("runs inside a host command"),
+        "{}",
+        text(&out)
+    );
+    // A daemon that cannot serve (TCP without any token) exits: its own words reach the user.
+    std::fs::write(
+        home.path().join("moat.toml"),
+        "[serve]\ntcp = \"127.0.0.1:0\"\n",
+    )
+    .unwrap();
+    let out = home.run(&["exec", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("failed to start moat serve for"), "{err}");
+    assert!(err.contains("before answering"), "{err}");
+    assert!(err.contains("serve.operator_token"), "{err}");
+}
