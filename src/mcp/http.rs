@@ -29,18 +29,35 @@ pub fn http_config(ct: CancellationToken, allowed_hosts: &[String]) -> Streamabl
     }
 }
 
+/// rmcp's table of live MCP sessions; `moat serve` reads it to forget the owners of sessions
+/// rmcp has dropped (on idle, or when their client went away).
+pub type McpSessions = Arc<LocalSessionManager>;
+
 /// The streamable HTTP service: one [`MoatMcp`] per MCP session, its moat session resolved
-/// from each request by `resolve`.
+/// from each request by `resolve`; and its session table.
 pub fn http_service(
     ctx: Arc<McpContext>,
     resolve: SessionResolver,
     config: StreamableHttpServerConfig,
-) -> McpHttpService {
-    StreamableHttpService::new(
+) -> (McpHttpService, McpSessions) {
+    let sessions: McpSessions = Arc::new(LocalSessionManager::default());
+    let service = StreamableHttpService::new(
         move || Ok(MoatMcp::per_request(ctx.clone(), resolve.clone())),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
-    )
+    );
+    (service, sessions)
+}
+
+/// The ids of the MCP sessions rmcp still holds.
+pub async fn live_sessions(sessions: &McpSessions) -> std::collections::HashSet<String> {
+    sessions
+        .sessions
+        .read()
+        .await
+        .keys()
+        .map(|k| k.to_string())
+        .collect()
 }
 
 #[cfg(test)]
@@ -89,11 +106,12 @@ mod tests {
             Arc::new(FakeRuntime::new()),
         )
         .unwrap();
-        http_service(
+        let (service, _) = http_service(
             McpContext::new(Arc::new(app)),
             resolver(),
             http_config(CancellationToken::new(), &[]),
-        )
+        );
+        service
     }
 
     fn post(token: Option<&str>, mcp_session: Option<&str>, body: Value) -> Request<Full<Bytes>> {

@@ -8,7 +8,7 @@ mod schema;
 mod server;
 mod stdio;
 
-pub use http::{http_config, http_service, McpHttpService};
+pub use http::{http_config, http_service, live_sessions, McpHttpService, McpSessions};
 pub use notify::LOGGER;
 pub use schema::{exec_input, process_input, tools, EXEC, PROCESS};
 pub use server::{call_result, implementation, McpContext, MoatMcp, SessionResolver};

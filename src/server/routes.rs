@@ -12,7 +12,9 @@ use super::error::ApiError;
 use super::handlers;
 use crate::app::App;
 use crate::exec::Caller;
-use crate::mcp::{http_config, http_service, McpContext, McpHttpService};
+use crate::mcp::{
+    http_config, http_service, live_sessions, McpContext, McpHttpService, McpSessions,
+};
 use crate::tools::ProcessTool;
 
 /// Request bodies above this are refused with 413 (a command is at most a few KiB; env is
@@ -25,6 +27,8 @@ pub struct ServerState {
     pub process: ProcessTool,
     /// MCP over streamable HTTP at `/mcp`; its sessions end when `shutdown` is cancelled.
     pub mcp: McpHttpService,
+    /// rmcp's live MCP sessions, to bound `mcp_owners` by them.
+    pub mcp_sessions: McpSessions,
     /// Who opened each MCP session (`Mcp-Session-Id` → identity). rmcp serves `GET` and
     /// `DELETE /mcp` without calling moat, so without this any valid token holding another
     /// caller's session id could read that session's notifications. A std mutex: never held
@@ -61,7 +65,7 @@ impl ServerState {
         let process = ProcessTool {
             registry: app.registry.clone(),
         };
-        let mcp = http_service(
+        let (mcp, mcp_sessions) = http_service(
             McpContext::new(app.clone()),
             Arc::new(mcp_identity),
             http_config(shutdown.clone(), &[]),
@@ -75,6 +79,7 @@ impl ServerState {
             app,
             process,
             mcp,
+            mcp_sessions,
             mcp_owners: Default::default(),
             shutdown,
             daemon,
@@ -139,7 +144,18 @@ async fn identify_mcp(
     req.extensions_mut().insert(who.clone());
     req.extensions_mut().insert(transport);
     let response = next.run(req).await;
+    let opened = sid.is_none() && response.headers().contains_key(SESSION_HEADER);
+    // A new session is the moment to forget the owners of sessions rmcp dropped since (on
+    // idle, or with their client): the table never outgrows rmcp's own.
+    let live = if opened {
+        Some(live_sessions(&state.mcp_sessions).await)
+    } else {
+        None
+    };
     let mut owners = state.mcp_owners.lock().unwrap();
+    if let Some(live) = &live {
+        owners.retain(|id, _| live.contains(id));
+    }
     match (
         &sid,
         response
@@ -190,4 +206,63 @@ pub fn router(state: Arc<ServerState>, transport: Transport) -> Router {
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(Extension(transport))
         .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, ConfigSource};
+    use crate::home::Home;
+    use crate::runtime::fake::FakeRuntime;
+    use tower::ServiceExt;
+
+    /// The owner table used to keep every MCP session rmcp had dropped: a new session now
+    /// clears the ones rmcp no longer holds.
+    #[tokio::test]
+    async fn mcp_owners_are_bounded_by_rmcps_live_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        home.ensure_root().unwrap();
+        let source = ConfigSource {
+            file: None,
+            overrides: vec![],
+        };
+        let app = App::with_runtime(
+            home,
+            Config::default(),
+            source,
+            Arc::new(FakeRuntime::new()),
+        )
+        .unwrap();
+        let state = ServerState::new(app, CancellationToken::new());
+        for i in 0..100 {
+            state
+                .mcp_owners
+                .lock()
+                .unwrap()
+                .insert(format!("dropped-{i}"), Identity::Operator);
+        }
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}});
+        let req = axum::http::Request::post("/mcp")
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("x-moat-session", "s")
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap();
+        let resp = router(state.clone(), Transport::Unix)
+            .oneshot(req)
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let sid = resp.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        let owners = state.mcp_owners.lock().unwrap();
+        assert_eq!(owners.len(), 1, "{:?}", owners.keys().collect::<Vec<_>>());
+        assert!(owners.contains_key(&sid));
+    }
 }
