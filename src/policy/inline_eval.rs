@@ -353,7 +353,10 @@ const FAMILIES: &[Family] = &[
         eval_short: "E",
         eval_long: &["eval"],
         safe_short: "bBdeiknpqrRsStvw",
-        value_short: "CfIjloW",
+        value_short: "CIjloW",
+        // A makefile is make's program: its recipes run. Judged like a script operand.
+        file_short: "f",
+        file_long: &["file", "makefile"],
         safe_long: &[
             "always-make",
             "environment-overrides",
@@ -382,8 +385,6 @@ const FAMILIES: &[Family] = &[
             "jobs",
             "load-average",
             "directory",
-            "file",
-            "makefile",
             "include-dir",
             "old-file",
             "assume-old",
@@ -394,8 +395,6 @@ const FAMILIES: &[Family] = &[
         ],
         value_long: &[
             "directory",
-            "file",
-            "makefile",
             "include-dir",
             "jobs",
             "load-average",
@@ -464,6 +463,12 @@ struct Scan<'a> {
     info_only: bool,
     /// The operands, in order.
     operands: Vec<&'a str>,
+}
+
+/// Two program files (`make -f a.mk -f b.mk`): both run, but only one would be judged and
+/// bound, so such a call counts as inline eval.
+fn more_than_one(shown: &str) -> String {
+    format!("{shown} with more than one program file")
 }
 
 /// Whether a long option name is listed, with `*` entries matching as prefixes.
@@ -599,7 +604,9 @@ fn scan<'a>(family: &Family, shown: &str, args: &'a [String]) -> Option<Result<S
                         args.get(index - 1).map(String::as_str)
                     }
                 };
-                out.program_file = Some(value.unwrap_or("-"));
+                if out.program_file.replace(value.unwrap_or("-")).is_some() {
+                    return Some(Err(more_than_one(shown)));
+                }
                 if family.program == Program::ScriptOrStdin {
                     break;
                 }
@@ -684,8 +691,8 @@ fn scan<'a>(family: &Family, shown: &str, args: &'a [String]) -> Option<Result<S
                         )));
                     }
                     out.program_file = Some("module");
-                } else {
-                    out.program_file = Some(value);
+                } else if out.program_file.replace(value).is_some() {
+                    return Some(Err(more_than_one(shown)));
                 }
                 break;
             }
@@ -953,6 +960,27 @@ mod tests {
             ("make --eval=x", "make --eval"),
             ("make test --eval x", "make --eval"),
             ("make -E x", "make -E"),
+            (
+                "make -f /dev/stdin",
+                "make reading its program from /dev/stdin",
+            ),
+            ("make -f - all", "make reading its program from stdin"),
+            (
+                "make --file=/proc/self/fd/0",
+                "make reading its program from /proc/self/fd/0",
+            ),
+            (
+                "make --makefile /dev/fd/0 test",
+                "make reading its program from /dev/fd/0",
+            ),
+            (
+                "make -f ci.mk -f /dev/stdin",
+                "make with more than one program file",
+            ),
+            (
+                "awk -f a.awk -f /dev/stdin x",
+                "awk with more than one program file",
+            ),
         ];
         for (argv, want) in rows {
             assert_eq!(run(argv).as_deref(), Some(*want), "argv {argv:?}");
@@ -1006,6 +1034,9 @@ mod tests {
             "make test",
             "make -j4 test",
             "make -C dir test",
+            "make -f ci.mk test",
+            "make --file=ci.mk",
+            "make -j4 -fci.mk",
             "ls -c",
             "grep -e foo",
             "cat",

@@ -309,20 +309,46 @@ fn model_redirect(redirect: &IoRedirect) -> Result<Redirect, String> {
             if !matches!(fd, None | Some(0)) {
                 return Err("here-document on a descriptor other than stdin".to_owned());
             }
-            let body = &heredoc.doc.value;
-            if heredoc.requires_expansion
-                && (body.contains('$') || body.contains('`') || body.contains('\\'))
-            {
-                return Err("here-document with expansion".to_owned());
-            }
+            let raw = &heredoc.doc.value;
+            let body = if heredoc.requires_expansion {
+                literal_heredoc_body(raw)
+                    .ok_or_else(|| "here-document with expansion".to_owned())?
+            } else {
+                raw.clone()
+            };
             if !body.is_empty() && !body.ends_with('\n') {
                 return Err("here-document body without a final newline".to_owned());
             }
-            Ok(Redirect::HereDoc { body: body.clone() })
+            Ok(Redirect::HereDoc { body })
         }
         IoRedirect::HereString(_, _) => Err("here-string <<<".to_owned()),
         IoRedirect::OutputAndError(_, _) => Err(format!("redirection {redirect}")),
     }
+}
+
+/// What an unquoted here-document's body reads as, when it expands nothing: there a
+/// backslash quotes `$`, `` ` ``, `\` and a newline (which it removes), as inside double
+/// quotes, and stays itself before anything else. `None` when an unescaped `$` or `` ` ``
+/// would expand.
+fn literal_heredoc_body(raw: &str) -> Option<String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '$' | '`' => return None,
+            '\\' => match chars.next() {
+                Some(n @ ('$' | '`' | '\\')) => out.push(n),
+                Some('\n') => {}
+                Some(n) => {
+                    out.push('\\');
+                    out.push(n);
+                }
+                None => out.push('\\'),
+            },
+            c => out.push(c),
+        }
+    }
+    Some(out)
 }
 
 /// The modelled form of a file redirection, if it is one of the harmless ones.
@@ -469,6 +495,20 @@ mod tests {
                 body: "plain text\n".to_owned()
             }]
         );
+        // In an unquoted here-document, escaped `$`, `` ` `` and `\` are literal text.
+        for (text, body) in [
+            ("cat <<EOF\necho \\$(id) \\`id\\`\nEOF", "echo $(id) `id`\n"),
+            ("cat <<EOF\na\\$b c\\\\d \\x\nEOF", "a$b c\\d \\x\n"),
+            ("cat <<EOF\njoined \\\nline\nEOF", "joined line\n"),
+        ] {
+            let script = parse_script(text);
+            assert_eq!(script.first_miss(), None, "{text:?}");
+            assert_eq!(
+                script.segments[0].redirects,
+                vec![Redirect::HereDoc { body: body.into() }],
+                "{text:?}"
+            );
+        }
         let script = parse_script("cat <<-'EOF'\n\tindented\n\tEOF\n");
         assert_eq!(script.first_miss(), None);
         assert_eq!(
@@ -513,7 +553,11 @@ mod tests {
             ("cat <<EOF\n$HOME\nEOF", "here-document with expansion"),
             ("cat <<EOF\n`id`\nEOF", "here-document with expansion"),
             ("cat <<EOF\n$(id)\nEOF", "here-document with expansion"),
-            ("cat <<EOF\na\\$b\nEOF", "here-document with expansion"),
+            ("cat <<EOF\na\\\\$b\nEOF", "here-document with expansion"),
+            (
+                "cat <<EOF\n\\$(id) $(id)\nEOF",
+                "here-document with expansion",
+            ),
             (
                 "cat 3<<'EOF'\nx\nEOF",
                 "here-document on a descriptor other than stdin",

@@ -231,10 +231,21 @@ fn peel(argv: &[String]) -> Result<Option<(&'static str, usize)>, UnwrapError> {
             let Some(first) = args.first() else {
                 return Ok(None);
             };
-            if first.starts_with('-') || first.contains('=') {
+            // `--` only ends env's options: `env -- ls` runs `ls` with nothing changed.
+            if first == "--" {
+                let Some(next) = args.get(1) else {
+                    return Ok(None);
+                };
+                // Assignments may still follow `--`.
+                if next.contains('=') {
+                    return Err(miss(format!("env with assignments ({next})")));
+                }
+                ("env", Some(1))
+            } else if first.starts_with('-') || first.contains('=') {
                 return Err(miss(format!("env with options or assignments ({first})")));
+            } else {
+                ("env", Some(0))
             }
-            ("env", Some(0))
         }
         "command" => {
             let Some(first) = args.first() else {
@@ -499,6 +510,8 @@ mod tests {
         let rows: &[(&str, &[&str], &str)] = &[
             ("ls -la", &[], "ls -la"),
             ("env ls", &["env"], "ls"),
+            ("env -- ls -l", &["env --"], "ls -l"),
+            ("env -- env -- ls", &["env --", "env --"], "ls"),
             ("/usr/bin/env ls -l", &["/usr/bin/env"], "ls -l"),
             ("nice ls", &["nice"], "ls"),
             ("nice -n 5 ls", &["nice -n 5"], "ls"),
@@ -534,6 +547,7 @@ mod tests {
             ),
             ("nice", &[], "nice"),
             ("env", &[], "env"),
+            ("env --", &[], "env --"),
             ("nohup --version", &[], "nohup --version"),
             ("timeout 5", &[], "timeout 5"),
             ("command", &[], "command"),
@@ -597,8 +611,8 @@ mod tests {
                 UnwrapError::Miss("env with options or assignments (LD_PRELOAD=/tmp/x.so)".into()),
             ),
             (
-                "env -- ls",
-                UnwrapError::Miss("env with options or assignments (--)".into()),
+                "env -- LD_PRELOAD=/tmp/x.so ls",
+                UnwrapError::Miss("env with assignments (LD_PRELOAD=/tmp/x.so)".into()),
             ),
             (
                 "command -v ls",
