@@ -385,3 +385,50 @@ async fn a_truncated_foreground_result_points_at_its_record() {
         small.details
     );
 }
+
+/// A process whose run files were replaced (the log swapped for a symlink, as a host command
+/// running as moat's user could) cannot be followed; a moat that finds it so lists it as
+/// failed with the reason instead of answering "No session found".
+#[tokio::test]
+async fn a_process_with_tampered_files_stays_listed() {
+    let Some(m) = common::moat("t-tamper", Config::default()).await else {
+        return;
+    };
+    let id = m.background("a", "sleep 30").await;
+    let log = std::fs::read_dir(m.dir.path().join("run"))
+        .unwrap()
+        .map(|d| d.unwrap().path().join(format!("{id}.out")))
+        .find(|p| p.exists())
+        .expect("the process log");
+    std::fs::remove_file(&log).unwrap();
+    std::os::unix::fs::symlink("/etc/shadow", &log).unwrap();
+    // Another moat on the same home (the daemon after a restart) finds it.
+    let source = moat::config::ConfigSource {
+        file: None,
+        overrides: vec![],
+    };
+    let other = moat::app::App::with_runtime(
+        moat::home::Home::at(m.dir.path()),
+        Config::default(),
+        source,
+        m.app.runtime.clone(),
+    )
+    .unwrap();
+    let tool = moat::tools::ProcessTool {
+        registry: other.registry.clone(),
+    };
+    let poll = ProcessRequest {
+        action: "poll".into(),
+        session_id: Some(id.clone()),
+        ..Default::default()
+    };
+    let r = tool.run(&m.key("a"), &poll).await;
+    assert_eq!(r.status(), "failed", "{}", r.text());
+    assert!(r.text().contains("tampered"), "{}", r.text());
+    let list = ProcessRequest {
+        action: "list".into(),
+        ..Default::default()
+    };
+    let r = tool.run(&m.key("a"), &list).await;
+    assert!(r.text().contains(&id), "{}", r.text());
+}

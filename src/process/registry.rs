@@ -421,8 +421,12 @@ impl Registry {
     fn attach(self: &Arc<Self>, row: ProcessRow) -> Option<Arc<Proc>> {
         let owner = (row.container != HOST_CONTAINER).then_some(self.sandbox_owner);
         // A directory that cannot be opened safely leaves the process without files: its
-        // recorded state still shows, and a running one is not re-attached.
-        let files = RunFiles::open(&row.run_dir, &row.id, owner).ok();
+        // recorded state still shows, and a running one is listed as failed with the reason
+        // instead of being re-attached (docs/security.md, "Run directory and workspace files").
+        let (files, mut unsafe_files) = match RunFiles::open(&row.run_dir, &row.id, owner) {
+            Ok(f) => (Some(f), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
         let info = ProcInfo {
             id: row.id.clone(),
             session: row.session.clone(),
@@ -436,7 +440,14 @@ impl Registry {
         let secrets = self.secrets_for(&row.session, &row.container);
         let mut output = OutputState::new(self.limits.max_output_chars, secrets);
         output.spill_max = self.limits.spill_max;
-        let log = files.as_ref().and_then(|f| f.open_log().ok());
+        let log = match files.as_ref().map(RunFiles::open_log) {
+            Some(Ok(log)) => Some(log),
+            Some(Err(e)) => {
+                unsafe_files = Some(e.to_string());
+                None
+            }
+            None => None,
+        };
         if let Some(log) = &log {
             let recorded = self.store.record_start(&row.id).ok().flatten().map(
                 |(offset, lines, at_line_start)| LineMark {
@@ -493,12 +504,42 @@ impl Registry {
         } else {
             // stdin cannot be re-attached: its writer closed with the moat that started it.
             proc.lock().stdin_open = false;
-            let (files, log) = (files?, log?);
-            self.supervise(&proc, files, log, None, None, ExitWatch::Recovered, control);
+            match (files, log) {
+                (Some(files), Some(log)) => {
+                    self.supervise(&proc, files, log, None, None, ExitWatch::Recovered, control)
+                }
+                _ => self.give_up(&proc, unsafe_files.as_deref().unwrap_or("no log")),
+            }
         }
         let mut procs = self.procs.lock().unwrap();
         // Another caller may have attached it meanwhile; keep the first.
         Some(procs.entry(row.id).or_insert(proc).clone())
+    }
+
+    /// A running process whose run files cannot be opened safely (replaced, re-linked, of
+    /// another owner): moat cannot follow it, so it is recorded as failed, saying why, and stays
+    /// listed instead of vanishing as "not found".
+    fn give_up(&self, proc: &Arc<Proc>, why: &str) {
+        let finished = now_ms();
+        let _ = self.store.finish_process(
+            &proc.info.id,
+            ProcessStatus::Failed,
+            None,
+            None,
+            false,
+            finished,
+        );
+        let mut st = proc.lock();
+        st.output.note(&format!(
+            "\n[moat] stopped following this process: its run files were tampered with or cannot be opened safely ({why}).\n"
+        ));
+        st.output.finish();
+        st.exit = Some(ExitInfo {
+            code: None,
+            signal: None,
+            timed_out: false,
+            finished_at_ms: finished,
+        });
     }
 
     /// Hands a process to its owner task.
