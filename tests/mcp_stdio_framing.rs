@@ -132,7 +132,10 @@ fn malformed_lines_are_answered_and_the_server_keeps_serving() {
         "{refused}"
     );
     let grown = mcp.rss_kib().saturating_sub(before);
-    assert!(grown < 16 * 1024, "moat mcp grew by {grown} KiB on a 48 MiB line");
+    assert!(
+        grown < 16 * 1024,
+        "moat mcp grew by {grown} KiB on a 48 MiB line"
+    );
     // The rest of that line is skipped up to its newline; the next line is read again.
     mcp.send(b"still the long line\n");
 
@@ -147,7 +150,9 @@ fn malformed_lines_are_answered_and_the_server_keeps_serving() {
     let init = mcp.answer();
     assert_eq!(init["id"], 1, "{init}");
     assert_eq!(init["result"]["serverInfo"]["name"], "moat", "{init}");
-    mcp.send(&line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})));
+    mcp.send(&line(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ));
 
     // After the handshake too, and a well-formed message that is no request.
     mcp.send(b"{]\n");
@@ -155,7 +160,9 @@ fn malformed_lines_are_answered_and_the_server_keeps_serving() {
     mcp.send(b"[1,2,3]\n");
     assert_error(&mcp.answer(), -32600, "not a message");
 
-    mcp.send(&line(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})));
+    mcp.send(&line(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ));
     let tools = mcp.answer();
     assert_eq!(tools["id"], 2, "{tools}");
     let names: Vec<&str> = tools["result"]["tools"]
@@ -164,7 +171,10 @@ fn malformed_lines_are_answered_and_the_server_keeps_serving() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert!(names.contains(&"exec") && names.contains(&"process"), "{names:?}");
+    assert!(
+        names.contains(&"exec") && names.contains(&"process"),
+        "{names:?}"
+    );
 
     // Input that ends in the middle of a message is answered too, then moat exits.
     mcp.send(b"{\"jsonrpc\":\"2.0\",\"id\":3,");

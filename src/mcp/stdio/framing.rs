@@ -229,7 +229,11 @@ mod tests {
     fn bad_lines_get_an_answer() {
         let rows: &[(&[u8], i64, Value)] = &[
             (b"not json", PARSE_ERROR, Value::Null),
-            (b"{\"jsonrpc\":\"2.0\",\"id\":1,\"meth", PARSE_ERROR, Value::Null),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"meth",
+                PARSE_ERROR,
+                Value::Null,
+            ),
             (b"{\"jsonrpc\":\"2.0\",\"id\":1}}", PARSE_ERROR, Value::Null),
             (b"\xff\xfe{}", PARSE_ERROR, Value::Null),
             (b"{\"a\":\"\xc3\x28\"}", PARSE_ERROR, Value::Null),

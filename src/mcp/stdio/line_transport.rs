@@ -191,7 +191,10 @@ mod tests {
         input.extend_from_slice(b"\n\xff\xfe\x00\n");
         input.extend_from_slice(br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
         input.extend_from_slice(b"\n\n");
-        input.extend(std::iter::repeat_n(b'x', crate::mcp::stdio::framing::MAX_LINE_BYTES + 10));
+        input.extend(std::iter::repeat_n(
+            b'x',
+            crate::mcp::stdio::framing::MAX_LINE_BYTES + 10,
+        ));
         input.extend_from_slice(b"\n");
         input.extend_from_slice(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
         input.extend_from_slice(b"\n{\"cut");

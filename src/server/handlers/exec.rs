@@ -2,11 +2,11 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 
-use super::{caller, json_body};
+use super::{caller, json_body, PathParam};
 use crate::exec::{ExecRequest, ToolResult};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
@@ -18,7 +18,7 @@ use crate::tools::ExecError;
 pub async fn exec(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
-    Path(session): Path<String>,
+    PathParam(session): PathParam,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<ToolResult>, ApiError> {
