@@ -40,6 +40,7 @@ fn status_of(e: &ExecError) -> StatusCode {
     match e {
         ExecError::Request(_)
         | ExecError::Env(_)
+        | ExecError::ArgLimit(_)
         | ExecError::Workdir(_)
         | ExecError::HostEnv(_)
         | ExecError::HostWorkdir { .. } => StatusCode::BAD_REQUEST,
