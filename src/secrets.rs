@@ -26,6 +26,10 @@ pub enum SecretsError {
     },
     #[error("read secret {name}: the value is empty")]
     Empty { name: String },
+    /// A secret reaches commands as one `NAME=value` environment string, which Linux bounds
+    /// (docs/security.md, "Bounds on what one exec carries").
+    #[error("read secret {name}: the value is {len} bytes; `{name}=value` must fit in the {} bytes one environment string may carry on Linux (MAX_ARG_STRLEN)", crate::exec::MAX_ARG_BYTES)]
+    TooLong { name: String, len: u64 },
     /// The secret names single sessions where sessions share a container.
     #[error("give secret {name} to session {session}: {why}")]
     SharedContainer {
@@ -75,6 +79,12 @@ impl Secrets {
             };
             if value.is_empty() {
                 return Err(SecretsError::Empty { name: name.clone() });
+            }
+            if !crate::exec::fits_one_argument(name.len() + 1 + value.len()) {
+                return Err(SecretsError::TooLong {
+                    name: name.clone(),
+                    len: value.len() as u64,
+                });
             }
             entries.push((name.clone(), s.clone(), value));
         }
@@ -151,6 +161,14 @@ fn read_private(name: &str, path: &str) -> Result<String, SecretsError> {
             mode: meta.mode() & 0o777,
         });
     }
+    // Not read at all when it cannot fit (see `SecretsError::TooLong`); the slack is for a
+    // trailing line ending.
+    if meta.len() > crate::exec::MAX_ARG_BYTES as u64 + 2 {
+        return Err(SecretsError::TooLong {
+            name: name.into(),
+            len: meta.len(),
+        });
+    }
     let text = std::fs::read_to_string(path).map_err(err)?;
     // A trailing newline is an editor's, not part of the value.
     Ok(text.trim_end_matches(['\n', '\r']).to_string())
@@ -223,5 +241,33 @@ mod tests {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
         let s = Secrets::load_with(&c, |_| None).unwrap();
         assert_eq!(s.all(), [("TOKEN".into(), "filevalue".into())]);
+    }
+
+    #[test]
+    fn a_value_must_fit_in_one_environment_string() {
+        let limit = crate::exec::MAX_ARG_BYTES;
+        // `TOKEN=` and the terminating NUL take 7 of the bytes.
+        let fits = "v".repeat(limit - 7);
+        let s = Secrets::load_with(&config("SRC", ""), |_| Some(fits.clone())).unwrap();
+        assert_eq!(s.all()[0].1.len(), limit - 7);
+        let Err(err) = Secrets::load_with(&config("SRC", ""), |_| Some(format!("{fits}v"))) else {
+            panic!("a value one byte too long was accepted");
+        };
+        let text = err.to_string();
+        assert!(
+            text.contains("TOKEN") && text.contains("131072 bytes"),
+            "{text}"
+        );
+        assert!(!text.contains("vvvv"), "the value is never shown");
+        // A huge file is refused without being read.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big");
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(1 << 30).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let Err(err) = Secrets::load_with(&config("", &p.display().to_string()), |_| None) else {
+            panic!("a 1 GiB secret file was accepted");
+        };
+        assert!(err.to_string().contains("1073741824 bytes"), "{err}");
     }
 }

@@ -257,6 +257,7 @@ fn validate_sections(config: &Config) -> Result<(), ConfigError> {
             return Err(invalid(key(".sessions"), why));
         }
     }
+    check_exec_strings(config)?;
     for (name, skill) in &config.skills {
         for bin in &skill.bins {
             let plain = !bin.is_empty()
@@ -272,6 +273,44 @@ fn validate_sections(config: &Config) -> Result<(), ConfigError> {
                     format!("`{bin}` is not a plain command name or absolute path"),
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Settings that reach a command as one exec argument or environment string must fit in one
+/// (docs/security.md, "Bounds on what one exec carries"): past it every exec, or the session's
+/// set-up, would fail inside the engine instead of at load.
+fn check_exec_strings(config: &Config) -> Result<(), ConfigError> {
+    let too_long = |key: String, len: usize| {
+        ConfigError::Invalid {
+        key,
+        message: format!(
+            "{len} bytes do not fit in the {} bytes one exec argument or environment string may carry on Linux (MAX_ARG_STRLEN)",
+            crate::exec::MAX_ARG_BYTES
+        ),
+    }
+    };
+    let s = &config.sandbox;
+    if !crate::exec::fits_one_argument(s.setup_command.len()) {
+        return Err(too_long(
+            "sandbox.setup_command".into(),
+            s.setup_command.len(),
+        ));
+    }
+    for (name, value) in &s.env {
+        let len = name.len() + 1 + value.len();
+        if !crate::exec::fits_one_argument(len) {
+            return Err(too_long(format!("sandbox.env.{name}"), len));
+        }
+    }
+    for (key, dirs) in [
+        ("sandbox.path_prepend", &s.path_prepend),
+        ("elevated.path_prepend", &config.elevated.path_prepend),
+    ] {
+        let len = "MOAT_PATH_PREPEND=".len() + dirs.join(":").len();
+        if !crate::exec::fits_one_argument(len) {
+            return Err(too_long(key.into(), len));
         }
     }
     Ok(())
@@ -431,6 +470,21 @@ mod tests {
                 "elevated.path_prepend",
             ),
             (|c| c.approvals.timeout_secs = 0, "approvals.timeout_secs"),
+            // Past what one exec argument or env string carries (docs/security.md).
+            (
+                |c| c.sandbox.setup_command = "x".repeat(128 * 1024),
+                "sandbox.setup_command",
+            ),
+            (
+                |c| {
+                    c.sandbox.env.insert("BIG".into(), "v".repeat(200 * 1024));
+                },
+                "sandbox.env.BIG",
+            ),
+            (
+                |c| c.sandbox.path_prepend = vec![format!("/{}", "d".repeat(1000)); 140],
+                "sandbox.path_prepend",
+            ),
             (
                 |c| c.elevated.env_allow = vec!["TAR_OPTIONS".into()],
                 "elevated.env_allow",

@@ -1,12 +1,14 @@
 //! The `exec` tool's contract: request parsing and validation, env rules, workdir mapping,
 //! and the result shape. Pure; `tools::exec` wires it to sessions and processes.
 
+mod arg_limits;
 mod elevated;
 mod env;
 mod request;
 mod result;
 mod workdir;
 
+pub use arg_limits::{check_exec, fits_one_argument, ArgLimitError, MAX_ARG_BYTES};
 pub use elevated::{target, Caller, ElevatedError, GateError, Target};
 pub use env::{merge_env, request_path, validate_env, EnvError};
 pub use request::{ExecRequest, HostChoice, RequestError};

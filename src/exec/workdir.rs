@@ -1,9 +1,12 @@
 //! Maps a requested workdir to a container path inside the workspace (SPEC §3).
 //!
 //! Accepted: a container path under `/workspace`, a path relative to it, or a host path inside
-//! the session's host workspace. The host side is resolved beneath the open workspace
-//! (relative symlinks inside it are followed, nothing that leads out is) and must exist as a
-//! directory; otherwise the error names the allowed root.
+//! the session's host workspace. `.` and `..` are resolved first, on the text, as a shell's
+//! logical `cd` does (`/workspace/d/../d` is `/workspace/d`); a path that then lies outside the
+//! workspace leaves it. The rest is resolved on the host beneath the open workspace (relative
+//! symlinks inside it are followed, nothing that leads out is) and must exist as a directory;
+//! otherwise the error names the allowed root (docs/security.md, "Run directory and workspace
+//! files").
 
 use std::path::{Component, Path, PathBuf};
 
@@ -35,27 +38,24 @@ pub fn map_workdir(requested: Option<&str>, host_workspace: &Path) -> Result<Str
     };
     let root = WORKSPACE_MOUNT.to_string();
     let host_root = host_workspace.display().to_string();
+    // The request is quoted in the error: its control and bidi characters are shown escaped.
+    let shown = crate::policy::escape_display(req);
     let escapes = || WorkdirError::Escapes {
-        requested: req.to_string(),
+        requested: shown.clone(),
         root: root.clone(),
         host_root: host_root.clone(),
     };
-    let path = Path::new(req);
-    // Relative to the workspace, as seen from either side.
+    // A relative path is relative to the workspace; either side's absolute form is accepted.
+    let path = lexical_normalize(&Path::new(WORKSPACE_MOUNT).join(req));
     let rel: PathBuf = if let Ok(r) = path.strip_prefix(host_workspace) {
         r.to_path_buf()
     } else if let Ok(r) = path.strip_prefix(WORKSPACE_MOUNT) {
         r.to_path_buf()
-    } else if path.is_relative() {
-        path.to_path_buf()
     } else {
         return Err(escapes());
     };
-    if rel.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err(escapes());
-    }
     let missing = || WorkdirError::Missing {
-        requested: req.to_string(),
+        requested: shown.clone(),
         root: root.clone(),
         host_root: host_root.clone(),
     };
@@ -74,6 +74,23 @@ pub fn map_workdir(requested: Option<&str>, host_workspace: &Path) -> Result<Str
         .join(inside)
         .display()
         .to_string())
+}
+
+/// Resolves `.` and `..` in the absolute path `p` on its text alone, as POSIX `cd` does without
+/// `-P` (`/..` is `/`). The result has no `.` or `..` left, so a workspace prefix on it means
+/// the path stays in the workspace; symlinks are the kernel's to judge afterwards.
+fn lexical_normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
 }
 
 enum Resolve {
@@ -144,9 +161,32 @@ mod tests {
             // container: it is never followed on the host.
             (Some("abs-link".into()), Err("leaves")),
             (Some("probe".into()), Err("leaves")),
+            // `..` that stays inside is resolved on the text, as a shell's `cd` does.
+            (Some("/workspace/src/../src".into()), Ok("/workspace/src")),
+            (Some("/workspace/src/./app/..".into()), Ok("/workspace/src")),
+            (Some("src/app/../..".into()), Ok("/workspace")),
+            (
+                Some("/workspace/src/../../workspace/src".into()),
+                Ok("/workspace/src"),
+            ),
+            (Some(host("src/../src/app")), Ok("/workspace/src/app")),
             (Some("/workspace/../etc".into()), Err("leaves")),
             (Some("../outside".into()), Err("leaves")),
             (Some("src/../../outside".into()), Err("leaves")),
+            (Some("/workspace/..".into()), Err("leaves")),
+            (Some("/workspace/src/../..".into()), Err("leaves")),
+            (Some("/workspace/../workspace-other".into()), Err("leaves")),
+            (Some(host("../outside")), Err("leaves")),
+            // A symlink that leads out stays refused, however the path reaches it.
+            (Some("src/../escape".into()), Err("leaves")),
+            (Some("escape/../escape".into()), Err("leaves")),
+            (Some("inner-link/../src".into()), Ok("/workspace/src")),
+            (Some("/workspace/src/../probe".into()), Err("leaves")),
+            (
+                Some("/workspace/a\u{202e}\nb".into()),
+                Err("no such directory"),
+            ),
+            (Some("/etc/\u{202e}\u{1b}[2J".into()), Err("leaves")),
             (Some("/etc".into()), Err("leaves")),
             (Some("/tmp".into()), Err("leaves")),
             (Some("escape".into()), Err("leaves")),
@@ -162,6 +202,10 @@ mod tests {
                     let msg = e.to_string();
                     assert!(msg.contains(w), "{req:?}: {msg}");
                     assert!(msg.contains("allowed root: /workspace"), "{msg}");
+                    assert!(
+                        !msg.chars().any(crate::policy::is_deceptive),
+                        "{req:?}: raw control or bidi character in {msg:?}"
+                    );
                 }
                 _ => panic!("{req:?}: got {got:?}, want {want:?}"),
             }

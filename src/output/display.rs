@@ -97,7 +97,7 @@ mod tests {
         let rows: &[(&[u8], &str)] = &[
             (
                 b"progress 10%\rprogress 20%\n",
-                "progress 10%\\rprogress 20%\n",
+                "progress 10%\nprogress 20%\n",
             ),
             (b"line\r\n", "line\n"),
             (b"title \x1b]0;pwn", "title "),

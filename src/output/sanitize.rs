@@ -3,16 +3,31 @@
 //! Input arrives in arbitrary byte chunks. The sanitizer decodes UTF-8 (invalid bytes become
 //! U+FFFD, a character split across chunks is reassembled), strips ANSI escape sequences with a
 //! VT-style state machine that survives chunk boundaries, and removes control and format
-//! characters other than `\t`, `\n` and `\r`. Its state is a handful of bytes: nothing is buffered
-//! except at most three bytes of an unfinished UTF-8 character.
+//! characters other than `\t` and line breaks. Its state is a handful of bytes: nothing is
+//! buffered except at most three bytes of an unfinished UTF-8 character.
+//!
+//! Two rules keep a hostile stream from deceiving whoever reads the text (docs/security.md,
+//! "Operator-facing text"):
+//!
+//! - **Line breaks.** A carriage return that does not end a line would send a terminal back to
+//!   the start of the line, so that later text overwrites earlier text (`safe-looking\rEVIL`
+//!   shows as `EVILlooking`). Every carriage return therefore becomes a line feed: a run of
+//!   line breaks made of `\r` and `\n` gives one `\n` per `\n` in it, or one `\n` if it has
+//!   none (`\r\n` → `\n`, `\r` → `\n`, `\n\r` → `\n`, `\r\n\r\n` → `\n\n`). Nothing is overwritten;
+//!   progress output shows each state on its own line.
+//! - **Bounded sequences.** An escape sequence never outlives its line: a line break abandons
+//!   it (and is kept), and so does reaching [`MAX_CONTROL_SEQUENCE_BYTES`] or
+//!   [`MAX_STRING_SEQUENCE_BYTES`]. An unterminated `ESC [` or `ESC ]` swallows at most the rest
+//!   of its line, never what follows.
 
 /// Longest body of an OSC, DCS, SOS, PM or APC string (in bytes) that is swallowed before the
-/// sequence is abandoned and the rest is treated as text again.
-pub const MAX_STRING_SEQUENCE_BYTES: u32 = 64 * 1024;
+/// sequence is abandoned and the rest is treated as text again. Room for a hyperlink (OSC 8)
+/// with a long URL; a longer string (a big OSC 52 clipboard payload) shows as text.
+pub const MAX_STRING_SEQUENCE_BYTES: u32 = 4 * 1024;
 
 /// Longest run of parameter and intermediate bytes of a CSI or escape sequence that is swallowed
-/// before the sequence is abandoned.
-pub const MAX_CONTROL_SEQUENCE_BYTES: u32 = 4 * 1024;
+/// before the sequence is abandoned. Real sequences need a few dozen (`ESC [38;2;R;G;Bm`).
+pub const MAX_CONTROL_SEQUENCE_BYTES: u32 = 256;
 
 const ESC: char = '\u{1b}';
 const BEL: char = '\u{07}';
@@ -46,6 +61,17 @@ enum State {
     StrEscape,
 }
 
+/// What the text emitted last ended with, for the line-break rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LineEnd {
+    /// Anything else (or nothing yet): a `\r` here becomes a line break.
+    Text,
+    /// A `\n` emitted for a `\r`: a `\n` that follows belongs to the same line break.
+    Cr,
+    /// A `\n` emitted for a `\n`: a `\r` that follows has nothing left to overwrite.
+    Lf,
+}
+
 /// Streaming output sanitizer; feed it chunks with [`Sanitizer::push`] and end with
 /// [`Sanitizer::finish`].
 #[derive(Clone, Debug)]
@@ -61,6 +87,9 @@ pub struct Sanitizer {
     pending: [u8; 4],
     /// How many bytes of `pending` are in use; kept apart so the state stays a fixed size.
     pending_len: u8,
+    /// How the text emitted so far ends, so a `\r\n` split across chunks is still one line
+    /// break and a bare `\r` becomes one.
+    line_end: LineEnd,
 }
 
 impl Default for Sanitizer {
@@ -77,6 +106,7 @@ impl Sanitizer {
             seq_len: 0,
             pending: [0; 4],
             pending_len: 0,
+            line_end: LineEnd::Text,
         }
     }
 
@@ -125,6 +155,7 @@ impl Sanitizer {
             self.step('\u{FFFD}', out);
         }
         self.enter(State::Ground);
+        self.line_end = LineEnd::Text;
     }
 
     /// Finishes a UTF-8 character whose first bytes arrived in an earlier chunk; returns the
@@ -165,10 +196,21 @@ impl Sanitizer {
         while i < bytes.len() {
             match self.state {
                 State::Ground => {
+                    if self.line_end == LineEnd::Cr && bytes[i] == b'\n' {
+                        // The `\n` of a `\r\n`: its line break was emitted for the `\r`.
+                        self.line_end = LineEnd::Lf;
+                        i += 1;
+                        continue;
+                    }
                     let start = i;
                     i = scan_ground(s, i);
                     if i > start {
                         out.push_str(&s[start..i]);
+                        self.line_end = if bytes[i - 1] == b'\n' {
+                            LineEnd::Lf
+                        } else {
+                            LineEnd::Text
+                        };
                     }
                 }
                 State::Str(_) => i = self.skip_string_body(bytes, i),
@@ -189,12 +231,13 @@ impl Sanitizer {
         }
     }
 
-    /// Skips string-body bytes that cannot end the string; stops on a possible terminator, on
-    /// the first byte of a two-byte character that may be a C1 control, or on abandonment.
+    /// Skips string-body bytes that cannot end the string; stops on a possible terminator, a
+    /// line break, the first byte of a two-byte character that may be a C1 control, or on
+    /// abandonment.
     fn skip_string_body(&mut self, bytes: &[u8], mut i: usize) -> usize {
         while i < bytes.len() {
             let b = bytes[i];
-            if matches!(b, 0x07 | 0x18 | 0x1a | 0x1b | 0xc2) {
+            if matches!(b, 0x07 | 0x0a | 0x0d | 0x18 | 0x1a | 0x1b | 0xc2) {
                 break;
             }
             if self.seq_len >= MAX_STRING_SEQUENCE_BYTES && !is_continuation(b) {
@@ -237,6 +280,12 @@ impl Sanitizer {
                 self.enter(State::Ground);
                 return;
             }
+            // A line break ends whatever sequence is open: none may swallow the next line.
+            '\n' | '\r' => {
+                self.enter(State::Ground);
+                self.emit(c, out);
+                return;
+            }
             '\u{80}'..='\u{9f}' => {
                 let next = match c {
                     '\u{9b}' => State::Csi,
@@ -250,7 +299,7 @@ impl Sanitizer {
             _ => {}
         }
         match self.state {
-            State::Ground => push_text_char(c, out),
+            State::Ground => self.emit(c, out),
             State::Escape => match c {
                 '[' => self.enter(State::Csi),
                 ']' => self.enter(State::Str(StrKind::Osc)),
@@ -277,7 +326,7 @@ impl Sanitizer {
                     self.enter(State::Ground);
                 } else if self.seq_len >= MAX_STRING_SEQUENCE_BYTES {
                     self.enter(State::Ground);
-                    push_text_char(c, out);
+                    self.emit(c, out);
                 } else {
                     self.seq_len += c.len_utf8() as u32;
                 }
@@ -300,12 +349,13 @@ impl Sanitizer {
         if c == DEL {
             // Ignored inside sequences.
         } else if (c as u32) < 0x20 {
-            // C0 controls are executed without ending the sequence.
-            push_text_char(c, out);
+            // C0 controls are executed without ending the sequence (line breaks, which do end
+            // it, never get here).
+            self.emit(c, out);
         } else {
             // Anything beyond ASCII cannot belong to a sequence: abandon it.
             self.enter(State::Ground);
-            push_text_char(c, out);
+            self.emit(c, out);
         }
     }
 
@@ -314,7 +364,7 @@ impl Sanitizer {
     fn grow_control_sequence(&mut self, c: char, out: &mut String) {
         if self.seq_len >= MAX_CONTROL_SEQUENCE_BYTES {
             self.enter(State::Ground);
-            push_text_char(c, out);
+            self.emit(c, out);
         } else {
             self.seq_len += 1;
         }
@@ -324,17 +374,33 @@ impl Sanitizer {
         self.state = state;
         self.seq_len = 0;
     }
-}
 
-/// Appends `c` if it is printable text or one of `\t`, `\n`, `\r`.
-fn push_text_char(c: char, out: &mut String) {
-    if !is_stripped_char(c) {
-        out.push(c);
+    /// Appends one character of text: line breaks by the line-break rule (module docs),
+    /// removed characters not at all, anything else as it is.
+    fn emit(&mut self, c: char, out: &mut String) {
+        match (c, self.line_end) {
+            ('\r', LineEnd::Text) => {
+                out.push('\n');
+                self.line_end = LineEnd::Cr;
+            }
+            ('\r', _) => {}
+            ('\n', LineEnd::Cr) => self.line_end = LineEnd::Lf,
+            ('\n', _) => {
+                out.push('\n');
+                self.line_end = LineEnd::Lf;
+            }
+            (c, _) if is_stripped_char(c) => {}
+            (c, _) => {
+                out.push(c);
+                self.line_end = LineEnd::Text;
+            }
+        }
     }
 }
 
-/// Whether `c` is removed from the output: C0 controls other than `\t` `\n` `\r`, DEL, C1
-/// controls and invisible format characters.
+/// Whether `c` is removed from the output: C0 controls other than `\t` `\n` `\r` (a `\r` is
+/// turned into a line break, see the module docs), DEL, C1 controls and invisible format
+/// characters.
 pub fn is_stripped_char(c: char) -> bool {
     match c {
         '\t' | '\n' | '\r' => false,
@@ -405,13 +471,14 @@ fn may_be_removed(lead: u8) -> bool {
     )
 }
 
-/// Whether an ASCII byte passes through unchanged.
+/// Whether an ASCII byte passes through unchanged. Not `\r`: the line-break rule decides what
+/// becomes of it.
 fn is_plain_ascii(b: u8) -> bool {
     // Written with non-short-circuiting operators so block scans vectorise.
-    (b.wrapping_sub(0x20) < 0x5f) | (b == b'\t') | (b == b'\n') | (b == b'\r')
+    (b.wrapping_sub(0x20) < 0x5f) | (b == b'\t') | (b == b'\n')
 }
 
-/// Advances over printable ASCII and `\t` `\n` `\r`, a block at a time where possible.
+/// Advances over printable ASCII, `\t` and `\n`, a block at a time where possible.
 fn scan_plain_ascii(bytes: &[u8], mut i: usize) -> usize {
     const BLOCK: usize = 32;
     // Short runs between special characters are common: check a few bytes singly first.

@@ -26,7 +26,11 @@ impl ApiError {
 }
 
 impl IntoResponse for ApiError {
+    /// Messages may quote what a request sent (a key, a path, a field name): control, bidi and
+    /// invisible characters in them are shown escaped (`\u{202e}`, `\n`), never passed on raw
+    /// to whoever prints the error (docs/http-api.md, "Errors").
     fn into_response(self) -> Response {
-        (self.status, Json(json!({ "error": self.message }))).into_response()
+        let message = crate::policy::escape_display(&self.message);
+        (self.status, Json(json!({ "error": message }))).into_response()
     }
 }

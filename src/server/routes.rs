@@ -203,6 +203,7 @@ pub fn router(state: Arc<ServerState>, transport: Transport) -> Router {
             post(handlers::approvals::decide),
         )
         .fallback(handlers::not_found)
+        .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(Extension(transport))
         .with_state(state)

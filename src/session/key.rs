@@ -6,20 +6,28 @@ use crate::config::Scope;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum KeyError {
-    #[error("use session key `{0}`: it must be 1–128 characters of A–Z a–z 0–9 . _ : -")]
+    #[error(
+        "use session key `{0}`: it must be 1–128 characters of A–Z a–z 0–9 . _ : -, not only dots"
+    )]
     Invalid(String),
 }
 
+/// A key made only of dots (`.`, `..`) reads as "here" or "the parent" wherever a key becomes
+/// a path segment (the HTTP API's `/v1/sessions/{session}`, however it was percent-encoded):
+/// refused, so no key can ever name a directory above itself (docs/http-api.md).
 pub fn validate_key(key: &str) -> Result<(), KeyError> {
     let ok = !key.is_empty()
         && key.len() <= 128
+        && !key.bytes().all(|b| b == b'.')
         && key
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
     if ok {
         Ok(())
     } else {
-        Err(KeyError::Invalid(key.chars().take(160).collect()))
+        Err(KeyError::Invalid(crate::policy::escape_display(
+            &key.chars().take(160).collect::<String>(),
+        )))
     }
 }
 
@@ -91,6 +99,9 @@ mod tests {
             "a;rm",
             &"k".repeat(129),
             "$(id)",
+            ".",
+            "..",
+            "...",
         ];
         for k in bad {
             assert!(validate_key(k).is_err(), "{k:?}");

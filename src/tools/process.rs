@@ -109,7 +109,11 @@ impl ProcessTool {
             return self.list(session);
         }
         if !ACTIONS.contains(&action.as_str()) {
-            return failed(format!("Unknown action {}", req.action));
+            // Texts that quote the request show its control and bidi characters escaped.
+            return failed(format!(
+                "Unknown action {}",
+                crate::policy::escape_display(&req.action)
+            ));
         }
         let Some(id) = req
             .session_id
@@ -120,7 +124,10 @@ impl ProcessTool {
             return failed("sessionId is required for this action.");
         };
         let Some(p) = self.registry.get(session, id) else {
-            return failed(format!("No session found for {id}"));
+            return failed(format!(
+                "No session found for {}",
+                crate::policy::escape_display(id)
+            ));
         };
         match action.as_str() {
             "poll" => self.poll(&p, req.timeout.unwrap_or(0)).await,

@@ -41,7 +41,7 @@ fn table() {
     let rows: &[(&str, &[u8], &str)] = &[
         ("empty", b"", ""),
         ("plain", b"hello world\n", "hello world\n"),
-        ("tab cr lf kept", b"a\tb\r\nc\rd", "a\tb\r\nc\rd"),
+        ("tab and line feed kept", b"a\tb\nc", "a\tb\nc"),
         ("sgr", b"\x1b[31mred\x1b[0m plain", "red plain"),
         ("sgr 256", b"\x1b[38;5;196mX\x1b[m", "X"),
         ("sgr colon subparams", b"\x1b[38:2::1:2:3mX", "X"),
@@ -74,10 +74,18 @@ fn table() {
         ("sub aborts osc", b"\x1b]0;t\x1aX", "X"),
         ("esc aborts osc", b"\x1b]0;t\x1b[31mX", "X"),
         ("esc aborts dcs", b"\x1bPabc\x1bcX", "X"),
-        ("newline inside csi executes", b"\x1b[3\n1mX", "\nX"),
+        ("newline abandons csi", b"\x1b[3\n1mX", "\n1mX"),
+        ("cr abandons csi", b"\x1b[3\r1mX", "\n1mX"),
+        ("tab inside csi executes", b"\x1b[3\t1mX", "\tX"),
         ("nul inside csi dropped", b"\x1b[3\x001mX", "X"),
         ("del inside csi ignored", b"\x1b[3\x7f1mX", "X"),
-        ("newline inside escape executes", b"\x1b\n(Bx", "\nx"),
+        ("newline abandons escape", b"\x1b\n(Bx", "\n(Bx"),
+        ("newline abandons osc", b"\x1b]0;title\nnext line", "\nnext line"),
+        ("cr abandons osc", b"\x1b]0;title\rnext", "\nnext"),
+        ("newline abandons dcs", b"\x1bPq#0\nline", "\nline"),
+        ("newline abandons string escape", b"\x1b]0;t\x1b\nline", "\nline"),
+        ("newline abandons c1 osc", "\u{9d}0;t\nline".as_bytes(), "\nline"),
+        ("osc on one line still stripped", b"a\x1b]0;t\x07b\nc", "ab\nc"),
         ("non-ascii aborts csi", "\x1b[3é!".as_bytes(), "é!"),
         ("non-ascii aborts escape", "\x1bé".as_bytes(), "é"),
         ("c1 csi", "\u{9b}31mX".as_bytes(), "X"),
@@ -119,6 +127,74 @@ fn table() {
     for (name, input, expected) in rows {
         check(name, input, expected);
     }
+}
+
+#[test]
+fn carriage_returns_never_overwrite() {
+    let rows: &[(&str, &[u8], &str)] = &[
+        ("the attack", b"safe-looking\rEVIL", "safe-looking\nEVIL"),
+        ("crlf", b"a\r\nb\r\n", "a\nb\n"),
+        ("bare cr at end", b"progress\r", "progress\n"),
+        ("progress bar", b"10%\r50%\r100%\n", "10%\n50%\n100%\n"),
+        ("cr cr lf", b"a\r\r\nb", "a\nb"),
+        ("lf cr", b"a\n\rb", "a\nb"),
+        ("crlf crlf", b"a\r\n\r\nb", "a\n\nb"),
+        ("lf lf", b"a\n\nb", "a\n\nb"),
+        ("leading cr", b"\rx", "\nx"),
+        ("lf then crlf", b"a\n\r\nb", "a\n\nb"),
+        ("erase between cr and lf", b"a\r\x1b[K\nb", "a\nb"),
+        ("stripped between cr and lf", b"a\r\x00\nb", "a\nb"),
+        ("cr inside osc", b"x\x1b]0;t\rEVIL", "x\nEVIL"),
+        ("cr inside csi", b"x\x1b[2\rEVIL", "x\nEVIL"),
+        ("cr after multibyte", "é\r世".as_bytes(), "é\n世"),
+        ("cr after c1", "a\u{85}\rb".as_bytes(), "a\nb"),
+    ];
+    for (name, input, expected) in rows {
+        check(name, input, expected);
+        assert!(!run(input).contains('\r'), "{name}");
+    }
+}
+
+#[test]
+fn unterminated_sequences_spare_the_next_lines() {
+    // An opener with no terminator, then 1000 lines: every line survives but the first.
+    let lines: String = (1..=1000).map(|i| format!("{i}\n")).collect();
+    let all_lines = |opener: &[u8]| {
+        let mut input = b"before".to_vec();
+        input.extend_from_slice(opener);
+        input.extend_from_slice(lines.as_bytes());
+        run(&input)
+    };
+    for opener in [
+        &b"\x1b["[..],
+        b"\x1b[1;2",
+        b"\x1b]",
+        b"\x1b]0;title",
+        b"\x1bP",
+        b"\x1b_",
+        b"\x1b(",
+        "\u{9b}".as_bytes(),
+        "\u{9d}".as_bytes(),
+    ] {
+        let got = all_lines(opener);
+        let want = format!("before\n{}", &lines[2..]);
+        assert_eq!(got, want, "{opener:?}");
+    }
+    // On one long line, the bound stops the swallowing: no more than the bound is lost.
+    for (opener, bound) in [
+        (&b"\x1b]"[..], MAX_STRING_SEQUENCE_BYTES),
+        (b"\x1bP", MAX_STRING_SEQUENCE_BYTES),
+        (b"\x1b[", MAX_CONTROL_SEQUENCE_BYTES),
+    ] {
+        let body = "7".repeat(100_000);
+        let mut input = opener.to_vec();
+        input.extend_from_slice(body.as_bytes());
+        let got = run(&input);
+        assert_eq!(got.len(), body.len() - bound as usize, "{opener:?}");
+    }
+    // The bounds docs/security.md states.
+    const { assert!(MAX_STRING_SEQUENCE_BYTES <= 4096) };
+    const { assert!(MAX_CONTROL_SEQUENCE_BYTES <= 256) };
 }
 
 #[test]
@@ -207,7 +283,8 @@ fn every_c0_and_c1_removed() {
         let input = format!("a{c}b");
         let got = run(input.as_bytes());
         match c {
-            '\t' | '\n' | '\r' => assert_eq!(got, input),
+            '\t' | '\n' => assert_eq!(got, input),
+            '\r' => assert_eq!(got, "a\nb"),
             // These start or end sequences, swallowing what follows until a terminator.
             '\u{1b}' | '\u{90}' | '\u{98}' | '\u{9b}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => {
                 assert!(got.starts_with('a') && !got.contains(c), "{cp:#x}: {got:?}")
@@ -295,19 +372,48 @@ proptest! {
         ),
         cuts in prop::collection::vec(any::<usize>(), 0..8),
     ) {
-        let expected: String = String::from_utf8_lossy(&data)
-            .chars()
-            .filter(|c| !is_stripped_char(*c))
-            .collect();
+        let expected = line_breaks(
+            String::from_utf8_lossy(&data)
+                .chars()
+                .filter(|c| !is_stripped_char(*c)),
+        );
         let pieces = split_at_points(&data, &cuts);
         prop_assert_eq!(run_chunks(pieces.iter().copied()), expected);
     }
 
     #[test]
     fn plain_text_passes_through(text in "[ -~\t\n\r\u{a0}-\u{2fff}]{0,300}") {
-        let expected: String = text.chars().filter(|c| !is_stripped_char(*c)).collect();
+        let expected = line_breaks(text.chars().filter(|c| !is_stripped_char(*c)));
         prop_assert_eq!(run(text.as_bytes()), expected);
     }
+}
+
+/// The line-break rule on text without sequences, stated as the module docs state it: each
+/// run of `\r` and `\n` becomes as many `\n` as it holds, or one if it holds none.
+fn line_breaks(text: impl Iterator<Item = char>) -> String {
+    let mut out = String::new();
+    let mut run = (false, 0usize);
+    let close = |run: &mut (bool, usize), out: &mut String| {
+        if run.0 {
+            out.push_str(&"\n".repeat(run.1.max(1)));
+        }
+        *run = (false, 0);
+    };
+    for c in text {
+        match c {
+            '\r' => run.0 = true,
+            '\n' => {
+                run.0 = true;
+                run.1 += 1;
+            }
+            c => {
+                close(&mut run, &mut out);
+                out.push(c);
+            }
+        }
+    }
+    close(&mut run, &mut out);
+    out
 }
 
 /// Parser state of the reference model below.
@@ -330,9 +436,23 @@ fn reference(input: &[u8]) -> String {
     let mut out = String::new();
     let mut st = Ground;
     let mut n: u32 = 0;
-    let emit = |c: char, out: &mut String| {
-        if !is_stripped_char(c) {
-            out.push(c)
+    // What the emitted text ends with: 0 text, 1 a `\r` made `\n`, 2 a `\n`.
+    let mut end = 0u8;
+    let mut emit = |c: char, out: &mut String| match (c, end) {
+        ('\r', 0) => {
+            out.push('\n');
+            end = 1;
+        }
+        ('\r', _) => {}
+        ('\n', 1) => end = 2,
+        ('\n', _) => {
+            out.push('\n');
+            end = 2;
+        }
+        (c, _) if is_stripped_char(c) => {}
+        (c, _) => {
+            out.push(c);
+            end = 0;
         }
     };
     let mut chars = text.chars().peekable();
@@ -345,6 +465,12 @@ fn reference(input: &[u8]) -> String {
                 Esc
             }),
             '\u{18}' | '\u{1a}' => Some(Ground),
+            '\n' | '\r' => {
+                st = Ground;
+                n = 0;
+                emit(c, &mut out);
+                continue;
+            }
             '\u{9b}' => Some(Csi),
             '\u{9d}' => Some(Osc),
             '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => Some(StrOther),

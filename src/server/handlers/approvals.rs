@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{caller, json_body};
+use super::{caller, json_body, PathParam};
 use crate::approvals::{ApprovalDecision, ApprovalError};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
@@ -40,9 +41,16 @@ pub async fn list(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
     headers: HeaderMap,
-    Query(q): Query<ListQuery>,
+    query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller(&state, transport, &headers, None)?.require_operator()?;
+    // axum's own rejection is plain text; every error here is JSON.
+    let Query(q) = query.map_err(|r| {
+        ApiError::new(
+            r.status(),
+            format!("failed to read the query: {}", r.body_text()),
+        )
+    })?;
     let status = match q.status.as_deref() {
         None => Some("pending"),
         Some("all") => None,
@@ -59,7 +67,7 @@ pub async fn list(
 pub async fn show(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     caller(&state, transport, &headers, None)?.require_operator()?;
@@ -73,7 +81,7 @@ pub async fn show(
 pub async fn decide(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {

@@ -1,14 +1,14 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::Extension;
 use futures::{Stream, StreamExt};
 use tokio_stream::wrappers::BroadcastStream;
 
-use super::caller;
+use super::{caller, PathParam};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
@@ -18,7 +18,7 @@ use crate::server::ServerState;
 pub async fn events(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
-    Path(session): Path<String>,
+    PathParam(session): PathParam,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     caller(&state, transport, &headers, Some(&session))?;

@@ -2,13 +2,13 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 
 use axum::response::{IntoResponse, Response};
 
-use super::{caller, exec_caller, json_body};
+use super::{caller, exec_caller, json_body, PathParam};
 use crate::exec::{ExecRequest, ToolResult};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
@@ -22,7 +22,7 @@ use crate::tools::ExecError;
 pub async fn exec(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
-    Path(session): Path<String>,
+    PathParam(session): PathParam,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -48,6 +48,7 @@ pub(super) fn status_of(e: &ExecError) -> StatusCode {
     match e {
         ExecError::Request(_)
         | ExecError::Env(_)
+        | ExecError::ArgLimit(_)
         | ExecError::Workdir(_)
         | ExecError::HostEnv(_)
         | ExecError::HostWorkdir { .. } => StatusCode::BAD_REQUEST,

@@ -10,9 +10,11 @@ pub mod sessions;
 
 mod body;
 mod caller;
+mod path_param;
 
 pub use body::json_body;
 pub use caller::{caller, exec_caller};
+pub use path_param::PathParam;
 
 use axum::http::StatusCode;
 
@@ -22,5 +24,16 @@ pub async fn not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "no such endpoint (see docs/http-api.md)",
+    )
+}
+
+/// A known path with a method it does not serve; axum adds the `Allow` header.
+pub async fn method_not_allowed(method: axum::http::Method) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "use another method: this endpoint does not serve {} (the Allow header lists those it serves; see docs/http-api.md)",
+            crate::policy::escape_display(method.as_str())
+        ),
     )
 }

@@ -2,11 +2,11 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::{Extension, Json};
 
-use super::{caller, json_body};
+use super::{caller, json_body, PathParam};
 use crate::exec::ToolResult;
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
@@ -19,7 +19,7 @@ use crate::tools::{ProcessRequest, ACTIONS};
 pub async fn process(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
-    Path(session): Path<String>,
+    PathParam(session): PathParam,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<ToolResult>, ApiError> {

@@ -1,11 +1,11 @@
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 use serde_json::{json, Value};
 
-use super::caller;
+use super::{caller, PathParam};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
@@ -47,7 +47,7 @@ pub async fn list(
 pub async fn remove(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
-    Path(session): Path<String>,
+    PathParam(session): PathParam,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     caller(&state, transport, &headers, Some(&session))?;

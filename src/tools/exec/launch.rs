@@ -19,6 +19,8 @@ impl ExecTool {
         req: &ExecRequest,
         notify: bool,
     ) -> Result<Arc<Proc>, ExecError> {
+        // The backstop for every start (approved plans are rewritten before they run).
+        p.check_exec_size(command, command != req.command)?;
         let background = req.background == Some(true);
         let spec = StartSpec {
             session: p.session.clone(),

@@ -134,6 +134,26 @@ impl Prepared {
         matches!(self.target, Target::Host { .. })
     }
 
+    /// Refuses `command` when it, with the PATH prelude, or an env string of this run would
+    /// not fit in one exec (docs/security.md, "Bounds on what one exec carries"). `rebuilt`
+    /// says the policy rewrote the command, so the message names that form.
+    pub fn check_exec_size(
+        &self,
+        command: &str,
+        rebuilt: bool,
+    ) -> Result<(), crate::exec::ArgLimitError> {
+        let what = if rebuilt {
+            "the policy's rebuilt plan, with the PATH prelude"
+        } else {
+            "the command, with the PATH prelude"
+        };
+        crate::exec::check_exec(
+            &crate::process::script::login_script(command),
+            &self.env,
+            what,
+        )
+    }
+
     /// Why this run must ask every time: it runs in, or names, a directory a sandbox can
     /// write. Checked on the plan that would run.
     pub fn writable_reason(&self, eval: &Evaluation, command: &str) -> Option<String> {

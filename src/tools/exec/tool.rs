@@ -28,6 +28,9 @@ pub enum ExecError {
     Env(#[from] EnvError),
     #[error(transparent)]
     Workdir(#[from] WorkdirError),
+    /// The command or an env string would not fit in one exec (docs/security.md).
+    #[error(transparent)]
+    ArgLimit(#[from] crate::exec::ArgLimitError),
     #[error(transparent)]
     Session(#[from] SessionError),
     #[error(transparent)]
@@ -123,6 +126,14 @@ impl ExecTool {
         }
         let prepared = self.prepare(session, req, target, &parsed).await?;
         let eval = prepared.evaluate(&parsed);
+        // What would run must fit in one exec; refused here, before an approval is asked for
+        // something that could never start.
+        if !matches!(eval.decision, Decision::Deny { .. }) {
+            match &eval.plan {
+                Some(plan) => prepared.check_exec_size(&plan.command, plan.rebuilt)?,
+                None => prepared.check_exec_size(&req.command, false)?,
+            }
+        }
         // Reasons quote the command: no secret value may leave through them.
         let decision = match eval.decision.clone() {
             Decision::Deny { reason } => Decision::Deny {
