@@ -294,6 +294,11 @@ pub struct ExplainArgs {
     /// Working directory the command would run in.
     #[arg(long, default_value = "/workspace")]
     pub cwd: String,
+    /// Judge it as an exec in this session would: through the daemon, with names resolved in
+    /// the session's sandbox (its container is created if it does not run). Without it, names
+    /// are resolved in this machine's trusted directories.
+    #[arg(long)]
+    pub session: Option<String>,
     /// A variable the request would set, `KEY=VALUE`; repeatable. Judged as `exec` judges a
     /// request's `env`.
     #[arg(long = "env")]

@@ -1,4 +1,5 @@
-use super::term::say_part;
+use super::term::{say, say_part};
+use http::Method;
 use std::process::ExitCode;
 
 use moat::home::Home;
@@ -17,6 +18,9 @@ pub async fn run(home: Home, cmd: PolicyCommand) -> anyhow::Result<ExitCode> {
 async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
     if a.host.trim() != "sandbox" && a.host.trim() != "host" {
         anyhow::bail!("explain for host `{}`: use sandbox or host", a.host);
+    }
+    if let Some(session) = &a.session {
+        return explain_in_session(&home, session, &a).await;
     }
     let (config, _) = moat::config::load(&home.config_file())?;
     let on_host = a.host.trim() == "host";
@@ -120,6 +124,54 @@ async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
         super::term::json_pretty(&explain_json(&eval))?;
     } else {
         say_part!("{}", explain_text(&eval));
+        say!("names resolved in: this machine's trusted directories (--session NAME resolves them in that session's sandbox, as exec does)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Through the daemon, as `exec` in `session` would judge it.
+async fn explain_in_session(
+    home: &Home,
+    session: &str,
+    a: &ExplainArgs,
+) -> anyhow::Result<ExitCode> {
+    moat::session::validate_key(session)?;
+    let mut env = std::collections::BTreeMap::new();
+    for pair in &a.env {
+        let Some((key, value)) = pair.split_once('=') else {
+            anyhow::bail!("read --env {pair:?}: expected KEY=VALUE");
+        };
+        env.insert(key.to_string(), value.to_string());
+    }
+    let req = moat::tools::ExplainRequest {
+        command: a.command.join(" "),
+        workdir: Some(a.cwd.clone()),
+        env,
+        security: a.security.clone(),
+        ask: a.ask.clone(),
+        allow: a.allow.clone(),
+        safe_bins: a.safe_bins.clone(),
+        host: a.host.trim() == "host",
+    };
+    let client = super::daemon::client(home).await?;
+    let path = format!("/v1/sessions/{session}/explain");
+    let v = super::daemon::call(
+        &client,
+        Method::POST,
+        &path,
+        Some(&serde_json::to_value(&req)?),
+    )
+    .await?;
+    if a.json {
+        let mut out = v["explain"].clone();
+        out["resolvedIn"] = v["resolvedIn"].clone();
+        super::term::json_pretty(&out)?;
+    } else {
+        say_part!("{}", v["text"].as_str().unwrap_or_default());
+        say!(
+            "names resolved in: {}",
+            v["resolvedIn"].as_str().unwrap_or_default()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

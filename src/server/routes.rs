@@ -189,6 +189,10 @@ pub fn router(state: Arc<ServerState>, transport: Transport) -> Router {
         .route("/v1/sessions/{session}", delete(handlers::sessions::remove))
         .route("/v1/sessions/{session}/exec", post(handlers::exec::exec))
         .route(
+            "/v1/sessions/{session}/explain",
+            post(handlers::explain::explain),
+        )
+        .route(
             "/v1/sessions/{session}/process",
             post(handlers::process::process),
         )

@@ -4,5 +4,7 @@
 mod exec;
 mod process;
 
-pub use exec::{analyse, analyse_within, real_path, ExecError, ExecTool};
+pub use exec::{
+    analyse, analyse_within, real_path, ExecError, ExecTool, ExplainRequest, Explained,
+};
 pub use process::{ProcessRequest, ProcessTool, ACTIONS};

@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod cli_home;
 pub mod host;
 pub mod serve;
 

@@ -47,6 +47,7 @@ pub async fn exec(
 pub(super) fn status_of(e: &ExecError) -> StatusCode {
     match e {
         ExecError::Request(_)
+        | ExecError::Policy(_)
         | ExecError::Env(_)
         | ExecError::ArgLimit(_)
         | ExecError::Workdir(_)

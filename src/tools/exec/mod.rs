@@ -3,11 +3,13 @@
 //! runs the approved plan later.
 
 mod analyse;
+mod explain;
 mod launch;
 mod prepare;
 mod tool;
 mod waiter;
 
 pub use analyse::{analyse, analyse_within};
+pub use explain::{ExplainRequest, Explained};
 pub use prepare::real_path;
 pub use tool::{ExecError, ExecTool};

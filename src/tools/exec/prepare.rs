@@ -241,9 +241,24 @@ impl ExecTool {
         target: Target,
         parsed: &Parsed,
     ) -> Result<Prepared, ExecError> {
+        self.prepare_with(session, req, target, parsed, &|_| {})
+            .await
+    }
+
+    /// [`prepare`](Self::prepare), with `tweak` applied to the composed policy before names
+    /// are resolved: `policy explain` sets the allowlist it was asked about there, so it
+    /// resolves and judges exactly as an exec under that policy would.
+    pub(super) async fn prepare_with(
+        &self,
+        session: &str,
+        req: &ExecRequest,
+        target: Target,
+        parsed: &Parsed,
+        tweak: &(dyn Fn(&mut Policy) + Sync),
+    ) -> Result<Prepared, ExecError> {
         match target {
-            Target::Sandbox => self.prepare_sandbox(session, req, parsed).await,
-            Target::Host { full } => self.prepare_host(session, req, full, parsed).await,
+            Target::Sandbox => self.prepare_sandbox(session, req, parsed, tweak).await,
+            Target::Host { full } => self.prepare_host(session, req, full, parsed, tweak).await,
         }
     }
 
@@ -252,6 +267,7 @@ impl ExecTool {
         session: &str,
         req: &ExecRequest,
         parsed: &Parsed,
+        tweak: &(dyn Fn(&mut Policy) + Sync),
     ) -> Result<Prepared, ExecError> {
         let container = self.sessions.ensure(session).await?;
         let cwd = map_workdir(req.workdir.as_deref(), &container.workspace)?;
@@ -282,6 +298,7 @@ impl ExecTool {
             }
         }
         apply_request(&mut policy, req);
+        tweak(&mut policy);
         // Skills and run-time allowlist entries only matter to an allowlist; in the other
         // modes the exec hot path skips their store reads.
         let allowlist = policy.security == Security::Allowlist;
@@ -360,6 +377,7 @@ impl ExecTool {
         req: &ExecRequest,
         full: bool,
         parsed: &Parsed,
+        tweak: &(dyn Fn(&mut Policy) + Sync),
     ) -> Result<Prepared, ExecError> {
         crate::session::validate_key(session)
             .map_err(|e| ExecError::Session(crate::session::SessionError::from(e)))?;
@@ -392,6 +410,7 @@ impl ExecTool {
             policy.ask = Ask::Off;
         }
         apply_request(&mut policy, req);
+        tweak(&mut policy);
         let skills = self.skills();
         let mut wanted = parsed.command_names();
         wanted.extend(crate::skills::names(&skills));

@@ -55,6 +55,9 @@ pub enum ExecError {
     HostFile(#[from] crate::host::BindError),
     #[error(transparent)]
     Secrets(#[from] crate::secrets::SecretsError),
+    /// `policy explain` was asked about a policy that is not valid (a bad allowlist entry).
+    #[error(transparent)]
+    Policy(#[from] crate::policy::PolicyError),
     /// `sandbox.shell` / `elevated.shell` names a shell that is not there.
     #[error("run with {key} = \"{shell}\": {place} has no `{shell}` on its PATH (install it, or set {key} = \"sh\")")]
     NoShell {

@@ -1,0 +1,40 @@
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::{Extension, Json};
+use serde_json::{json, Value};
+
+use super::{caller, json_body, PathParam};
+use crate::policy::{explain_json, explain_text};
+use crate::server::auth::Transport;
+use crate::server::error::ApiError;
+use crate::server::ServerState;
+use crate::tools::ExplainRequest;
+
+/// `POST /v1/sessions/{session}/explain` (operator only): the verdict `exec` would give, with
+/// names resolved in the session's sandbox (its container is created if it does not run), as
+/// JSON and as the text `moat policy explain` prints (docs/policy.md, "Explain").
+pub async fn explain(
+    State(state): State<Arc<ServerState>>,
+    Extension(transport): Extension<Transport>,
+    PathParam(session): PathParam,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller(&state, transport, &headers, Some(&session))?.require_operator()?;
+    let req: ExplainRequest = json_body(body)?;
+    match state.app.exec.explain(&session, &req).await {
+        Ok(e) => Ok(Json(json!({
+            "explain": explain_json(&e.eval),
+            "text": explain_text(&e.eval),
+            "resolvedIn": e.resolved_in,
+        }))),
+        Err(e) => Err(ApiError::new(
+            super::exec::status_of(&e),
+            format!("failed to {e}"),
+        )),
+    }
+}

@@ -1,0 +1,132 @@
+//! A moat home driven through the `moat` binary, as a user would: every command goes to the
+//! home's daemon. On drop the daemon is stopped and the home's containers removed.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A home of its own; its daemon is stopped and its containers removed on drop.
+pub struct TestHome {
+    dir: tempfile::TempDir,
+    prefix: String,
+}
+
+impl TestHome {
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            prefix: prefix.to_string(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn key(&self, name: &str) -> String {
+        format!("{}-{name}", self.prefix)
+    }
+
+    pub fn moat(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_moat"));
+        c.env("MOAT_HOME", self.path())
+            .env_remove("MOAT_SESSION")
+            .env_remove("MOAT_SHELL")
+            .stdin(Stdio::null());
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.moat().args(args).output().unwrap()
+    }
+
+    /// The pid of the daemon serving this home, from its lock file.
+    pub fn daemon_pid(&self) -> Option<i32> {
+        std::fs::read_to_string(self.path().join("daemon.lock"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// `moat serve` processes whose environment names this home.
+    pub fn daemons(&self) -> usize {
+        let needle = format!("MOAT_HOME={}", self.path().display());
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                let cmd = String::from_utf8_lossy(&cmd);
+                cmd.contains("moat\0serve")
+                    && env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
+            })
+            .count()
+    }
+
+    pub fn containers(&self, key: &str) -> Vec<String> {
+        let out = Command::new("docker")
+            .args([
+                "ps",
+                "-aq",
+                "--filter",
+                &format!("label=dev.moat.session={key}"),
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// `ps` inside the session's container.
+    pub fn ps(&self, key: &str) -> String {
+        let id = self.containers(key).pop().expect("a container");
+        let out = Command::new("docker")
+            .args(["exec", &id, "ps", "-eo", "args"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for TestHome {
+    fn drop(&mut self) {
+        if let Some(pid) = self.daemon_pid() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let _ = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "docker ps -aq --filter name=moat-{}- | xargs -r docker rm -f >/dev/null 2>&1",
+                self.prefix
+            ))
+            .status();
+    }
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+pub fn alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}

@@ -1,0 +1,85 @@
+//! `moat policy explain --session` gives the verdict `moat exec` gives, because it resolves
+//! names where the command would run: in the session's sandbox, through the daemon. Without
+//! `--session`, names resolve on this machine, which may differ (here git lives in
+//! /usr/local/bin on the host and in /usr/bin in the image).
+
+mod common;
+
+use common::cli_home::{text, TestHome};
+use serde_json::Value;
+
+fn json(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(out)))
+}
+
+#[tokio::test]
+async fn explain_in_a_session_agrees_with_exec() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-explain");
+    std::fs::write(
+        home.path().join("moat.toml"),
+        "[policy.sandbox]\nsecurity = \"allowlist\"\nask = \"off\"\n\
+         allowlist = [\"/usr/bin/git\", \"/usr/bin/ls\", \"/usr/bin/cat\"]\n",
+    )
+    .unwrap();
+    let key = home.key("s");
+    for command in [
+        "git --version",
+        "ls /",
+        "cat /etc/hostname | cat",
+        "rm -rf /tmp/x",
+        "ls / && touch /tmp/x",
+        "env -- ls /",
+        "python3 -c 1",
+        "cat <<EOF\n\\$(id)\nEOF",
+    ] {
+        let exec = home.run(&["exec", "--session", &key, "--json", "--", command]);
+        let r = json(&exec);
+        let exec_decision = if r["details"]["denied"] == true {
+            "deny"
+        } else {
+            "allow"
+        };
+        let explained = home.run(&[
+            "policy",
+            "explain",
+            "--session",
+            &key,
+            "--json",
+            "--",
+            command,
+        ]);
+        let e = json(&explained);
+        assert_eq!(
+            e["decision"], exec_decision,
+            "{command:?}: explain {e} vs exec {r}"
+        );
+        if exec_decision == "deny" {
+            assert_eq!(e["reason"], r["details"]["reason"], "{command:?}");
+        }
+        assert!(
+            e["resolvedIn"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("session {key}")),
+            "{e}"
+        );
+    }
+    // The escaped here-document ran and printed its literal text.
+    let out = home.run(&["exec", "--session", &key, "--", "cat <<EOF\n\\$(id)\nEOF"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "$(id)\n",
+        "{}",
+        text(&out)
+    );
+    // Without a session, names resolve on this machine and the text says so.
+    let local = home.run(&["policy", "explain", "--", "git --version"]);
+    assert!(
+        String::from_utf8_lossy(&local.stdout).contains("names resolved in: this machine"),
+        "{}",
+        text(&local)
+    );
+}
