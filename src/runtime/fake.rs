@@ -132,6 +132,7 @@ impl Runtime for FakeRuntime {
                 running: false,
                 state: "created".into(),
                 labels: spec.labels.clone(),
+                pid: 0,
             },
         );
         Ok(id)
