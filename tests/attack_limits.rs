@@ -296,3 +296,69 @@ async fn foreground_leftovers_are_ended_and_background_ones_kept() {
     assert_eq!(p.status(), "completed", "{}", p.text());
     assert!(m.docker_exec("a", "ps -eo args").contains("sleep 172"));
 }
+
+/// A fork bomb left running in the background holds every process slot: the next command
+/// says the session is wedged and how to get out, `moat doctor --session` says so too, and
+/// killing the bomb makes the session usable again.
+#[tokio::test]
+async fn a_wedged_session_is_reported_with_the_fix() {
+    let Some(m) = common::moat("t-lim-wedge", Config::default()).await else {
+        return;
+    };
+    let doctor = |m: &common::TestMoat| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
+            .args(["doctor", "--session", &m.key("a")])
+            .env("MOAT_HOME", m.dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    assert_usable(&m.exec("a", "echo ok").await);
+    let (code, report) = doctor(&m);
+    eprintln!("{report}");
+    assert_eq!(code, Some(0), "{report}");
+    assert!(report.contains("not wedged"), "{report}");
+    assert!(report.contains("tmpfs /tmp holds"), "{report}");
+    let bomb = m
+        .background("a", "bash -c ':(){ :|:& };:; read -t 40'")
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let r = m.exec("a", "echo ok").await;
+    eprintln!("wedged: {}", r.text());
+    assert_eq!(r.status(), "failed", "{}", r.text());
+    assert_eq!(r.details["limit"], "pids", "{}", r.text());
+    assert!(
+        r.text().contains("still at its process limit"),
+        "{}",
+        r.text()
+    );
+    assert!(
+        r.text()
+            .contains(&format!("`moat sessions rm {}`", m.key("a"))),
+        "{}",
+        r.text()
+    );
+    let (code, report) = doctor(&m);
+    eprintln!("{report}");
+    assert_eq!(code, Some(1), "{report}");
+    assert!(report.contains("FAIL  wedged: "), "{report}");
+    // The fix the result names works, even with every slot taken.
+    let k = m
+        .process(
+            "a",
+            &moat::tools::ProcessRequest {
+                action: "kill".into(),
+                session_id: Some(bomb),
+                ..Default::default()
+            },
+        )
+        .await;
+    assert!(!k.is_error(), "{}", k.text());
+    assert!(leftovers(&m, "a").is_empty());
+    assert_usable(&m.exec("a", "echo ok").await);
+    let (code, report) = doctor(&m);
+    assert_eq!(code, Some(0), "{report}");
+}

@@ -245,14 +245,11 @@ impl Supervisor {
             self.runtime.clone(),
             self.proc.info.container.clone(),
             self.limits.clone(),
-            // Killed from outside moat with no status recorded: its container may be going
-            // away. (A PTY's wrapper never records one; its SIGKILL, or no status, counts.)
+            // Killed by a signal from outside moat with no status recorded: its container may
+            // be going away (a wrapper that failed to fork has an exit code instead).
             (
                 exit.success(),
-                !kill_sent
-                    && exit_file.is_none()
-                    && (!self.proc.info.pty
-                        || exit.code.is_none() && exit.signal.as_deref() != Some("SIGTERM")),
+                !kill_sent && exit_file.is_none() && exit.code.is_none(),
                 leftovers_ended,
             ),
         )
@@ -353,6 +350,7 @@ impl Supervisor {
         let runtime = self.runtime.clone();
         let container = self.proc.info.container.clone();
         let files = self.files.clone();
+        let cgroup = self.limits.cgroup.clone();
         tokio::spawn(async move {
             // The wrapper writes its pid first thing; give a just-started process a moment.
             let mut pgid = files.read_pgid();
@@ -367,16 +365,9 @@ impl Supervisor {
                 let _ = done.send(false);
                 return;
             };
-            let escalated = match runtime
-                .exec_capture(&container, kill_group_argv(pgid, KILL_GRACE_MS), None)
+            let escalated = end_group(runtime.as_ref(), &container, pgid, cgroup.as_deref())
                 .await
-            {
-                Ok((_, out)) => String::from_utf8_lossy(&out).contains("killed"),
-                Err(e) => {
-                    tracing::warn!(%container, error = %e, "failed to signal process group");
-                    false
-                }
-            };
+                .is_some_and(|out| out.contains("killed"));
             let _ = done.send(escalated);
         });
     }
@@ -394,17 +385,83 @@ async fn end_leftovers(
     let Some(pgid) = files.read_pgid() else {
         return false;
     };
-    if cgroup.is_some_and(|cg| cg.group_members(pgid) == Some(0)) {
+    if cgroup
+        .as_ref()
+        .is_some_and(|cg| cg.group_members(pgid) == Some(0))
+    {
         return false;
     }
-    let argv = kill_group_argv(pgid, KILL_GRACE_MS);
-    match runtime.exec_capture(&container, argv, None).await {
-        Ok((_, out)) => String::from_utf8_lossy(&out).contains("signalled"),
-        Err(e) => {
-            tracing::debug!(%container, error = %e, "failed to end a command's leftovers");
-            false
+    end_group(runtime.as_ref(), &container, pgid, cgroup.as_deref())
+        .await
+        .is_some_and(|out| out.contains("signalled"))
+}
+
+/// Most extra process slots the kill helper is given, and how often it is tried with them.
+const ROOM_PIDS: i64 = 64;
+const ROOM_TRIES: usize = 5;
+
+/// Runs the kill helper on group `pgid`; returns what it printed, `None` when it never ran.
+///
+/// When the container is at its pids limit the engine may fail to start the helper at all
+/// (runc clones inside the container's cgroup). moat then gives the container a few more
+/// slots for as long as it takes (`docker update --pids-limit`), tries again, and puts the
+/// limit back (docs/security.md, "Sandbox limits").
+async fn end_group(
+    runtime: &dyn Runtime,
+    container: &str,
+    pgid: u32,
+    cgroup: Option<&CgroupDirs>,
+) -> Option<String> {
+    let run = || async {
+        match runtime
+            .exec_capture(container, kill_group_argv(pgid, KILL_GRACE_MS), None)
+            .await
+        {
+            Ok((_, out)) => {
+                let out = String::from_utf8_lossy(&out).into_owned();
+                // The helper always prints one of these when it ran on a live group, and
+                // nothing when the group was already gone.
+                let ran = out.contains("signalled") || out.trim().is_empty();
+                Some((ran, out))
+            }
+            Err(e) => {
+                tracing::warn!(%container, error = %e, "failed to signal process group");
+                None
+            }
+        }
+    };
+    let first = run().await;
+    if let Some((true, out)) = &first {
+        return Some(out.clone());
+    }
+    let limit = cgroup
+        .and_then(CgroupDirs::usage)
+        .filter(|u| u.pids_limit.is_some_and(|l| u.pids + 2 > l))
+        .and_then(|u| u.pids_limit)?;
+    let limit = i64::try_from(limit).ok()?;
+    tracing::info!(%container, pgid, "the pids limit is full: raising it while the group is ended");
+    let mut last = first.map(|(_, out)| out);
+    if runtime
+        .set_pids_limit(container, limit + ROOM_PIDS)
+        .await
+        .is_ok()
+    {
+        for _ in 0..ROOM_TRIES {
+            match run().await {
+                Some((true, out)) => {
+                    last = Some(out);
+                    break;
+                }
+                Some((false, out)) => last = Some(out),
+                None => {}
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if let Err(e) = runtime.set_pids_limit(container, limit).await {
+            tracing::warn!(%container, error = %e, "failed to restore the pids limit");
         }
     }
+    last
 }
 
 /// Which limit, if any, cut a command short (`process::limit`), from whether it succeeded,

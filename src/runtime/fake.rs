@@ -154,6 +154,10 @@ impl Runtime for FakeRuntime {
         Ok(())
     }
 
+    async fn set_pids_limit(&self, _name: &str, _limit: i64) -> Result<(), RuntimeError> {
+        Ok(())
+    }
+
     async fn remove_container(&self, id: &str) -> Result<(), RuntimeError> {
         let mut s = self.state.lock().unwrap();
         s.calls.push(Call::Remove(id.to_string()));

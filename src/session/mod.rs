@@ -4,6 +4,7 @@
 pub mod cgroup;
 mod dirs;
 pub mod disk;
+pub mod health;
 mod key;
 mod manager;
 mod prune;

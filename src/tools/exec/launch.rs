@@ -125,6 +125,9 @@ impl ExecTool {
         // that moat ended (docs/mcp.md, "Limits in results").
         if let Some(hit) = &limit {
             result = with_limit(result, hit);
+            if let Some(wedge) = self.wedged(&proc.info.container).await {
+                result = with_note(result, &wedge.sentence(&p.session));
+            }
         }
         if leftovers_ended && limit.is_none() {
             result = with_note(result, LEFTOVERS_NOTE);
@@ -135,6 +138,15 @@ impl ExecTool {
             result
         };
         result.with_warnings(&p.warnings)
+    }
+}
+
+impl ExecTool {
+    /// Whether container `name` is so full that no new command can run (a limit left it
+    /// wedged; docs/security.md, "Sandbox limits").
+    pub(super) async fn wedged(&self, name: &str) -> Option<crate::session::health::Wedge> {
+        let usage = self.registry.cgroup(name).await?.usage()?;
+        crate::session::health::wedge_of(&usage)
     }
 }
 
