@@ -156,14 +156,15 @@ mod tests {
         use ContainerFate::*;
         use LimitKind::*;
         // (before, after, succeeded, leftovers ended, container) → limit
-        let rows: &[(
+        type Row = (
             Option<Counters>,
             Option<Counters>,
             bool,
             bool,
             ContainerFate,
             Option<LimitKind>,
-        )] = &[
+        );
+        let rows: &[Row] = &[
             // Nothing happened.
             (c(0, 0), c(0, 0), true, false, Running, None),
             (c(0, 0), c(0, 0), false, false, Running, None),

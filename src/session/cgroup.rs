@@ -226,7 +226,8 @@ mod tests {
     #[test]
     fn finds_the_directories() {
         let root = Path::new("/cg");
-        let rows: &[(&str, Option<(&str, &str, bool)>)] = &[
+        type Dirs<'a> = Option<(&'a str, &'a str, bool)>;
+        let rows: &[(&str, Dirs)] = &[
             // cgroup v1 with the unified line a hybrid host adds (this machine).
             (
                 "9:name=systemd:/docker/abc\n8:pids:/docker/abc\n4:memory:/docker/abc\n0::/docker/abc\n",

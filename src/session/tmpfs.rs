@@ -101,7 +101,7 @@ pub fn plan(memory: u64, total: &str, entries: &[String]) -> Result<TmpfsPlan, T
         .map(|e| parse_entry(e))
         .collect::<Result<Vec<_>, _>>()?;
     let total = match total.trim() {
-        t if t.eq_ignore_ascii_case("auto") => (memory > 0).then(|| memory / AUTO_DIVISOR),
+        t if t.eq_ignore_ascii_case("auto") => (memory > 0).then_some(memory / AUTO_DIVISOR),
         t => {
             let bytes = parse_size(t).map_err(|m| {
                 err(
@@ -153,11 +153,7 @@ pub fn plan(memory: u64, total: &str, entries: &[String]) -> Result<TmpfsPlan, T
             ),
         )
     })?;
-    let share = if open > 0 {
-        left / open / PAGE * PAGE
-    } else {
-        0
-    };
+    let share = left.checked_div(open).map_or(0, |s| s / PAGE * PAGE);
     if open > 0 && share < MIN_MOUNT {
         return Err(err(
             "sandbox.tmpfs",
@@ -218,7 +214,8 @@ mod tests {
     /// (memory, total, entries) → sizes of the mounts in order, /dev/shm.
     #[test]
     fn budgets() {
-        let rows: &[(u64, &str, &[&str], &[Option<u64>], Option<u64>)] = &[
+        type Row<'a> = (u64, &'a str, &'a [&'a str], &'a [Option<u64>], Option<u64>);
+        let rows: &[Row] = &[
             // The default config: 2 GiB memory, half of it for tmpfs.
             (
                 2 * GIB,
