@@ -126,6 +126,7 @@ pub async fn probe_shells(
         security_opt: vec!["no-new-privileges:true".into()],
         pids_limit: 32,
         memory_bytes: 64 * 1024 * 1024,
+        shm_bytes: 0,
         nano_cpus: 0,
         runtime: None,
         working_dir: "/".into(),

@@ -24,7 +24,11 @@ pub enum Command {
     #[command(subcommand)]
     Policy(PolicyCommand),
     /// Check the engine, the image and the config, and say what to fix.
-    Doctor,
+    Doctor {
+        /// Also report this session's container: state, memory, processes, tmpfs, wedged.
+        #[arg(long)]
+        session: Option<String>,
+    },
     /// Show the effective configuration.
     #[command(subcommand)]
     Config(ConfigCommand),

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use moat::home::Home;
 use moat::runtime::Runtime;
 
-pub async fn run(home: Home) -> anyhow::Result<ExitCode> {
+pub async fn run(home: Home, session: Option<String>) -> anyhow::Result<ExitCode> {
     let mut ok = true;
     let config = match moat::config::load(&home.config_file()) {
         Ok((c, _)) => {
@@ -31,6 +31,9 @@ pub async fn run(home: Home) -> anyhow::Result<ExitCode> {
                     info.version,
                     info.api_version
                 );
+                if let (Some(c), Some(s)) = (&config, &session) {
+                    ok &= session_health(&rt, c, &home, s).await;
+                }
                 if let Some(c) = &config {
                     match rt.image_exists(&c.sandbox.image).await {
                         Ok(true) => {
@@ -71,6 +74,36 @@ pub async fn run(home: Home) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--session`: that session's container against its limits (`session::health`); false when
+/// it is wedged or stopped.
+async fn session_health(
+    rt: &moat::runtime::docker::DockerRuntime,
+    c: &moat::config::Config,
+    home: &Home,
+    session: &str,
+) -> bool {
+    if let Err(e) = moat::session::validate_key(session) {
+        say!("FAIL  session: failed to {e}");
+        return false;
+    }
+    let key = moat::session::container_key(session, c.sandbox.scope);
+    let name = moat::session::ContainerName::for_key(&key, &home.root().display().to_string());
+    let paths: Vec<String> = c
+        .sandbox
+        .tmpfs_plan()
+        .mounts
+        .into_iter()
+        .map(|m| m.path)
+        .collect();
+    let health = moat::session::health::check(rt, &name.name, &paths).await;
+    let mut ok = true;
+    for (fine, line) in health.lines(session) {
+        ok &= fine;
+        say!("{}  {line}", if fine { "ok  " } else { "FAIL" });
+    }
+    ok
 }
 
 /// Which shell the image's `sh` is, whether it has bash, and so whether `sandbox.shell` can

@@ -85,10 +85,8 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         if !output.is_empty() && !output.ends_with('\n') {
             say!();
         }
-        if result.details["exitCode"].is_null() || result.details["timedOut"] == true {
-            if let Some((_, note)) = result.text().rsplit_once("\n\n") {
-                say_err!("moat: {note}");
-            }
+        for note in remarks(&result) {
+            say_err!("moat: {note}");
         }
     }
     let code = match result.status() {
@@ -185,4 +183,30 @@ fn approval_event(text: &str, json: bool) -> Option<ExitCode> {
         .and_then(|(_, c)| c.trim_end_matches(')').parse::<i64>().ok())
         .unwrap_or(1);
     Some(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// moat's own sentences after a command's output (timeout, signal, a limit that was reached,
+/// leftovers ended), for stderr. An exit code the shell reports is left to the exit status.
+fn remarks(result: &ToolResult) -> Vec<&str> {
+    let d = &result.details;
+    let text = result.text();
+    // The text starts with the output itself (or "(no output)"); what follows is moat's.
+    let body = d["aggregated"]
+        .as_str()
+        .unwrap_or_default()
+        .trim_end_matches('\n');
+    let rest = if body.trim().is_empty() {
+        text.strip_prefix("(no output)")
+    } else {
+        text.strip_prefix(body)
+    };
+    let rest = rest.unwrap_or_else(|| text.rsplit_once("\n\n").map_or("", |(_, last)| last));
+    rest.split("\n\n")
+        .filter(|p| !p.trim().is_empty())
+        .filter(|p| {
+            !(p.starts_with("Command exited with code ")
+                && d["timedOut"] != true
+                && d["limit"].is_null())
+        })
+        .collect()
 }

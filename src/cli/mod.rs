@@ -79,7 +79,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions(a) => sessions::run(home, a).await,
         Command::Image(a) => image::run(home, a).await,
         Command::Policy(a) => policy::run(home, a).await,
-        Command::Doctor => doctor::run(home).await,
+        Command::Doctor { session } => doctor::run(home, session).await,
         Command::Config(args::ConfigCommand::Show { json }) => {
             let (config, source) = moat::config::load(&home.config_file())?;
             if json {

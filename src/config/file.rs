@@ -166,7 +166,9 @@ pub struct SandboxConfig {
     pub workspace_root: String,
     /// Mount the container's root filesystem read-only (writes go to tmpfs and the workspace).
     pub read_only_root: bool,
-    /// Writable tmpfs mounts inside the container; needed because the root is read-only.
+    /// Writable tmpfs mounts inside the container (`PATH` or `PATH:SIZE`); needed because the
+    /// root is read-only. Each is sized inside `tmpfs_max_bytes`, since tmpfs pages count
+    /// against `memory` (docs/security.md, "Sandbox limits").
     pub tmpfs: Vec<String>,
     /// Docker network mode; `none` keeps the sandbox off every network. `host` and
     /// `container:*` are refused because they share the host's or another container's stack.
@@ -203,6 +205,10 @@ pub struct SandboxConfig {
     /// past it moat stops the session's commands that keep writing (docs/security.md,
     /// "Disk bound").
     pub workspace_max_bytes: String,
+    /// What all tmpfs mounts and `/dev/shm` may hold together (`auto`: half of `memory`; a
+    /// size must leave at least a quarter of `memory` to the processes), so a full `/tmp`
+    /// cannot take the memory every later command needs (docs/security.md, "Sandbox limits").
+    pub tmpfs_max_bytes: String,
     /// The login shell commands run in: `sh` (the image's `/bin/sh`, dash on Debian) or
     /// `bash`, for the syntax agents often assume. Only the shell changes: wrapper, process
     /// group, run files and PATH prelude stay (README, "Configuration").
@@ -218,7 +224,7 @@ impl Default for SandboxConfig {
             workspace_access: WorkspaceAccess::Rw,
             workspace_root: String::new(),
             read_only_root: true,
-            tmpfs: vec!["/tmp".into(), "/var/tmp".into(), "/run".into()],
+            tmpfs: vec!["/tmp".into(), "/var/tmp:64m".into(), "/run:64m".into()],
             network: "none".into(),
             user: "1000:1000".into(),
             memory: "2g".into(),
@@ -235,6 +241,7 @@ impl Default for SandboxConfig {
             prune_idle_hours: 24,
             prune_max_age_days: 7,
             workspace_max_bytes: "10g".into(),
+            tmpfs_max_bytes: "auto".into(),
             shell: Default::default(),
         }
     }
@@ -297,12 +304,32 @@ impl SandboxConfig {
             .unwrap_or(2 << 30)
     }
 
-    /// The numeric uid and gid commands run as (validated at load).
+    /// Every tmpfs with its size, inside the memory limit (validated at load, so this falls
+    /// back to the engine's defaults only for a config that skipped validation).
+    pub fn tmpfs_plan(&self) -> crate::session::TmpfsPlan {
+        let memory = self.memory_bytes().max(0) as u64;
+        crate::session::tmpfs_plan(memory, &self.tmpfs_max_bytes, &self.tmpfs).unwrap_or_else(
+            |_| crate::session::TmpfsPlan {
+                mounts: self
+                    .tmpfs
+                    .iter()
+                    .map(|e| crate::session::TmpfsMount {
+                        path: e.split(':').next().unwrap_or_default().to_string(),
+                        size: None,
+                    })
+                    .collect(),
+                shm: None,
+                total: None,
+            },
+        )
+    }
+
     /// `workspace_max_bytes` in bytes (0: no bound); validated at load.
     pub fn workspace_max(&self) -> u64 {
         super::parse_size(&self.workspace_max_bytes).unwrap_or(10 << 30)
     }
 
+    /// The numeric uid and gid commands run as (validated at load).
     pub fn uid_gid(&self) -> (u32, u32) {
         let mut it = self.user.splitn(2, ':');
         let uid = it.next().and_then(|u| u.parse().ok()).unwrap_or(1000);

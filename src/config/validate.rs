@@ -77,14 +77,11 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
             ));
         }
     }
-    for t in &s.tmpfs {
-        if !t.starts_with('/') {
-            return Err(invalid(
-                "sandbox.tmpfs",
-                format!("`{t}` is not an absolute path"),
-            ));
-        }
-    }
+    // tmpfs pages count against the memory limit: every mount is sized inside it
+    // (docs/security.md, "Sandbox limits").
+    let memory = parse_size(&s.memory).unwrap_or(0);
+    crate::session::tmpfs_plan(memory, &s.tmpfs_max_bytes, &s.tmpfs)
+        .map_err(|e| invalid(e.key, e.message))?;
     for cap in &s.cap_add {
         let c = cap.trim().to_ascii_uppercase();
         if c == "ALL" || c == "SYS_ADMIN" || c == "CAP_SYS_ADMIN" {
@@ -456,6 +453,18 @@ mod tests {
                 "sandbox.workspace_max_bytes",
             ),
             (|c| c.sandbox.pids_limit = 0, "sandbox.pids_limit"),
+            (
+                |c| c.sandbox.tmpfs_max_bytes = "all".into(),
+                "sandbox.tmpfs_max_bytes",
+            ),
+            (
+                |c| c.sandbox.tmpfs_max_bytes = "2g".into(),
+                "sandbox.tmpfs_max_bytes",
+            ),
+            (
+                |c| c.sandbox.tmpfs = vec!["/tmp:3g".into()],
+                "sandbox.tmpfs",
+            ),
             (
                 |c| c.sandbox.cap_add = vec!["SYS_ADMIN".into()],
                 "sandbox.cap_add",

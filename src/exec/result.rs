@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::process::ExitInfo;
+use crate::process::{ExitInfo, LimitHit};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolResult {
@@ -104,6 +104,27 @@ pub fn finished_result(
             "truncated": truncated,
         }),
     )
+}
+
+/// Adds a sandbox limit that cut the command short to its result: the sentence after the
+/// text, `details.limit`, and status `failed` whatever its exit status (docs/mcp.md, "Limits
+/// in results"). Every other field stays as it was.
+pub fn with_limit(mut result: ToolResult, hit: &LimitHit) -> ToolResult {
+    result = with_note(result, &hit.sentence());
+    if let Some(d) = result.details.as_object_mut() {
+        d.insert("status".into(), json!("failed"));
+        d.insert("limit".into(), json!(hit.kind.as_str()));
+    }
+    result
+}
+
+/// Adds a sentence after a result's text.
+pub fn with_note(mut result: ToolResult, sentence: &str) -> ToolResult {
+    if let Some(c) = result.content.first_mut() {
+        c.text.push_str("\n\n");
+        c.text.push_str(sentence);
+    }
+    result
 }
 
 /// The result of a command that moved to the background.
@@ -207,5 +228,45 @@ mod tests {
         )
         .with_warnings(&["config changed".into()]);
         assert_eq!(r.text(), "Warning: config changed\nok");
+    }
+
+    #[test]
+    fn a_limit_keeps_every_field_and_adds_its_own() {
+        let exit = ExitInfo {
+            code: None,
+            signal: Some("SIGKILL".into()),
+            timed_out: false,
+            finished_at_ms: 0,
+        };
+        let plain = finished_result(&exit, "x\n".into(), false, 7, "/w", None);
+        let hit = LimitHit {
+            kind: crate::process::LimitKind::Memory,
+            value: Some(2 << 30),
+        };
+        let r = with_limit(plain.clone(), &hit);
+        assert_eq!(
+            r.text(),
+            "x\n\nCommand aborted by signal SIGKILL\n\nThe sandbox's memory limit (2 GiB) was reached: the kernel killed a process of this command to stay under it (sandbox.memory)."
+        );
+        assert_eq!(r.details["limit"], "memory");
+        let mut rest = r.details.clone();
+        rest.as_object_mut().unwrap().remove("limit");
+        assert_eq!(rest, plain.details, "the other fields stay as they were");
+        // A command that exited 0 but hit a limit reads as failed.
+        let ok = ExitInfo {
+            code: Some(0),
+            signal: None,
+            ..exit
+        };
+        let r = with_limit(
+            finished_result(&ok, String::new(), false, 1, "/w", None),
+            &LimitHit {
+                kind: crate::process::LimitKind::Pids,
+                value: Some(512),
+            },
+        );
+        assert_eq!(r.status(), "failed");
+        assert!(r.is_error());
+        assert_eq!(r.details["exitCode"], 0);
     }
 }

@@ -118,6 +118,10 @@ impl Runtime for HostRuntime {
         Err(unsupported("remove a container"))
     }
 
+    async fn set_pids_limit(&self, _name: &str, _limit: i64) -> Result<(), RuntimeError> {
+        Err(unsupported("change a pids limit"))
+    }
+
     async fn exec(&self, _container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
         let argv = &spec.argv;
         let Some(program) = argv.first() else {

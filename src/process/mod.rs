@@ -6,6 +6,7 @@
 
 mod events;
 mod files;
+pub mod limit;
 mod log_view;
 mod output;
 mod proc;
@@ -16,6 +17,7 @@ mod supervisor;
 
 pub use events::{exit_event, EventBus, SessionEvent};
 pub use files::{open_dir, Created, RunFiles};
+pub use limit::{LimitHit, LimitKind};
 pub use log_view::{page as page_log, LogPage, Source as LogSource};
 pub use output::LineMark;
 pub use proc::{ExitInfo, Proc, ProcInfo, ProcState};

@@ -47,6 +47,11 @@ pub struct ProcState {
     pub background: bool,
     /// Consecutive empty polls, for the `retryInMs` back-off.
     pub empty_polls: usize,
+    /// The sandbox limit that cut the command short, when the moat that watched it end could
+    /// tell (docs/mcp.md, "Limits in results").
+    pub limit: Option<super::LimitHit>,
+    /// moat ended processes this foreground command left running in its group.
+    pub leftovers_ended: bool,
     /// Terminal modes seen in a PTY's output (application cursor keys).
     pub term: crate::keys::TermModes,
     pub stdin_open: bool,
@@ -82,6 +87,17 @@ impl Proc {
 
     pub fn exit(&self) -> Option<ExitInfo> {
         self.lock().exit.clone()
+    }
+
+    /// The limit that cut the command short, if any.
+    pub fn limit(&self) -> Option<super::LimitHit> {
+        self.lock().limit
+    }
+
+    /// Ended, and neither its exit status nor a limit says it failed.
+    pub fn succeeded(&self) -> bool {
+        let st = self.lock();
+        st.exit.as_ref().is_some_and(ExitInfo::success) && st.limit.is_none()
     }
 
     pub fn is_running(&self) -> bool {

@@ -16,10 +16,11 @@ use super::files::{Created, RunFiles};
 use super::output::{LineMark, OutputState};
 use super::proc::{Control, ExitInfo, Proc, ProcInfo, ProcState};
 use super::script::{self, PTY_SIZE};
-use super::supervisor::{ExitWatch, Supervisor};
+use super::supervisor::{ExitWatch, LimitWatch, Supervisor};
 use crate::config::Scope;
 use crate::host::{HostRuntime, HOST_CONTAINER};
 use crate::runtime::{ExecSpec, Runtime, RuntimeError};
+use crate::session::cgroup::CgroupDirs;
 use crate::session::container_key;
 use crate::store::{now_ms, ProcessRow, ProcessStatus, Store, StoreError};
 
@@ -103,6 +104,9 @@ pub struct Registry {
     /// The sandbox user (uid, gid) that container processes' files belong to, so files
     /// re-opened after a restart are checked against the right owner.
     sandbox_owner: (u32, u32),
+    /// Each container's cgroups by container name (`None`: this moat cannot see them), so
+    /// finding them costs one inspect per container, not one per command.
+    cgroups: Mutex<HashMap<String, Option<Arc<CgroupDirs>>>>,
 }
 
 impl Registry {
@@ -126,6 +130,7 @@ impl Registry {
             last_sweep_ms: AtomicI64::new(0),
             scope: Mutex::new(Scope::Session),
             sandbox_owner,
+            cgroups: Mutex::new(HashMap::new()),
         })
     }
 
@@ -188,6 +193,32 @@ impl Registry {
         &self.limits
     }
 
+    /// The cgroups of container `name`, when this moat can read them from the host
+    /// (`session::cgroup`). A container recreated under the same name is found again: the
+    /// old directories are gone.
+    pub async fn cgroup(&self, name: &str) -> Option<Arc<CgroupDirs>> {
+        if name == HOST_CONTAINER {
+            return None;
+        }
+        let cached = self.cgroups.lock().unwrap().get(name).cloned();
+        match cached {
+            Some(None) => return None,
+            Some(Some(c)) if c.counters().is_some() => return Some(c),
+            _ => {}
+        }
+        let info = self.runtime.inspect_container(name).await.ok().flatten()?;
+        // Not running yet (or any more): nothing to find, and nothing to remember.
+        if info.pid == 0 {
+            return None;
+        }
+        let found = CgroupDirs::of_pid(info.pid).map(Arc::new);
+        self.cgroups
+            .lock()
+            .unwrap()
+            .insert(name.to_string(), found.clone());
+        found
+    }
+
     /// Starts a command; returns as soon as it runs.
     pub async fn start(self: &Arc<Self>, spec: StartSpec) -> Result<Arc<Proc>, ProcessError> {
         // Sweeping reads the session's index; on the exec hot path do it at most every 30 s.
@@ -243,6 +274,12 @@ impl Registry {
             tty: spec.pty,
             console_size: spec.pty.then_some(PTY_SIZE),
         };
+        // The limit counters before the command: what it changes is what it hit.
+        let cgroup = self.cgroup(&spec.container).await;
+        let limits = LimitWatch {
+            baseline: cgroup.as_ref().and_then(|c| c.counters()),
+            cgroup,
+        };
         let started = match self
             .runtime_for(&spec.container)
             .exec(&spec.container, exec)
@@ -280,7 +317,15 @@ impl Registry {
                 let _ = finished.await;
             }),
         };
-        self.supervise(&proc, files, log, stdin, started.tty, watch, control);
+        self.supervise(
+            &proc,
+            files,
+            log,
+            stdin,
+            started.tty,
+            (watch, limits),
+            control,
+        );
         self.procs.lock().unwrap().insert(id, proc.clone());
         Ok(proc)
     }
@@ -505,9 +550,15 @@ impl Registry {
             // stdin cannot be re-attached: its writer closed with the moat that started it.
             proc.lock().stdin_open = false;
             match (files, log) {
-                (Some(files), Some(log)) => {
-                    self.supervise(&proc, files, log, None, None, ExitWatch::Recovered, control)
-                }
+                (Some(files), Some(log)) => self.supervise(
+                    &proc,
+                    files,
+                    log,
+                    None,
+                    None,
+                    (ExitWatch::Recovered, LimitWatch::default()),
+                    control,
+                ),
                 _ => self.give_up(&proc, unsafe_files.as_deref().unwrap_or("no log")),
             }
         }
@@ -554,7 +605,7 @@ impl Registry {
         log: std::fs::File,
         stdin: Option<tokio::net::unix::pipe::Sender>,
         tty: Option<crate::runtime::ExecTty>,
-        watch: ExitWatch,
+        (watch, limits): (ExitWatch, LimitWatch),
         control: mpsc::UnboundedReceiver<Control>,
     ) {
         let supervisor = Supervisor {
@@ -569,6 +620,7 @@ impl Registry {
             events: self.events.clone(),
             control,
             spill_max: self.limits.spill_max,
+            limits,
         };
         tokio::spawn(supervisor.run());
     }
@@ -618,6 +670,8 @@ fn new_proc(
             stdin_open,
             notify_exit: true,
             log: None,
+            limit: None,
+            leftovers_ended: false,
         }),
         changed: watch::channel(0).0,
         control,

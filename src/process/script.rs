@@ -162,11 +162,19 @@ pub fn host_argv(
 }
 
 /// A helper command that ends process group `pgid`: TERM, up to `grace_ms` for the group to
-/// go, then KILL. Runs as one exec so the grace period costs no extra round trips.
+/// go, then KILL. Runs as one exec so the grace period costs no extra round trips. It prints
+/// `signalled` when the group had members, and `killed` when it needed the KILL.
+///
+/// The KILL sits in an EXIT trap because the wait may be impossible: with the pids limit full
+/// (a fork bomb) the helper cannot fork its `sleep`, and dash ends the script on a failed
+/// fork, running the trap. A fork bomb under bash needs that KILL: bash blocks SIGTERM while
+/// it retries a failed fork, for up to half a minute (docs/security.md, "Sandbox limits").
+/// The helper itself still starts then: the engine moves an exec into the cgroup, which the
+/// pids limit does not refuse; only forks are counted.
 pub fn kill_group_argv(pgid: u32, grace_ms: u64) -> Vec<String> {
     let tenths = grace_ms.div_ceil(100);
     let script = format!(
-        "kill -TERM -{pgid} 2>/dev/null || exit 0; i=0; while kill -0 -{pgid} 2>/dev/null && [ $i -lt {tenths} ]; do sleep 0.1; i=$((i+1)); done; if kill -0 -{pgid} 2>/dev/null; then kill -KILL -{pgid} 2>/dev/null; echo killed; fi; exit 0"
+        "kill -TERM -{pgid} 2>/dev/null || exit 0; echo signalled; trap 'if kill -0 -{pgid} 2>/dev/null; then kill -KILL -{pgid} 2>/dev/null; echo killed; fi' EXIT; i=0; while kill -0 -{pgid} 2>/dev/null && [ $i -lt {tenths} ]; do sleep 0.1; i=$((i+1)); done; exit 0"
     );
     vec!["sh".into(), "-c".into(), script]
 }
@@ -334,5 +342,44 @@ mod tests {
         assert!(a[2].contains("-lt 30"));
         assert!(a[2].contains("kill -KILL -42"));
         assert!(kill_group_argv(7, 50)[2].contains("-lt 1"));
+    }
+
+    /// Runs the helper for real: (what the group does with TERM) → what the helper says.
+    #[test]
+    fn kill_helper_escalates_and_reports() {
+        use std::os::unix::process::CommandExt;
+        let rows = [
+            // One process each, reaped by this test (an orphan here waits for the host's init).
+            ("exec sleep 30", "signalled\n"),
+            // TERM ignored (inherited across exec): the KILL after the grace ends it.
+            ("trap '' TERM; exec sleep 30", "signalled\nkilled\n"),
+        ];
+        for (script, want) in rows {
+            let mut child = std::process::Command::new("sh")
+                .args(["-c", script])
+                .process_group(0)
+                .spawn()
+                .unwrap();
+            let pgid = child.id();
+            // Reaped at once, as the container's init does: a zombie still counts as a member.
+            let reaper = std::thread::spawn(move || child.wait());
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let argv = kill_group_argv(pgid, 300);
+            let out = std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{script}");
+            let _ = reaper.join();
+            let gone = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid as i32), None);
+            assert!(gone.is_err(), "{script}: the group is still there");
+        }
+        // A group that is already gone: nothing said.
+        let argv = kill_group_argv(999_999, 100);
+        let out = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "");
     }
 }

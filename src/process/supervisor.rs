@@ -16,10 +16,13 @@ use tokio::sync::mpsc;
 
 use super::events::{exit_event, EventBus};
 use super::files::RunFiles;
+use super::limit::{classify, ContainerFate, Evidence, LimitHit};
 use super::output::LineMark;
 use super::proc::{Control, ExitInfo, Proc};
 use super::script::kill_group_argv;
+use crate::host::HOST_CONTAINER;
 use crate::runtime::{ExecTty, Runtime};
+use crate::session::cgroup::{CgroupDirs, Counters};
 use crate::store::{now_ms, ProcessStatus, Store};
 
 /// SIGTERM → this long → SIGKILL.
@@ -53,6 +56,19 @@ pub struct Supervisor {
     pub control: mpsc::UnboundedReceiver<Control>,
     /// Raw bytes kept on disk per process; older bytes are freed by punching holes.
     pub spill_max: u64,
+    /// What the supervisor knows of the container's limits (empty for host processes and
+    /// re-attached ones).
+    pub limits: LimitWatch,
+}
+
+/// The container's cgroups as seen when a command started.
+#[derive(Debug, Clone, Default)]
+pub struct LimitWatch {
+    /// The cgroups, when this moat can read them from the host: the evidence for which limit
+    /// ended the command, and a cheap look at its leftovers.
+    pub cgroup: Option<Arc<CgroupDirs>>,
+    /// The cgroup's limit counters just before the command started.
+    pub baseline: Option<Counters>,
 }
 
 impl Supervisor {
@@ -177,10 +193,25 @@ impl Supervisor {
                 escalated |= k;
             }
         }
+        // A foreground command owns nothing after it ends: whatever it left running in its
+        // group is ended before its result is told (docs/mcp.md, "Foreground and background").
+        // A command moat already signalled has no group left to end.
+        let foreground = !self.proc.lock().background;
+        let leftovers_ended = foreground
+            && !kill_sent
+            && exec_id.is_some()
+            && end_leftovers(
+                self.runtime.clone(),
+                self.proc.info.container.clone(),
+                self.files.clone(),
+                self.limits.cgroup.clone(),
+            )
+            .await;
         self.read_available(&mut buf);
         // A command that ended before the loop ever ran still keeps only its bound on disk.
         self.free_old_bytes(punched_to);
-        let mut code = self.files.read_exit();
+        let exit_file = self.files.read_exit();
+        let mut code = exit_file;
         if code.is_none() {
             if let Some(id) = &exec_id {
                 code = self.runtime.exec_exit_code(id).await.ok().flatten();
@@ -210,7 +241,20 @@ impl Supervisor {
             timed_out,
             finished_at_ms: now_ms(),
         };
-        let status = if exit.success() {
+        let limit = limit_hit(
+            self.runtime.clone(),
+            self.proc.info.container.clone(),
+            self.limits.clone(),
+            // Killed by a signal from outside moat with no status recorded: its container may
+            // be going away (a wrapper that failed to fork has an exit code instead).
+            (
+                exit.success(),
+                !kill_sent && exit_file.is_none() && exit.code.is_none(),
+                leftovers_ended,
+            ),
+        )
+        .await;
+        let status = if exit.success() && limit.is_none() {
             ProcessStatus::Completed
         } else {
             ProcessStatus::Failed
@@ -219,6 +263,8 @@ impl Supervisor {
             let mut st = self.proc.lock();
             st.output.finish();
             st.exit = Some(exit.clone());
+            st.limit = limit;
+            st.leftovers_ended = leftovers_ended;
             st.stdin_open = false;
             let event = exit_event(&self.proc.info.id, &exit, &st.output.tail(400));
             (st.background && st.notify_exit, st.output.redact(&event))
@@ -304,6 +350,7 @@ impl Supervisor {
         let runtime = self.runtime.clone();
         let container = self.proc.info.container.clone();
         let files = self.files.clone();
+        let cgroup = self.limits.cgroup.clone();
         tokio::spawn(async move {
             // The wrapper writes its pid first thing; give a just-started process a moment.
             let mut pgid = files.read_pgid();
@@ -318,19 +365,157 @@ impl Supervisor {
                 let _ = done.send(false);
                 return;
             };
-            let escalated = match runtime
-                .exec_capture(&container, kill_group_argv(pgid, KILL_GRACE_MS), None)
+            let escalated = end_group(runtime.as_ref(), &container, pgid, cgroup.as_deref())
                 .await
-            {
-                Ok((_, out)) => String::from_utf8_lossy(&out).contains("killed"),
-                Err(e) => {
-                    tracing::warn!(%container, error = %e, "failed to signal process group");
-                    false
-                }
-            };
+                .is_some_and(|out| out.contains("killed"));
             let _ = done.send(escalated);
         });
     }
+}
+
+/// Ends what a finished foreground command left running in its process group (TERM, grace,
+/// KILL: the same helper as a kill); returns whether there was anything. With the cgroups
+/// readable, an empty group costs no exec.
+async fn end_leftovers(
+    runtime: Arc<dyn Runtime>,
+    container: String,
+    files: RunFiles,
+    cgroup: Option<Arc<CgroupDirs>>,
+) -> bool {
+    let Some(pgid) = files.read_pgid() else {
+        return false;
+    };
+    if cgroup
+        .as_ref()
+        .is_some_and(|cg| cg.group_members(pgid) == Some(0))
+    {
+        return false;
+    }
+    end_group(runtime.as_ref(), &container, pgid, cgroup.as_deref())
+        .await
+        .is_some_and(|out| out.contains("signalled"))
+}
+
+/// Most extra process slots the kill helper is given, and how often it is tried with them.
+const ROOM_PIDS: i64 = 64;
+const ROOM_TRIES: usize = 5;
+
+/// Runs the kill helper on group `pgid`; returns what it printed, `None` when it never ran.
+///
+/// When the container is at its pids limit the engine may fail to start the helper at all
+/// (runc clones inside the container's cgroup). moat then gives the container a few more
+/// slots for as long as it takes (`docker update --pids-limit`), tries again, and puts the
+/// limit back (docs/security.md, "Sandbox limits").
+async fn end_group(
+    runtime: &dyn Runtime,
+    container: &str,
+    pgid: u32,
+    cgroup: Option<&CgroupDirs>,
+) -> Option<String> {
+    let run = || async {
+        match runtime
+            .exec_capture(container, kill_group_argv(pgid, KILL_GRACE_MS), None)
+            .await
+        {
+            Ok((_, out)) => {
+                let out = String::from_utf8_lossy(&out).into_owned();
+                // The helper always prints one of these when it ran on a live group, and
+                // nothing when the group was already gone.
+                let ran = out.contains("signalled") || out.trim().is_empty();
+                Some((ran, out))
+            }
+            Err(e) => {
+                tracing::warn!(%container, error = %e, "failed to signal process group");
+                None
+            }
+        }
+    };
+    let first = run().await;
+    if let Some((true, out)) = &first {
+        return Some(out.clone());
+    }
+    let limit = cgroup
+        .and_then(CgroupDirs::usage)
+        .filter(|u| u.pids_limit.is_some_and(|l| u.pids + 2 > l))
+        .and_then(|u| u.pids_limit)?;
+    let limit = i64::try_from(limit).ok()?;
+    tracing::info!(%container, pgid, "the pids limit is full: raising it while the group is ended");
+    let mut last = first.map(|(_, out)| out);
+    if runtime
+        .set_pids_limit(container, limit + ROOM_PIDS)
+        .await
+        .is_ok()
+    {
+        for _ in 0..ROOM_TRIES {
+            match run().await {
+                Some((true, out)) => {
+                    last = Some(out);
+                    break;
+                }
+                Some((false, out)) => last = Some(out),
+                None => {}
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if let Err(e) = runtime.set_pids_limit(container, limit).await {
+            tracing::warn!(%container, error = %e, "failed to restore the pids limit");
+        }
+    }
+    last
+}
+
+/// Which limit, if any, cut a command short (`process::limit`), from whether it succeeded,
+/// whether the wrapper never recorded an exit status, and whether moat ended its leftovers.
+/// The engine is asked about the container only without an exit status (the wrapper was
+/// killed with everything else in the container, or the container went away).
+async fn limit_hit(
+    runtime: Arc<dyn Runtime>,
+    container: String,
+    limits: LimitWatch,
+    (succeeded, killed_outside, leftovers_ended): (bool, bool, bool),
+) -> Option<LimitHit> {
+    if container == HOST_CONTAINER {
+        return None;
+    }
+    let fate = if !succeeded && killed_outside {
+        container_fate(runtime.as_ref(), &container).await
+    } else {
+        ContainerFate::Running
+    };
+    let usage = limits.cgroup.as_ref().and_then(|c| c.usage());
+    classify(&Evidence {
+        before: limits.baseline,
+        after: limits.cgroup.as_ref().and_then(|c| c.counters()),
+        succeeded,
+        leftovers_ended,
+        container: fate,
+        memory_limit: usage.and_then(|u| u.memory_limit),
+        pids_limit: usage.and_then(|u| u.pids_limit),
+    })
+}
+
+/// What became of a container whose command was killed with everything in it. `docker rm -f`
+/// kills the processes first, and the engine marks the container exited and then removes it
+/// a moment later, so the container is watched for up to a second: gone (or `removing`) is
+/// removed, still not running at the end is stopped, running throughout is fine.
+async fn container_fate(runtime: &dyn Runtime, container: &str) -> ContainerFate {
+    let mut fate = ContainerFate::Running;
+    for _ in 0..10 {
+        match runtime.inspect_container(container).await {
+            Ok(None) => return ContainerFate::Removed,
+            Ok(Some(c)) if c.state == "removing" => return ContainerFate::Removed,
+            Ok(Some(c)) => {
+                fate = if c.running {
+                    ContainerFate::Running
+                } else {
+                    ContainerFate::Stopped
+                }
+            }
+            Err(_) => return fate,
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    fate
 }
 
 async fn next_chunk(

@@ -132,6 +132,7 @@ impl Runtime for FakeRuntime {
                 running: false,
                 state: "created".into(),
                 labels: spec.labels.clone(),
+                pid: 0,
             },
         );
         Ok(id)
@@ -150,6 +151,10 @@ impl Runtime for FakeRuntime {
             })?;
         c.running = true;
         c.state = "running".into();
+        Ok(())
+    }
+
+    async fn set_pids_limit(&self, _name: &str, _limit: i64) -> Result<(), RuntimeError> {
         Ok(())
     }
 

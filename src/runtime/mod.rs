@@ -32,6 +32,10 @@ pub trait Runtime: Send + Sync + 'static {
     async fn start_container(&self, id: &str) -> Result<(), RuntimeError>;
     /// Force-removes a container (and its anonymous volumes); a missing one is not an error.
     async fn remove_container(&self, id: &str) -> Result<(), RuntimeError>;
+    /// Changes a running container's pids limit (`docker update --pids-limit`): room for
+    /// moat's kill helper when a fork bomb holds every slot (docs/security.md, "Sandbox
+    /// limits").
+    async fn set_pids_limit(&self, name: &str, limit: i64) -> Result<(), RuntimeError>;
     /// Starts a command; returns once it runs. `ExecStarted::finished` resolves when it ends.
     async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError>;
     /// The exit code of an exec that ended (`None` while it runs).

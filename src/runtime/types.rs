@@ -37,6 +37,9 @@ pub struct ContainerSpec {
     pub security_opt: Vec<String>,
     pub pids_limit: i64,
     pub memory_bytes: i64,
+    /// Size of `/dev/shm` in bytes (0: the engine's default). Set with the tmpfs sizes, since
+    /// it counts against the memory limit like them.
+    pub shm_bytes: i64,
     pub nano_cpus: i64,
     pub runtime: Option<String>,
     pub working_dir: String,
@@ -51,6 +54,9 @@ pub struct ContainerInfo {
     pub running: bool,
     pub state: String,
     pub labels: BTreeMap<String, String>,
+    /// Host pid of the container's init while it runs (0 otherwise, or from a listing): the
+    /// way to its cgroups on this host (`session::cgroup`).
+    pub pid: u32,
 }
 
 /// One command to start in a container.

@@ -1,14 +1,18 @@
 //! Session keys and their containers: naming, the container spec built from config, and the
 //! manager that creates, reuses, adopts and recreates them.
 
+pub mod cgroup;
 mod dirs;
 pub mod disk;
+pub mod health;
 mod key;
 mod manager;
 mod prune;
 mod spec;
+mod tmpfs;
 
 pub use key::{container_key, validate_key, ContainerName, KeyError};
 pub use manager::{SessionContainer, SessionError, Sessions};
 pub use prune::{prune_once, prune_reason};
 pub use spec::{build_spec, config_hash, labels, MOAT_LABEL, RUN_MOUNT, WORKSPACE_MOUNT};
+pub use tmpfs::{human_bytes, plan as tmpfs_plan, TmpfsMount, TmpfsPlan};

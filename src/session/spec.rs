@@ -77,10 +77,19 @@ pub fn build_spec(
             read_only: parts.next() == Some("ro"),
         });
     }
-    let tmpfs = sandbox
-        .tmpfs
+    // Every tmpfs gets an explicit size inside the memory limit (docs/security.md, "Sandbox
+    // limits"): the engine's default is half of the host's RAM.
+    let plan = sandbox.tmpfs_plan();
+    let tmpfs = plan
+        .mounts
         .iter()
-        .map(|p| (p.clone(), "rw,nosuid,nodev,mode=1777".to_string()))
+        .map(|m| {
+            let mut options = "rw,nosuid,nodev,mode=1777".to_string();
+            if let Some(size) = m.size {
+                options.push_str(&format!(",size={size}"));
+            }
+            (m.path.clone(), options)
+        })
         .collect();
     let mut security_opt = vec!["no-new-privileges:true".to_string()];
     if !sandbox.seccomp_profile.is_empty() {
@@ -105,6 +114,7 @@ pub fn build_spec(
         security_opt,
         pids_limit: sandbox.pids_limit,
         memory_bytes: sandbox.memory_bytes(),
+        shm_bytes: plan.shm.unwrap_or(0) as i64,
         nano_cpus: (sandbox.cpus * 1e9) as i64,
         runtime: (!sandbox.runtime.is_empty()).then(|| sandbox.runtime.clone()),
         working_dir: WORKSPACE_MOUNT.into(),
@@ -161,6 +171,13 @@ mod tests {
             spec.tmpfs.keys().collect::<Vec<_>>(),
             ["/run", "/tmp", "/var/tmp"]
         );
+        // Sized inside the memory limit: half of 2 GiB, with /dev/shm.
+        assert_eq!(
+            spec.tmpfs["/tmp"],
+            format!("rw,nosuid,nodev,mode=1777,size={}", 832u64 << 20)
+        );
+        assert!(spec.tmpfs["/run"].ends_with(&format!(",size={}", 64u64 << 20)));
+        assert_eq!(spec.shm_bytes, 64 << 20);
         assert_eq!(spec.mounts[0].target, "/workspace");
         assert!(!spec.mounts[0].read_only);
         assert_eq!(spec.labels[MOAT_LABEL], "x");

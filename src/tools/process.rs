@@ -69,7 +69,7 @@ fn failed(text: impl Into<String>) -> ToolResult {
 fn status_of(p: &Proc) -> &'static str {
     match p.exit() {
         None => "running",
-        Some(e) if e.success() => "completed",
+        Some(_) if p.succeeded() => "completed",
         Some(_) => "failed",
     }
 }
@@ -327,7 +327,12 @@ impl ProcessTool {
         if exit.is_none() {
             details["retryInMs"] = json!(retry);
         }
-        ToolResult::new(format!("{body}\n\n{}", exit_line(p)), details)
+        let result = ToolResult::new(format!("{body}\n\n{}", exit_line(p)), details);
+        // A sandbox limit that cut it short says so (docs/mcp.md, "Limits in results").
+        match p.limit() {
+            Some(hit) => crate::exec::with_limit(result, &hit),
+            None => result,
+        }
     }
 
     /// Writes to the process's stdin; `Some(result)` is the error to return.

@@ -73,6 +73,17 @@ impl Runtime for DockerRuntime {
         self.remove(id).await
     }
 
+    async fn set_pids_limit(&self, name: &str, limit: i64) -> Result<(), RuntimeError> {
+        let body = bollard::models::ContainerUpdateBody {
+            pids_limit: Some(limit),
+            ..Default::default()
+        };
+        self.docker
+            .update_container(name, body)
+            .await
+            .map_err(|e| RuntimeError::engine(format!("update the pids limit of {name}"), e))
+    }
+
     async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
         self.start_exec(container, spec).await
     }

@@ -32,6 +32,10 @@ impl DockerRuntime {
                         .unwrap_or_default()
                         .into_iter()
                         .collect(),
+                    pid: state
+                        .and_then(|s| s.pid)
+                        .and_then(|p| u32::try_from(p).ok())
+                        .unwrap_or(0),
                 }))
             }
             Err(bollard::errors::Error::DockerResponseServerError {
@@ -70,6 +74,7 @@ impl DockerRuntime {
                     running: state == "running",
                     state,
                     labels: c.labels.unwrap_or_default().into_iter().collect(),
+                    pid: 0,
                 }
             })
             .collect())
@@ -99,6 +104,7 @@ impl DockerRuntime {
             memory: Some(spec.memory_bytes),
             // Equal to `memory`, so the limit cannot be dodged by swapping.
             memory_swap: Some(spec.memory_bytes),
+            shm_size: (spec.shm_bytes > 0).then_some(spec.shm_bytes),
             nano_cpus: (spec.nano_cpus > 0).then_some(spec.nano_cpus),
             network_mode: Some(spec.network.clone()),
             runtime: spec.runtime.clone(),

@@ -3,7 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::exec::{finished_result, running_result, ExecRequest, ToolResult};
+use crate::exec::{
+    finished_result, running_result, with_limit, with_note, ExecRequest, ToolResult,
+};
+use crate::process::limit::LEFTOVERS_NOTE;
 use crate::process::{Proc, ProcessError, RunFiles, StartSpec};
 
 use super::prepare::Prepared;
@@ -101,12 +104,14 @@ impl ExecTool {
             )
             .with_warnings(&p.warnings);
         }
-        let (exit, aggregated, truncated) = {
+        let (exit, aggregated, truncated, limit, leftovers_ended) = {
             let st = proc.lock();
             (
                 st.exit.clone().expect("ended"),
                 st.output.aggregated(),
                 st.output.truncated(),
+                st.limit,
+                st.leftovers_ended,
             )
         };
         // A foreground run's result is its whole record, unless the output cap cut it: then
@@ -116,13 +121,34 @@ impl ExecTool {
             self.registry.forget(&proc);
         }
         let duration = exit.finished_at_ms - started;
-        let result = finished_result(&exit, aggregated, truncated, duration, &p.cwd, timeout_secs);
+        let mut result =
+            finished_result(&exit, aggregated, truncated, duration, &p.cwd, timeout_secs);
+        // What the exit status cannot say: a limit that cut it short, and processes it left
+        // that moat ended (docs/mcp.md, "Limits in results").
+        if let Some(hit) = &limit {
+            result = with_limit(result, hit);
+            if let Some(wedge) = self.wedged(&proc.info.container).await {
+                result = with_note(result, &wedge.sentence(&p.session));
+            }
+        }
+        if leftovers_ended && limit.is_none() {
+            result = with_note(result, LEFTOVERS_NOTE);
+        }
         let result = if truncated {
             kept_for_log(result, &proc.info.id)
         } else {
             result
         };
         result.with_warnings(&p.warnings)
+    }
+}
+
+impl ExecTool {
+    /// Whether container `name` is so full that no new command can run (a limit left it
+    /// wedged; docs/security.md, "Sandbox limits").
+    pub(super) async fn wedged(&self, name: &str) -> Option<crate::session::health::Wedge> {
+        let usage = self.registry.cgroup(name).await?.usage()?;
+        crate::session::health::wedge_of(&usage)
     }
 }
 

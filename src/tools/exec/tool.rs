@@ -162,7 +162,22 @@ impl ExecTool {
                         &self.approvals.display(&plan),
                     );
                 }
-                let proc = self.launch(&prepared, &plan, req, true).await?;
+                let proc = match self.launch(&prepared, &plan, req, true).await {
+                    Ok(proc) => proc,
+                    // The engine could not start it: a container at a limit says why and how
+                    // to get out, instead of an engine error.
+                    Err(e) => match self.wedged(&prepared.container).await {
+                        Some(wedge) if !prepared.on_host() => return Ok(ToolResult::new(
+                            format!(
+                                "Command could not start (failed to {e}).\n\n{}",
+                                wedge.sentence(session)
+                            ),
+                            json!({"status": "failed", "cwd": prepared.cwd, "limit": wedge.kind()}),
+                        )
+                        .with_warnings(&prepared.warnings)),
+                        _ => return Err(e),
+                    },
+                };
                 started(&proc.info.id);
                 Ok(self.outcome(&prepared, proc, req, wait_to_end).await)
             }

@@ -1,0 +1,364 @@
+//! The sandbox's limits under abuse, against the real engine: a full `/tmp` cannot wedge the
+//! session, a fork bomb is ended with everything it left, and a command that a limit or a
+//! removed container ended says so (docs/security.md, "Sandbox limits"; docs/mcp.md, "Limits
+//! in results").
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use moat::config::Config;
+use moat::exec::{ExecRequest, ToolResult};
+
+fn with_timeout(command: &str, secs: f64) -> ExecRequest {
+    ExecRequest {
+        command: command.into(),
+        timeout: Some(secs),
+        ..Default::default()
+    }
+}
+
+/// The processes in the container other than its init, `sleep infinity` and the `ps` itself.
+fn leftovers(m: &common::TestMoat, session: &str) -> Vec<String> {
+    m.docker_exec(session, "ps -eo pid=,args=")
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.contains("docker-init")
+                && !l.ends_with("sleep infinity")
+                && !l.contains("ps -eo")
+                && !l.ends_with("sh -c ps -eo pid=,args=")
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// How often forks were refused at the pids limit, read from inside the container.
+fn pids_refused(m: &common::TestMoat, session: &str) -> u64 {
+    let out = std::process::Command::new("docker")
+        .args(["exec", &m.container(session), "sh", "-c"])
+        .arg("cat /sys/fs/cgroup/pids/pids.events 2>/dev/null || cat /sys/fs/cgroup/pids.events")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no pids.events in the container: {text:?}"))
+}
+
+fn assert_usable(r: &ToolResult) {
+    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.text(), "ok");
+}
+
+/// The issue's attack: a 2 GB `dd` into /tmp inside the 2 GiB memory limit. Before, /tmp
+/// was sized at half the host's RAM, the write filled the memory cgroup with tmpfs pages and
+/// every later exec (the `rm` too) died with 137. Now /tmp is full long before memory is.
+#[tokio::test]
+async fn a_full_tmp_leaves_the_session_usable() {
+    let Some(m) = common::moat("t-lim-tmp", Config::default()).await else {
+        return;
+    };
+    let started = Instant::now();
+    let dd = m
+        .exec("a", "dd if=/dev/zero of=/tmp/fill bs=1M count=2048")
+        .await;
+    eprintln!(
+        "dd into /tmp: {:.1} s: {}",
+        started.elapsed().as_secs_f64(),
+        dd.text()
+    );
+    assert!(
+        dd.text().contains("No space left on device"),
+        "{}",
+        dd.text()
+    );
+    let df = m.exec("a", "df -k /tmp | tail -1").await;
+    // 832 MiB: half of 2 GiB, less /var/tmp, /run and /dev/shm (64 MiB each).
+    assert!(df.text().contains(" 851968 "), "{}", df.text());
+    assert_usable(&m.exec("a", "echo ok").await);
+    let rm = m.exec("a", "rm -f /tmp/fill && echo ok").await;
+    assert_usable(&rm);
+    assert_usable(&m.exec("a", "echo ok").await);
+}
+
+/// Every tmpfs full at once (and /dev/shm) still leaves the working reserve: commands start.
+#[tokio::test]
+async fn every_tmpfs_full_at_once_still_leaves_room() {
+    let mut c = Config::default();
+    c.sandbox.memory = "512m".into();
+    let Some(m) = common::moat("t-lim-alltmp", c).await else {
+        return;
+    };
+    let fill = m
+        .exec(
+            "a",
+            "for d in /tmp /var/tmp /run /dev/shm; do dd if=/dev/zero of=$d/fill bs=1M count=1024 2>/dev/null; done; df -k /tmp /var/tmp /run /dev/shm | tail -4",
+        )
+        .await;
+    eprintln!("{}", fill.text());
+    assert!(fill.text().contains("100%"), "{}", fill.text());
+    assert_eq!(fill.details.get("limit"), None, "{}", fill.text());
+    for _ in 0..3 {
+        assert_usable(&m.exec("a", "echo ok").await);
+    }
+    let rm = m
+        .exec(
+            "a",
+            "rm -f /tmp/fill /var/tmp/fill /run/fill /dev/shm/fill && echo ok",
+        )
+        .await;
+    assert_usable(&rm);
+}
+
+/// A fork bomb whose first shell returns at once (`:(){ :|:& };:`): before, the result was
+/// `completed` after 0.4 s while 510 copies kept running and later commands could not fork.
+/// Now its leftovers are ended before the result is told, and nothing is left.
+#[tokio::test]
+async fn a_fork_bomb_is_ended_with_everything_it_left() {
+    let Some(m) = common::moat("t-lim-bomb", Config::default()).await else {
+        return;
+    };
+    assert_usable(&m.exec("a", "echo ok").await);
+    let before = pids_refused(&m, "a");
+    let started = Instant::now();
+    let r = m
+        .exec_req("a", with_timeout("bash -c ':(){ :|:& };:'", 10.0))
+        .await;
+    let took = started.elapsed();
+    let after = pids_refused(&m, "a");
+    eprintln!(
+        "fork bomb: {:.2} s, forks refused {before} -> {after}: {}",
+        took.as_secs_f64(),
+        r.text()
+    );
+    assert!(took < Duration::from_secs(10 + 5), "{took:?}");
+    assert_ne!(r.status(), "completed", "{}", r.text());
+    if after > before {
+        assert_eq!(r.details["limit"], "pids", "{}", r.text());
+        assert!(
+            r.text().contains("The process limit (512) was reached"),
+            "{}",
+            r.text()
+        );
+    }
+    let left = leftovers(&m, "a");
+    assert!(left.is_empty(), "processes left: {left:?}");
+    assert_usable(&m.exec("a", "echo ok").await);
+}
+
+/// A fork bomb under a shell that keeps running: it holds the pids limit until the timeout,
+/// which ends the whole group, and the result names both.
+#[tokio::test]
+async fn a_fork_bomb_is_ended_at_the_timeout_and_named() {
+    let Some(m) = common::moat("t-lim-bomb2", Config::default()).await else {
+        return;
+    };
+    assert_usable(&m.exec("a", "echo ok").await);
+    let started = Instant::now();
+    let r = m
+        // `read -t` is a bash builtin: the main shell waits without a fork it could not get.
+        .exec_req(
+            "a",
+            with_timeout("bash -c ':(){ :|:& };:; read -t 60'", 5.0),
+        )
+        .await;
+    let took = started.elapsed();
+    eprintln!(
+        "fork bomb to the timeout: {:.2} s: {}",
+        took.as_secs_f64(),
+        r.text()
+    );
+    assert!(took < Duration::from_secs(5 + 6), "{took:?}");
+    assert_eq!(r.status(), "failed", "{}", r.text());
+    assert_eq!(r.details["timedOut"], true, "{}", r.text());
+    assert_eq!(r.details["limit"], "pids", "{}", r.text());
+    assert!(r.text().contains("Command timed out after 5 seconds"));
+    assert!(r.text().contains("The process limit (512) was reached"));
+    let left = leftovers(&m, "a");
+    assert!(left.is_empty(), "processes left: {left:?}");
+    assert_usable(&m.exec("a", "echo ok").await);
+}
+
+/// A command the OOM killer ended is reported as the memory limit, not a bare 137.
+#[tokio::test]
+async fn an_oom_kill_is_reported_as_the_memory_limit() {
+    let mut c = Config::default();
+    c.sandbox.memory = "256m".into();
+    let Some(m) = common::moat("t-lim-oom", c).await else {
+        return;
+    };
+    assert_usable(&m.exec("a", "echo ok").await);
+    // `tail` keeps the last line in memory, and /dev/zero has no newline.
+    let r = m
+        .exec("a", "head -c 2G /dev/zero | tail -n 1 >/dev/null")
+        .await;
+    eprintln!("oom: {}", r.text());
+    assert_eq!(r.status(), "failed", "{}", r.text());
+    assert_eq!(r.details["limit"], "memory", "{}", r.text());
+    assert!(
+        r.text()
+            .contains("The sandbox's memory limit (256 MiB) was reached"),
+        "{}",
+        r.text()
+    );
+    // The same in the background, through poll.
+    let id = m
+        .background("a", "head -c 2G /dev/zero | tail -n 1 >/dev/null")
+        .await;
+    let mut q = moat::tools::ProcessRequest {
+        action: "poll".into(),
+        session_id: Some(id),
+        timeout: Some(2000),
+        ..Default::default()
+    };
+    let mut p = m.process("a", &q).await;
+    for _ in 0..30 {
+        if p.status() != "running" {
+            break;
+        }
+        q.timeout = Some(1000);
+        p = m.process("a", &q).await;
+    }
+    assert_eq!(p.details["limit"], "memory", "{}", p.text());
+    assert!(p.text().contains("memory limit (256 MiB)"), "{}", p.text());
+    // A command that merely ran while memory was fine is not blamed.
+    let fine = m.exec("a", "echo ok").await;
+    assert_usable(&fine);
+    assert_eq!(fine.details.get("limit"), None);
+}
+
+/// `docker rm -f` of the container while a command runs: the result says the container was
+/// removed, and the next command gets a new container.
+#[tokio::test]
+async fn a_removed_container_is_reported() {
+    let Some(m) = common::moat("t-lim-rm", Config::default()).await else {
+        return;
+    };
+    assert_usable(&m.exec("a", "echo ok").await);
+    let name = m.container("a");
+    let remover = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let out = tokio::process::Command::new("docker")
+            .args(["rm", "-f", &name])
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    });
+    let r = m
+        .exec_req("a", with_timeout("echo started; sleep 30", 60.0))
+        .await;
+    remover.await.unwrap();
+    eprintln!("removed: {}", r.text());
+    assert_eq!(r.status(), "failed", "{}", r.text());
+    assert_eq!(r.details["limit"], "container-removed", "{}", r.text());
+    assert!(
+        r.text()
+            .contains("The session's container was removed while the command ran"),
+        "{}",
+        r.text()
+    );
+    assert_usable(&m.exec("a", "echo ok").await);
+}
+
+/// What a foreground command leaves running is ended when it finishes; a background command
+/// is the way to keep something running.
+#[tokio::test]
+async fn foreground_leftovers_are_ended_and_background_ones_kept() {
+    let Some(m) = common::moat("t-lim-left", Config::default()).await else {
+        return;
+    };
+    let r = m.exec("a", "sleep 171 & echo started").await;
+    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert!(
+        r.text()
+            .ends_with("Processes the command left running were ended when it finished; start a command with background=true to keep it running."),
+        "{}",
+        r.text()
+    );
+    assert_eq!(r.details["aggregated"], "started\n");
+    assert!(!m.docker_exec("a", "ps -eo args").contains("sleep 171"));
+    // Nothing left: no note.
+    let r = m.exec("a", "echo ok").await;
+    assert_usable(&r);
+    // In the background it keeps running after its shell ends.
+    let id = m.background("a", "sleep 172 & echo started").await;
+    let q = moat::tools::ProcessRequest {
+        action: "poll".into(),
+        session_id: Some(id),
+        timeout: Some(3000),
+        ..Default::default()
+    };
+    let p = m.process("a", &q).await;
+    assert_eq!(p.status(), "completed", "{}", p.text());
+    assert!(m.docker_exec("a", "ps -eo args").contains("sleep 172"));
+}
+
+/// A fork bomb left running in the background holds every process slot: the next command
+/// says the session is wedged and how to get out, `moat doctor --session` says so too, and
+/// killing the bomb makes the session usable again.
+#[tokio::test]
+async fn a_wedged_session_is_reported_with_the_fix() {
+    let Some(m) = common::moat("t-lim-wedge", Config::default()).await else {
+        return;
+    };
+    let doctor = |m: &common::TestMoat| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
+            .args(["doctor", "--session", &m.key("a")])
+            .env("MOAT_HOME", m.dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    assert_usable(&m.exec("a", "echo ok").await);
+    let (code, report) = doctor(&m);
+    eprintln!("{report}");
+    assert_eq!(code, Some(0), "{report}");
+    assert!(report.contains("not wedged"), "{report}");
+    assert!(report.contains("tmpfs /tmp holds"), "{report}");
+    let bomb = m
+        .background("a", "bash -c ':(){ :|:& };:; read -t 40'")
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let r = m.exec("a", "echo ok").await;
+    eprintln!("wedged: {}", r.text());
+    assert_eq!(r.status(), "failed", "{}", r.text());
+    assert_eq!(r.details["limit"], "pids", "{}", r.text());
+    assert!(
+        r.text().contains("still at its process limit"),
+        "{}",
+        r.text()
+    );
+    assert!(
+        r.text()
+            .contains(&format!("`moat sessions rm {}`", m.key("a"))),
+        "{}",
+        r.text()
+    );
+    let (code, report) = doctor(&m);
+    eprintln!("{report}");
+    assert_eq!(code, Some(1), "{report}");
+    assert!(report.contains("FAIL  wedged: "), "{report}");
+    // The fix the result names works, even with every slot taken.
+    let k = m
+        .process(
+            "a",
+            &moat::tools::ProcessRequest {
+                action: "kill".into(),
+                session_id: Some(bomb),
+                ..Default::default()
+            },
+        )
+        .await;
+    assert!(!k.is_error(), "{}", k.text());
+    assert!(leftovers(&m, "a").is_empty());
+    assert_usable(&m.exec("a", "echo ok").await);
+    let (code, report) = doctor(&m);
+    assert_eq!(code, Some(0), "{report}");
+}
