@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch};
@@ -78,6 +78,9 @@ pub struct StartSpec {
     pub shell: script::Shell,
 }
 
+/// How often `start` sweeps a session's finished processes.
+const SWEEP_EVERY_MS: i64 = 30_000;
+
 pub struct Registry {
     runtime: Arc<dyn Runtime>,
     /// Runs processes recorded under [`HOST_CONTAINER`] on this machine.
@@ -96,8 +99,9 @@ pub struct Registry {
     /// Foreground processes whose call was cancelled, being ended; a CLI that was
     /// interrupted waits for them before it exits.
     cancelled: Mutex<Vec<Arc<Proc>>>,
-    /// When `start` last swept (`list` always does).
-    last_sweep_ms: AtomicI64,
+    /// When `start` last swept each session (`list` always does). Per session, so a busy
+    /// session never keeps another's finished processes (and their open logs) from eviction.
+    last_sweep_ms: Mutex<HashMap<String, i64>>,
     /// How sessions map to containers: sessions that share a container share its processes
     /// (docs/security.md, "Shared containers").
     scope: Mutex<Scope>,
@@ -127,7 +131,7 @@ impl Registry {
             events,
             procs: Mutex::new(HashMap::new()),
             cancelled: Mutex::new(Vec::new()),
-            last_sweep_ms: AtomicI64::new(0),
+            last_sweep_ms: Mutex::new(HashMap::new()),
             scope: Mutex::new(Scope::Session),
             sandbox_owner,
             cgroups: Mutex::new(HashMap::new()),
@@ -223,7 +227,19 @@ impl Registry {
     pub async fn start(self: &Arc<Self>, spec: StartSpec) -> Result<Arc<Proc>, ProcessError> {
         // Sweeping reads the session's index; on the exec hot path do it at most every 30 s.
         let now = now_ms();
-        if now - self.last_sweep_ms.swap(now, Ordering::Relaxed) > 30_000 {
+        let due = {
+            let mut last = self.last_sweep_ms.lock().unwrap();
+            let at = last.entry(spec.session.clone()).or_insert(0);
+            // Only a sweep moves the mark: every start moving it kept a busy daemon from ever
+            // sweeping again, and its finished processes held their logs open without bound.
+            let due = now - *at > SWEEP_EVERY_MS
+                || self.held_finished(&spec.session) > self.limits.max_finished;
+            if due {
+                *at = now;
+            }
+            due
+        };
+        if due {
             self.sweep(&spec.session);
         }
         let id = {
@@ -591,6 +607,16 @@ impl Registry {
             timed_out: false,
             finished_at_ms: finished,
         });
+    }
+
+    /// How many ended processes of `session` this moat holds (each with its log open).
+    fn held_finished(&self, session: &str) -> usize {
+        self.procs
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|p| p.info.session == session && p.exit().is_some())
+            .count()
     }
 
     /// Hands a process to its owner task.
