@@ -23,6 +23,9 @@ pub async fn run(home: Home, session: Option<String>) -> anyhow::Result<ExitCode
     if let Some(c) = config.as_ref().filter(|c| c.elevated.enabled) {
         ok &= host_user(&c.elevated.user);
     }
+    if let Some(c) = &config {
+        ok &= daemon(&home, c).await;
+    }
     match moat::runtime::docker::DockerRuntime::connect().await {
         Ok(rt) => match rt.ping().await {
             Ok(info) => {
@@ -150,4 +153,36 @@ fn host_user(spec: &str) -> bool {
             false
         }
     }
+}
+
+/// The home's daemon: whether one runs, which, and whether it fits this configuration
+/// (docs/ARCHITECTURE.md, "Daemon"). None running is fine: the first command starts one.
+async fn daemon(home: &Home, config: &moat::config::Config) -> bool {
+    let Some(h) = moat::daemon::status(home).await else {
+        say!(
+            "ok    daemon: none runs for {} (the first command starts one; it logs to {})",
+            home.root().display(),
+            home.daemon_log().display()
+        );
+        return true;
+    };
+    let origin = if h["autoStarted"] == true {
+        "started on demand"
+    } else {
+        "moat serve"
+    };
+    let fits = h["fingerprint"].as_str() == Some(moat::daemon::fingerprint(config).as_str());
+    if fits {
+        say!(
+            "ok    daemon: pid {} ({origin}), {} running processes",
+            h["pid"],
+            h["running"]
+        );
+    } else {
+        say!(
+            "WARN  daemon: pid {} ({origin}) runs another moat build or configuration; an idle one is replaced by the next command, a busy one refuses commands until restarted",
+            h["pid"]
+        );
+    }
+    true
 }
