@@ -11,5 +11,5 @@ mod tool;
 
 pub use confine::{ConfineError, Workspace};
 pub use patch::PatchError;
-pub use request::{ListRequest, PatchRequest, ReadRequest, WriteRequest};
+pub use request::{FileCall, ListRequest, PatchRequest, ReadRequest, WriteRequest};
 pub use tool::{FilesError, FilesTool};

@@ -51,8 +51,7 @@ pub struct ReadRequest {
 pub struct WriteRequest {
     #[serde(default)]
     pub path: String,
-    /// The file's entire new text.
-    #[serde(default)]
+    /// The file's entire new text; required, so a forgotten field never empties a file.
     pub content: String,
     /// Make missing parent directories instead of failing; off by default so a typo in a
     /// directory name is an error rather than a new tree.
@@ -79,4 +78,36 @@ pub struct PatchRequest {
     /// The `*** Begin Patch … *** End Patch` text.
     #[serde(default)]
     pub input: String,
+}
+
+/// One file-tool call, as the MCP server hands it to its backend (in-process, or the daemon's
+/// `files/<endpoint>` over its socket).
+#[derive(Debug, Clone, PartialEq)]
+pub enum FileCall {
+    Read(ReadRequest),
+    Write(WriteRequest),
+    List(ListRequest),
+    Patch(PatchRequest),
+}
+
+impl FileCall {
+    /// The last segment of its HTTP endpoint, `/v1/sessions/{session}/files/<this>`.
+    pub fn endpoint(&self) -> &'static str {
+        match self {
+            FileCall::Read(_) => "read",
+            FileCall::Write(_) => "write",
+            FileCall::List(_) => "list",
+            FileCall::Patch(_) => "patch",
+        }
+    }
+
+    /// The request body for that endpoint.
+    pub fn body(&self) -> Result<serde_json::Value, serde_json::Error> {
+        match self {
+            FileCall::Read(r) => serde_json::to_value(r),
+            FileCall::Write(r) => serde_json::to_value(r),
+            FileCall::List(r) => serde_json::to_value(r),
+            FileCall::Patch(r) => serde_json::to_value(r),
+        }
+    }
 }

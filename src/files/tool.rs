@@ -368,3 +368,15 @@ fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize
     }
     Ok(n)
 }
+
+impl FilesTool {
+    /// Runs one call of any of the four tools.
+    pub async fn call(&self, session: &str, call: &FileCall) -> Result<ToolResult, FilesError> {
+        match call {
+            FileCall::Read(r) => self.read(session, r).await,
+            FileCall::Write(r) => self.write(session, r).await,
+            FileCall::List(r) => self.list(session, r).await,
+            FileCall::Patch(r) => self.patch(session, r).await,
+        }
+    }
+}

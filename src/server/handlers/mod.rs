@@ -5,6 +5,7 @@ pub mod daemon;
 pub mod events;
 pub mod exec;
 mod exec_wait;
+pub mod files;
 pub mod process;
 pub mod sessions;
 
