@@ -3,6 +3,8 @@ use std::collections::BTreeMap;
 use super::*;
 
 type Files = &'static [(&'static str, &'static str)];
+/// Changed files after a patch: path → new text, `None` for deleted.
+type Changes = Vec<(&'static str, Option<&'static str>)>;
 
 fn state(files: Files) -> BTreeMap<String, Option<String>> {
     files
@@ -32,7 +34,7 @@ const FN_FILE: &str = "fn a() {\n    x();\n}\n\nfn b() {\n    x();\n}\n";
 #[test]
 fn patches_that_apply() {
     // (what, patch, files before, changed files after: None = deleted)
-    let rows: Vec<(&str, &str, Files, Vec<(&str, Option<&str>)>)> = vec![
+    let rows: Vec<(&str, &str, Files, Changes)> = vec![
         (
             "add",
             "*** Begin Patch\n*** Add File: new.txt\n+hello\n+\n+world\n*** End Patch\n",
