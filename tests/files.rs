@@ -183,6 +183,10 @@ async fn paths_and_links_that_leave_are_refused() {
             "patch ../",
             patch("*** Begin Patch\n*** Delete File: ../x\n*** End Patch"),
         ),
+        (
+            "patch with a new directory that climbs out",
+            patch("*** Begin Patch\n*** Add File: a-ok.txt\n+x\n*** Add File: nodir/../../x\n+y\n*** End Patch"),
+        ),
     ] {
         let err = call(&m, "s", c).await.expect_err(what);
         assert!(err.contains("leaves the workspace"), "{what}: {err}");
@@ -190,6 +194,13 @@ async fn paths_and_links_that_leave_are_refused() {
     let err = call(&m, "s", write("etc-link", "x")).await.unwrap_err();
     assert!(err.contains("symbolic link"), "{err}");
     assert_eq!(std::fs::read("/etc/passwd").unwrap(), host_passwd);
+    // The refused patch wrote nothing, not even its valid first file.
+    let out = m.exec("s", "ls -a").await;
+    assert!(
+        !out.text().contains("a-ok.txt") && !out.text().contains("nodir"),
+        "{}",
+        out.text()
+    );
     assert!(!std::path::Path::new("/etc/moat-new").exists());
     let ws = m
         .app

@@ -145,11 +145,13 @@ impl Workspace {
     /// `openat2` beneath the root, retried on `EAGAIN` (the kernel's answer when a rename
     /// raced the lookup).
     fn open_beneath(&self, rel: &Path, flags: OFlag, shown: &str) -> Result<OwnedFd, ConfineError> {
-        let how = || {
-            OpenHow::new()
-                .flags(flags | OFlag::O_CLOEXEC | OFlag::O_NOCTTY)
-                .resolve(beneath())
+        // openat2 refuses (EINVAL) any flag beside O_PATH but these few.
+        let extra = if flags.contains(OFlag::O_PATH) {
+            OFlag::O_CLOEXEC
+        } else {
+            OFlag::O_CLOEXEC | OFlag::O_NOCTTY
         };
+        let how = || OpenHow::new().flags(flags | extra).resolve(beneath());
         let mut tries = 0;
         loop {
             match openat2(&self.root, rel, how()) {
@@ -229,15 +231,53 @@ impl Workspace {
         })
     }
 
-    /// Makes each missing directory of `rel`, one component at a time, each looked up again
-    /// beneath the root before the next is made in it.
-    fn make_dirs(&self, rel: &Path, shown: &str) -> Result<(), ConfineError> {
-        let mut so_far = PathBuf::new();
-        for c in rel.components() {
-            let Component::Normal(n) = c else {
-                so_far.push(c.as_os_str());
-                continue;
+    /// Checks, without changing anything, that `requested` could be written with
+    /// `createDirs`: the part of its parent that exists opens beneath the root, and the
+    /// missing rest is plain names (no `..`), so making it cannot lead out. `apply_patch`
+    /// asks this before it writes anything, so a path refused here fails the whole patch.
+    pub fn check_creatable(&self, requested: &str) -> Result<(), ConfineError> {
+        let rel = self.relative(requested)?;
+        let shown = crate::policy::escape_display(requested);
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        self.missing_tail(parent, &shown).map(|_| ())
+    }
+
+    /// The components of `rel` that do not exist yet, after checking that the existing part
+    /// opens beneath the root and the rest are plain names.
+    fn missing_tail<'a>(&self, rel: &'a Path, shown: &str) -> Result<Vec<&'a OsStr>, ConfineError> {
+        let comps: Vec<Component<'a>> = rel.components().collect();
+        let mut exists = comps.len();
+        loop {
+            let prefix: PathBuf = comps[..exists].iter().collect();
+            let prefix = if prefix.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                prefix
             };
+            match self.open_beneath(&prefix, OFlag::O_PATH | OFlag::O_DIRECTORY, shown) {
+                Ok(_) => break,
+                Err(ConfineError::Missing { .. }) if exists > 0 => exists -= 1,
+                Err(e) => return Err(e),
+            }
+        }
+        comps[exists..]
+            .iter()
+            .map(|c| match c {
+                Component::Normal(n) => Ok(*n),
+                _ => Err(ConfineError::Escapes {
+                    path: shown.to_string(),
+                }),
+            })
+            .collect()
+    }
+
+    /// Makes each missing directory of `rel` (see [`Self::missing_tail`]), one component at
+    /// a time, each parent looked up again beneath the root before the next is made in it.
+    fn make_dirs(&self, rel: &Path, shown: &str) -> Result<(), ConfineError> {
+        let missing = self.missing_tail(rel, shown)?;
+        let existing = rel.components().count() - missing.len();
+        let mut so_far: PathBuf = rel.components().take(existing).collect();
+        for n in missing {
             let here = if so_far.as_os_str().is_empty() {
                 PathBuf::from(".")
             } else {

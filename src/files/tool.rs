@@ -298,7 +298,11 @@ impl FilesTool {
             // Parents are made only for files the patch writes, and only once it applies.
             let entry = match ws.entry(path, false) {
                 Ok(e) => Some(e),
-                Err(ConfineError::Missing { .. }) => None,
+                Err(ConfineError::Missing { .. }) => {
+                    // Its directories are made at the end: check now that they can be.
+                    ws.check_creatable(path)?;
+                    None
+                }
                 Err(e) => return Err(e.into()),
             };
             let text = match &entry {

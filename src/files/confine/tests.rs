@@ -81,6 +81,11 @@ fn writes_are_atomic_and_refuse_links() {
         Ok(e) => e.write(b"bad", w.owner()).unwrap_err().to_string(),
     };
     assert!(err("missing/f", false).contains("no such file"));
+    // Missing directories that would climb out are refused before any is made.
+    assert!(err("new/../../outside/f", true).contains("leaves"));
+    assert!(!ws.join("new").exists());
+    assert!(w.check_creatable("a/b/c").is_ok());
+    assert!(w.check_creatable("a/../../c").is_err());
     assert!(err("etc-link/passwd", false).contains("leaves"));
     assert!(err("etc-link/new/f", true).contains("leaves"));
     assert!(err("up-link/secret", false).contains("leaves"));
