@@ -5,9 +5,11 @@ pub mod daemon;
 pub mod events;
 pub mod exec;
 mod exec_wait;
-pub mod files;
 pub mod process;
 pub mod sessions;
+
+// The file tools (docs/http-api.md, "Endpoints").
+pub mod files;
 
 mod body;
 mod caller;
