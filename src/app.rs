@@ -47,6 +47,8 @@ pub struct App {
     pub approvals: Arc<Approvals>,
     pub secrets: Arc<Secrets>,
     pub exec: ExecTool,
+    /// The file tools (`read_file`, `write_file`, `list_dir`, `apply_patch`).
+    pub files: crate::files::FilesTool,
 }
 
 impl App {
@@ -110,6 +112,11 @@ impl App {
             home: home.clone(),
             shells_seen: Default::default(),
         };
+        let files = crate::files::FilesTool {
+            sessions: sessions.clone(),
+            config: config.clone(),
+            secrets: secrets.clone(),
+        };
         Ok(Self {
             home,
             config,
@@ -121,6 +128,7 @@ impl App {
             approvals,
             secrets,
             exec,
+            files,
         })
     }
 }

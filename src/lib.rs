@@ -12,6 +12,7 @@ pub mod config;
 pub mod daemon;
 pub mod disk_guard;
 pub mod exec;
+pub mod files;
 pub mod home;
 pub mod host;
 pub mod image;

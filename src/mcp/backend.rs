@@ -15,6 +15,7 @@ use tokio::sync::broadcast;
 use crate::app::App;
 use crate::daemon::{ClientError, DaemonClient, CALLER_HEADER};
 use crate::exec::{Caller, ExecRequest, ToolResult};
+use crate::files::FileCall;
 use crate::process::SessionEvent;
 use crate::tools::{ProcessRequest, ProcessTool};
 
@@ -33,6 +34,8 @@ pub trait Backend: Send + Sync {
     ) -> Result<ToolResult, String>;
     /// One `process` call.
     async fn process(&self, session: &str, req: &ProcessRequest) -> ToolResult;
+    /// One file-tool call (`read_file`, `write_file`, `list_dir`, `apply_patch`).
+    async fn files(&self, session: &str, call: &FileCall) -> ToolResult;
     /// The session events (background exits, approvals) from now on.
     fn events(&self, session: &str) -> broadcast::Receiver<SessionEvent>;
 }
@@ -60,6 +63,13 @@ impl Backend for Local {
 
     async fn process(&self, session: &str, req: &ProcessRequest) -> ToolResult {
         self.process.run(session, req).await
+    }
+
+    async fn files(&self, session: &str, call: &FileCall) -> ToolResult {
+        match self.app.files.call(session, call).await {
+            Ok(r) => r,
+            Err(e) => failed(failure_text(&error_chain(&e))),
+        }
     }
 
     fn events(&self, _session: &str) -> broadcast::Receiver<SessionEvent> {
@@ -117,6 +127,30 @@ impl Backend for Remote {
             }),
             // The daemon's 400s are the tool's own sentences ("sessionId is required …").
             Err(ClientError::Refused { message, .. }) => failed(message),
+            Err(e) => failed(failure_text(&error_chain(&e))),
+        }
+    }
+
+    async fn files(&self, session: &str, call: &FileCall) -> ToolResult {
+        let path = format!("/v1/sessions/{session}/files/{}", call.endpoint());
+        let body = match call.body() {
+            Ok(b) => b,
+            Err(e) => return failed(format!("Invalid file tool arguments: {e}")),
+        };
+        match self
+            .client
+            .call(Method::POST, &path, Some(&body), &[])
+            .await
+        {
+            Ok(v) => serde_json::from_value(v).unwrap_or_else(|e| {
+                failed(failure_text(&format!(
+                    "parse the answer of moat serve: {e}"
+                )))
+            }),
+            // The daemon's refusals are the tool's own errors ("failed to use path …").
+            Err(ClientError::Refused { message, .. }) => failed(failure_text(
+                message.strip_prefix("failed to ").unwrap_or(&message),
+            )),
             Err(e) => failed(failure_text(&error_chain(&e))),
         }
     }

@@ -266,7 +266,17 @@ mod tests {
             .iter()
             .map(|t| t["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["exec", "process"]);
+        assert_eq!(
+            names,
+            [
+                "exec",
+                "process",
+                "read_file",
+                "write_file",
+                "list_dir",
+                "apply_patch"
+            ]
+        );
         assert_eq!(
             v["result"]["tools"][0]["inputSchema"]["required"],
             json!(["command"])

@@ -1,4 +1,4 @@
-//! The two tools as MCP clients see them: names, descriptions and input schemas.
+//! The tools as MCP clients see them: names, descriptions and input schemas.
 //!
 //! The schemas are written by hand rather than derived, because the contract (SPEC §2, §5)
 //! fixes every parameter's name and JSON type, and a derived schema would add `null` to every
@@ -13,6 +13,52 @@ use serde_json::{json, Value};
 
 pub const EXEC: &str = "exec";
 pub const PROCESS: &str = "process";
+pub const READ_FILE: &str = "read_file";
+pub const WRITE_FILE: &str = "write_file";
+pub const LIST_DIR: &str = "list_dir";
+pub const APPLY_PATCH: &str = "apply_patch";
+
+/// What every file tool's description says about paths (docs/mcp.md, "File tools").
+const PATHS: &str = "Paths are relative to /workspace (this session's workspace) or absolute \
+under /workspace; `..` above it and symbolic links that lead out of it (absolute ones \
+included) are refused.";
+
+const READ_FILE_DESCRIPTION: &str = "\
+Read a text file from the workspace. By default the first 2000 lines; page with `offset` (first \
+line, 1-based) and `limit` (line count), or read a byte range with `byteOffset` and \
+`byteLimit` (for very long lines). At most 256 KiB per call; the result says how to read on. \
+A binary file is reported as binary with its size, not shown. Control characters are stripped \
+and secrets redacted, as in command output.";
+
+const WRITE_FILE_DESCRIPTION: &str = "\
+Write a whole file in the workspace, replacing it atomically if it exists (at most 512 KiB). \
+Missing parent directories are an error unless `createDirs` is true. The file belongs to the \
+sandbox user, like files commands create. For small changes to an existing file prefer \
+`apply_patch`.";
+
+const LIST_DIR_DESCRIPTION: &str = "\
+List a directory of the workspace (default: /workspace itself): names sorted, directories \
+with a trailing /, files with their size, symlinks and others marked. At most `limit` entries \
+(default 200, at most 2000).";
+
+const APPLY_PATCH_DESCRIPTION: &str = "\
+Edit files in the workspace with a patch in this format (the whole patch applies, or nothing \
+changes and the error names the file and the hunk):
+
+*** Begin Patch
+*** Add File: path/new.txt
++every line of the new file, each starting with +
+*** Update File: path/old.py
+*** Move to: path/renamed.py   (optional)
+@@ def some_function():        (optional hint: a line above the change)
+ context line (starts with a space)
+-removed line
++added line
+*** Delete File: path/gone.txt
+*** End Patch
+
+Give about three lines of context before and after each change; several `@@` hunks per file \
+are applied in order. `*** End of File` after a hunk anchors it at the end of the file.";
 
 const EXEC_DESCRIPTION: &str = "\
 Run a shell command in this session's sandbox: a long-lived, isolated Linux container \
@@ -72,7 +118,8 @@ moat runs your shell commands in a per-session sandbox container. Use `exec` to 
 command; if it takes longer than `yieldMs` (or you pass `background: true`) it keeps running \
 and you get a process id for the `process` tool (poll, log, write, send-keys, kill). Use \
 `pty: true` for programs that need a terminal. Background exits arrive as logging \
-notifications (logger `moat`).";
+notifications (logger `moat`). Read, write, list and patch files in /workspace with \
+`read_file`, `write_file`, `list_dir` and `apply_patch` rather than through shell quoting.";
 
 fn object(value: Value) -> Arc<JsonObject> {
     match value {
@@ -201,7 +248,122 @@ pub fn process_input() -> Arc<JsonObject> {
     }))
 }
 
-/// Both tools, in the order `tools/list` shows them.
+fn path_property(what: &str) -> Value {
+    json!({
+        "type": "string",
+        "description": format!("{what} {PATHS}")
+    })
+}
+
+/// The `read_file` input schema.
+pub fn read_file_input() -> Arc<JsonObject> {
+    object(json!({
+        "type": "object",
+        "properties": {
+            "path": path_property("The file to read."),
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "First line to show, 1-based (default 1)."
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Number of lines to show (default 2000)."
+            },
+            "byteOffset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Read by bytes instead: the first byte, 0-based. Not with offset/limit."
+            },
+            "byteLimit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Read by bytes: how many (at most 262144)."
+            }
+        },
+        "required": ["path"],
+        "additionalProperties": false
+    }))
+}
+
+/// The `write_file` input schema.
+pub fn write_file_input() -> Arc<JsonObject> {
+    object(json!({
+        "type": "object",
+        "properties": {
+            "path": path_property("The file to write."),
+            "content": {
+                "type": "string",
+                "description": "The file's entire new content."
+            },
+            "createDirs": {
+                "type": "boolean",
+                "description": "Create missing parent directories (default false)."
+            }
+        },
+        "required": ["path", "content"],
+        "additionalProperties": false
+    }))
+}
+
+/// The `list_dir` input schema.
+pub fn list_dir_input() -> Arc<JsonObject> {
+    object(json!({
+        "type": "object",
+        "properties": {
+            "path": path_property("The directory to list (default: /workspace)."),
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Most entries to show (default 200, at most 2000)."
+            }
+        },
+        "additionalProperties": false
+    }))
+}
+
+/// The `apply_patch` input schema: one string named `input`, as agents are trained to send.
+pub fn apply_patch_input() -> Arc<JsonObject> {
+    object(json!({
+        "type": "object",
+        "properties": {
+            "input": {
+                "type": "string",
+                "description": "The patch, from *** Begin Patch to *** End Patch."
+            }
+        },
+        "required": ["input"],
+        "additionalProperties": false
+    }))
+}
+
+/// The file tools, in the order `tools/list` shows them (after exec and process).
+fn file_tools() -> Vec<Tool> {
+    let read_only = |read_only: bool, destructive: bool| {
+        ToolAnnotations::new()
+            .read_only(read_only)
+            .destructive(destructive)
+            .idempotent(read_only)
+            .open_world(false)
+    };
+    vec![
+        Tool::new(READ_FILE, READ_FILE_DESCRIPTION, read_file_input())
+            .with_title("Read a file in the workspace")
+            .with_annotations(read_only(true, false)),
+        Tool::new(WRITE_FILE, WRITE_FILE_DESCRIPTION, write_file_input())
+            .with_title("Write a file in the workspace")
+            .with_annotations(read_only(false, true)),
+        Tool::new(LIST_DIR, LIST_DIR_DESCRIPTION, list_dir_input())
+            .with_title("List a directory in the workspace")
+            .with_annotations(read_only(true, false)),
+        Tool::new(APPLY_PATCH, APPLY_PATCH_DESCRIPTION, apply_patch_input())
+            .with_title("Patch files in the workspace")
+            .with_annotations(read_only(false, true)),
+    ]
+}
+
+/// Every tool, in the order `tools/list` shows them.
 pub fn tools() -> Vec<Tool> {
     let exec = Tool::new(EXEC, EXEC_DESCRIPTION, exec_input())
         .with_title("Run a shell command in the sandbox")
@@ -221,7 +383,9 @@ pub fn tools() -> Vec<Tool> {
                 .idempotent(false)
                 .open_world(false),
         );
-    vec![exec, process]
+    let mut all = vec![exec, process];
+    all.extend(file_tools());
+    all
 }
 
 #[cfg(test)]
@@ -321,6 +485,55 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(process.action, "poll");
+    }
+
+    #[test]
+    fn file_schemas_match_their_request_structs() {
+        let rows: [(Arc<JsonObject>, &[&str], &[&str]); 4] = [
+            (
+                read_file_input(),
+                &["byteLimit", "byteOffset", "limit", "offset", "path"],
+                &["path"],
+            ),
+            (
+                write_file_input(),
+                &["content", "createDirs", "path"],
+                &["path", "content"],
+            ),
+            (list_dir_input(), &["limit", "path"], &[]),
+            (apply_patch_input(), &["input"], &["input"]),
+        ];
+        for (schema, props, required) in rows {
+            assert_eq!(names(&schema), props);
+            assert_eq!(schema["additionalProperties"], false);
+            let req = schema.get("required").cloned().unwrap_or(json!([]));
+            assert_eq!(req, json!(required));
+        }
+        let _: crate::files::ReadRequest = serde_json::from_value(json!({
+            "path": "p", "offset": 1, "limit": 2, "byteOffset": 3, "byteLimit": 4
+        }))
+        .unwrap();
+        let _: crate::files::WriteRequest =
+            serde_json::from_value(json!({"path": "p", "content": "c", "createDirs": true}))
+                .unwrap();
+        let _: crate::files::ListRequest =
+            serde_json::from_value(json!({"path": "p", "limit": 1})).unwrap();
+        let _: crate::files::PatchRequest = serde_json::from_value(json!({"input": "i"})).unwrap();
+        assert!(
+            serde_json::from_value::<crate::files::PatchRequest>(json!({"patch": "i"})).is_err()
+        );
+        let names: Vec<_> = tools().iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "exec",
+                "process",
+                "read_file",
+                "write_file",
+                "list_dir",
+                "apply_patch"
+            ]
+        );
     }
 
     #[test]

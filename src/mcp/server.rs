@@ -29,6 +29,7 @@ use super::schema;
 use crate::app::App;
 use crate::daemon::DaemonClient;
 use crate::exec::{Caller, ExecRequest, ToolResult};
+use crate::files::FileCall;
 use crate::session::validate_key;
 use crate::tools::{ProcessRequest, ProcessTool};
 
@@ -176,6 +177,22 @@ impl MoatMcp {
     }
 }
 
+impl MoatMcp {
+    /// One file-tool call; its arguments are checked like exec's (unknown fields refused).
+    async fn files(&self, session: &str, name: &str, args: Map<String, Value>) -> ToolResult {
+        let call = match name {
+            schema::READ_FILE => parse_args(args, "path").map(FileCall::Read),
+            schema::WRITE_FILE => parse_args(args, "path").map(FileCall::Write),
+            schema::LIST_DIR => serde_json::from_value(Value::Object(args)).map(FileCall::List),
+            _ => parse_args(args, "input").map(FileCall::Patch),
+        };
+        match call {
+            Ok(call) => self.ctx.backend.files(session, &call).await,
+            Err(e) => failed(format!("Invalid {name} arguments: {e}")),
+        }
+    }
+}
+
 /// Deserializes tool arguments. A missing required field reads as empty, so that the tool
 /// answers with its own message ("Provide a command to start.") instead of a serde one.
 fn parse_args<T: serde::de::DeserializeOwned>(
@@ -278,9 +295,13 @@ impl ServerHandler for MoatMcp {
                 match request.name.as_ref() {
                     schema::EXEC => self.exec(&session, &caller, args, &context.ct).await,
                     schema::PROCESS => self.process(&session, args).await,
+                    name @ (schema::READ_FILE
+                    | schema::WRITE_FILE
+                    | schema::LIST_DIR
+                    | schema::APPLY_PATCH) => self.files(&session, name, args).await,
                     other => {
                         return Err(ErrorData::invalid_params(
-                            format!("unknown tool {other}: moat has exec and process"),
+                            format!("unknown tool {other}: moat has exec, process, read_file, write_file, list_dir and apply_patch"),
                             None,
                         ))
                     }

@@ -197,6 +197,22 @@ pub fn router(state: Arc<ServerState>, transport: Transport) -> Router {
             post(handlers::process::process),
         )
         .route(
+            "/v1/sessions/{session}/files/read",
+            post(handlers::files::read),
+        )
+        .route(
+            "/v1/sessions/{session}/files/write",
+            post(handlers::files::write),
+        )
+        .route(
+            "/v1/sessions/{session}/files/list",
+            post(handlers::files::list),
+        )
+        .route(
+            "/v1/sessions/{session}/files/patch",
+            post(handlers::files::patch),
+        )
+        .route(
             "/v1/sessions/{session}/events",
             get(handlers::events::events),
         )

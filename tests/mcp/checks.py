@@ -83,7 +83,7 @@ def check_initialize(init: types.InitializeResult, version: str) -> None:
 async def check_tools(client) -> None:
     listed = await client.list_tools()
     tools = {t.name: t for t in listed.tools}
-    assert set(tools) == {"exec", "process"}
+    assert set(tools) == {"exec", "process", "read_file", "write_file", "list_dir", "apply_patch"}
     for name, params, required in (
         ("exec", EXEC_PARAMS, ["command"]),
         ("process", PROCESS_PARAMS, ["action"]),

@@ -9,6 +9,9 @@ pub mod explain;
 pub mod process;
 pub mod sessions;
 
+// The file tools (docs/http-api.md, "Endpoints").
+pub mod files;
+
 mod body;
 mod caller;
 mod path_param;

@@ -1,0 +1,509 @@
+//! Opening paths beneath a session's workspace, by descriptor, with the kernel as the judge
+//! (docs/security.md, "File tools").
+//!
+//! The workspace root is opened `O_NOFOLLOW`; every path below it is resolved with
+//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)`, so `..` above the root,
+//! absolute symbolic links, symbolic links whose target climbs out, `/proc` magic links and
+//! other mounts are refused by the kernel instead of by checking strings. The sandbox owns the
+//! workspace and may swap any entry at any moment; nothing here checks a path and then reopens
+//! it by name. The last component of a path that is written or deleted is handled with `*at`
+//! calls on its opened parent and must not be a symbolic link.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{openat, openat2, renameat, OFlag, OpenHow, ResolveFlag};
+use nix::sys::stat::{fchmod, fstat, fstatat, mkdirat, FileStat, Mode, SFlag};
+use nix::unistd::{fchown, unlinkat, Gid, Uid, UnlinkatFlags};
+
+use crate::session::WORKSPACE_MOUNT;
+
+/// Longest path accepted, in bytes (PATH_MAX on Linux).
+pub const MAX_PATH_BYTES: usize = 4096;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfineError {
+    #[error("use path `{path}`: it leaves the workspace (give a path relative to {WORKSPACE_MOUNT} or under it; `..` above it and symbolic links that lead out of it, absolute ones included, are refused)")]
+    Escapes { path: String },
+    #[error("use path `{path}`: {reason}")]
+    Invalid { path: String, reason: &'static str },
+    #[error("open `{path}`: no such file or directory in the workspace")]
+    Missing { path: String },
+    #[error("open `{path}`: it is a directory")]
+    IsDir { path: String },
+    #[error("open `{path}`: it is not a directory")]
+    NotDir { path: String },
+    #[error("open `{path}`: it is not a regular file (a device, socket or pipe)")]
+    NotFile { path: String },
+    #[error("change `{path}`: it is a symbolic link (write to the file it points to instead)")]
+    Symlink { path: String },
+    #[error("{action} `{path}`")]
+    Io {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("open the workspace {root}")]
+    Root {
+        root: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// An open workspace. Paths given to it are hostile (they come from a request), and so is
+/// everything found beneath it (the sandbox writes there).
+pub struct Workspace {
+    /// The workspace directory itself, opened without following a symlink: the anchor every
+    /// lookup starts from.
+    root: OwnedFd,
+    /// Its host path, accepted as a prefix of absolute paths as the exec workdir accepts it.
+    host_root: PathBuf,
+    /// uid:gid that files and directories created here are given (as root), so they belong
+    /// to the sandbox user like the files it creates itself; `None` when moat is not root.
+    owner: Option<(u32, u32)>,
+}
+
+/// A path below the workspace split into its opened parent and its last component: what
+/// writes, deletes and metadata lookups act on without following the last component.
+pub struct Entry {
+    /// The parent directory, resolved beneath the root.
+    parent: OwnedFd,
+    /// The last component, a plain name (no `/`, not `.` or `..`).
+    name: OsString,
+    /// The path as requested, escaped for messages.
+    pub shown: String,
+}
+
+/// How strictly the kernel resolves beneath the root; see the module docs.
+fn beneath() -> ResolveFlag {
+    ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS | ResolveFlag::RESOLVE_NO_XDEV
+}
+
+fn kind(st: &FileStat) -> SFlag {
+    SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits())
+}
+
+impl Workspace {
+    /// Opens the workspace at `host_root`. `owner` is the sandbox user's uid:gid.
+    pub fn open(host_root: &Path, owner: (u32, u32)) -> Result<Self, ConfineError> {
+        let root = crate::process::open_dir(host_root).map_err(|source| ConfineError::Root {
+            root: host_root.display().to_string(),
+            source,
+        })?;
+        let owner = nix::unistd::geteuid().is_root().then_some(owner);
+        Ok(Self {
+            root,
+            host_root: host_root.to_path_buf(),
+            owner,
+        })
+    }
+
+    /// The path relative to the root that `requested` names: relative to the workspace, or
+    /// absolute under `/workspace` or under the host workspace. Only the text is looked at
+    /// here; whether it stays inside is the kernel's to say when it is opened.
+    pub fn relative(&self, requested: &str) -> Result<PathBuf, ConfineError> {
+        let shown = crate::policy::escape_display(requested);
+        let invalid = |reason| ConfineError::Invalid {
+            path: shown.clone(),
+            reason,
+        };
+        if requested.is_empty() {
+            return Err(invalid("the path is empty"));
+        }
+        if requested.len() > MAX_PATH_BYTES {
+            return Err(invalid("the path is longer than 4096 bytes"));
+        }
+        if requested.contains('\0') {
+            return Err(invalid("the path contains a NUL byte"));
+        }
+        let p = Path::new(requested);
+        let rel = if p.is_absolute() {
+            if let Ok(r) = p.strip_prefix(WORKSPACE_MOUNT) {
+                r
+            } else if let Ok(r) = p.strip_prefix(&self.host_root) {
+                r
+            } else {
+                return Err(ConfineError::Escapes { path: shown });
+            }
+        } else {
+            p
+        };
+        Ok(if rel.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            rel.to_path_buf()
+        })
+    }
+
+    /// `openat2` beneath the root, retried on `EAGAIN` (the kernel's answer when a rename
+    /// raced the lookup).
+    fn open_beneath(&self, rel: &Path, flags: OFlag, shown: &str) -> Result<OwnedFd, ConfineError> {
+        // openat2 refuses (EINVAL) any flag beside O_PATH but these few.
+        let extra = if flags.contains(OFlag::O_PATH) {
+            OFlag::O_CLOEXEC
+        } else {
+            OFlag::O_CLOEXEC | OFlag::O_NOCTTY
+        };
+        let how = || OpenHow::new().flags(flags | extra).resolve(beneath());
+        let mut tries = 0;
+        loop {
+            match openat2(&self.root, rel, how()) {
+                Ok(fd) => return Ok(fd),
+                Err(Errno::EAGAIN) if tries < 8 => tries += 1,
+                Err(e) => return Err(open_error(e, shown)),
+            }
+        }
+    }
+
+    /// Opens a file for reading, following symlinks only while they stay inside, and never
+    /// blocking on a FIFO the sandbox planted. Returns it with its metadata; anything but a
+    /// regular file is refused.
+    pub fn open_file(&self, requested: &str) -> Result<(File, FileStat), ConfineError> {
+        let rel = self.relative(requested)?;
+        let shown = crate::policy::escape_display(requested);
+        let fd = self.open_beneath(&rel, OFlag::O_RDONLY | OFlag::O_NONBLOCK, &shown)?;
+        let st = fstat(&fd).map_err(|e| io_err("inspect", &shown, e))?;
+        match kind(&st) {
+            SFlag::S_IFREG => Ok((File::from(fd), st)),
+            SFlag::S_IFDIR => Err(ConfineError::IsDir { path: shown }),
+            _ => Err(ConfineError::NotFile { path: shown }),
+        }
+    }
+
+    /// Opens a directory for listing.
+    pub fn open_dir(&self, requested: &str) -> Result<OwnedFd, ConfineError> {
+        let rel = self.relative(requested)?;
+        let shown = crate::policy::escape_display(requested);
+        self.open_beneath(&rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY, &shown)
+            .map_err(|e| match e {
+                ConfineError::Io { source, .. }
+                    if source.raw_os_error() == Some(Errno::ENOTDIR as i32) =>
+                {
+                    ConfineError::NotDir {
+                        path: shown.clone(),
+                    }
+                }
+                e => e,
+            })
+    }
+
+    /// The parent of `requested`, opened beneath the root, and its last component. With
+    /// `create_dirs`, missing directories on the way are made (owned like the sandbox's own).
+    pub fn entry(&self, requested: &str, create_dirs: bool) -> Result<Entry, ConfineError> {
+        let rel = self.relative(requested)?;
+        let shown = crate::policy::escape_display(requested);
+        let name = match rel.components().next_back() {
+            Some(Component::Normal(n)) => n.to_os_string(),
+            _ => {
+                return Err(ConfineError::Invalid {
+                    path: shown,
+                    reason: "it does not name a file (it ends in `.`, `..` or `/`)",
+                })
+            }
+        };
+        if requested.ends_with('/') {
+            return Err(ConfineError::Invalid {
+                path: shown,
+                reason: "it does not name a file (it ends in `.`, `..` or `/`)",
+            });
+        }
+        let parent_rel = rel.parent().unwrap_or(Path::new(""));
+        let parent_rel = if parent_rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent_rel
+        };
+        if create_dirs {
+            self.make_dirs(parent_rel, &shown)?;
+        }
+        let parent = self.open_beneath(parent_rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY, &shown)?;
+        Ok(Entry {
+            parent,
+            name,
+            shown,
+        })
+    }
+
+    /// Checks, without changing anything, that `requested` could be written with
+    /// `createDirs`: the part of its parent that exists opens beneath the root, and the
+    /// missing rest is plain names (no `..`), so making it cannot lead out. `apply_patch`
+    /// asks this before it writes anything, so a path refused here fails the whole patch.
+    pub fn check_creatable(&self, requested: &str) -> Result<(), ConfineError> {
+        let rel = self.relative(requested)?;
+        let shown = crate::policy::escape_display(requested);
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        self.missing_tail(parent, &shown).map(|_| ())
+    }
+
+    /// The components of `rel` that do not exist yet, after checking that the existing part
+    /// opens beneath the root and the rest are plain names.
+    fn missing_tail<'a>(&self, rel: &'a Path, shown: &str) -> Result<Vec<&'a OsStr>, ConfineError> {
+        let comps: Vec<Component<'a>> = rel.components().collect();
+        let mut exists = comps.len();
+        loop {
+            let prefix: PathBuf = comps[..exists].iter().collect();
+            let prefix = if prefix.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                prefix
+            };
+            match self.open_beneath(&prefix, OFlag::O_PATH | OFlag::O_DIRECTORY, shown) {
+                Ok(_) => break,
+                Err(ConfineError::Missing { .. }) if exists > 0 => exists -= 1,
+                Err(e) => return Err(e),
+            }
+        }
+        comps[exists..]
+            .iter()
+            .map(|c| match c {
+                Component::Normal(n) => Ok(*n),
+                _ => Err(ConfineError::Escapes {
+                    path: shown.to_string(),
+                }),
+            })
+            .collect()
+    }
+
+    /// Makes each missing directory of `rel` (see [`Self::missing_tail`]), one component at
+    /// a time, each parent looked up again beneath the root before the next is made in it.
+    fn make_dirs(&self, rel: &Path, shown: &str) -> Result<(), ConfineError> {
+        let missing = self.missing_tail(rel, shown)?;
+        let existing = rel.components().count() - missing.len();
+        let mut so_far: PathBuf = rel.components().take(existing).collect();
+        for n in missing {
+            let here = if so_far.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                so_far.clone()
+            };
+            let dir = self.open_beneath(&here, OFlag::O_RDONLY | OFlag::O_DIRECTORY, shown)?;
+            match mkdirat(&dir, n, Mode::from_bits_truncate(0o755)) {
+                Ok(()) => {
+                    if let Some((uid, gid)) = self.owner {
+                        let made = openat(
+                            &dir,
+                            n,
+                            OFlag::O_RDONLY
+                                | OFlag::O_DIRECTORY
+                                | OFlag::O_NOFOLLOW
+                                | OFlag::O_CLOEXEC,
+                            Mode::empty(),
+                        )
+                        .map_err(|e| io_err("open the new directory of", shown, e))?;
+                        fchown(&made, Some(Uid::from_raw(uid)), Some(Gid::from_raw(gid)))
+                            .map_err(|e| io_err("give the new directory of", shown, e))?;
+                    }
+                }
+                Err(Errno::EEXIST) => {}
+                Err(e) => return Err(io_err("create the directories of", shown, e)),
+            }
+            so_far.push(n);
+        }
+        Ok(())
+    }
+
+    /// uid:gid new files get; see the field.
+    pub fn owner(&self) -> Option<(u32, u32)> {
+        self.owner
+    }
+}
+
+impl Entry {
+    /// The entry's own metadata (a symlink is not followed); `None` when nothing is there.
+    pub fn stat(&self) -> Result<Option<FileStat>, ConfineError> {
+        match fstatat(
+            &self.parent,
+            self.name.as_os_str(),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        ) {
+            Ok(st) => Ok(Some(st)),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(e) => Err(io_err("inspect", &self.shown, e)),
+        }
+    }
+
+    /// The metadata of a regular file that is there, `None` when nothing is; a symlink, a
+    /// directory or a special file is refused.
+    pub fn regular(&self) -> Result<Option<FileStat>, ConfineError> {
+        let Some(st) = self.stat()? else {
+            return Ok(None);
+        };
+        match kind(&st) {
+            SFlag::S_IFREG => Ok(Some(st)),
+            SFlag::S_IFLNK => Err(ConfineError::Symlink {
+                path: self.shown.clone(),
+            }),
+            SFlag::S_IFDIR => Err(ConfineError::IsDir {
+                path: self.shown.clone(),
+            }),
+            _ => Err(ConfineError::NotFile {
+                path: self.shown.clone(),
+            }),
+        }
+    }
+
+    /// Reads the regular file here, at most `max` bytes (`Ok(Err(size))` when it is larger);
+    /// `None` when there is none.
+    pub fn read(&self, max: u64) -> Result<Option<Result<Vec<u8>, u64>>, ConfineError> {
+        let fd = match openat(
+            &self.parent,
+            self.name.as_os_str(),
+            OFlag::O_RDONLY
+                | OFlag::O_NOFOLLOW
+                | OFlag::O_NONBLOCK
+                | OFlag::O_CLOEXEC
+                | OFlag::O_NOCTTY,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::ENOENT) => return Ok(None),
+            Err(Errno::ELOOP) => {
+                return Err(ConfineError::Symlink {
+                    path: self.shown.clone(),
+                })
+            }
+            Err(e) => return Err(io_err("open", &self.shown, e)),
+        };
+        let st = fstat(&fd).map_err(|e| io_err("inspect", &self.shown, e))?;
+        match kind(&st) {
+            SFlag::S_IFREG => {}
+            SFlag::S_IFDIR => {
+                return Err(ConfineError::IsDir {
+                    path: self.shown.clone(),
+                })
+            }
+            _ => {
+                return Err(ConfineError::NotFile {
+                    path: self.shown.clone(),
+                })
+            }
+        }
+        let size = st.st_size.max(0) as u64;
+        if size > max {
+            return Ok(Some(Err(size)));
+        }
+        let mut buf = Vec::new();
+        // The file may grow between the stat and the read: one byte past the bound tells.
+        File::from(fd)
+            .take(max + 1)
+            .read_to_end(&mut buf)
+            .map_err(|source| ConfineError::Io {
+                action: "read",
+                path: self.shown.clone(),
+                source,
+            })?;
+        if buf.len() as u64 > max {
+            return Ok(Some(Err(buf.len() as u64)));
+        }
+        Ok(Some(Ok(buf)))
+    }
+
+    /// Replaces the file here with `data` atomically: a new file in the same directory,
+    /// written, given its owner and mode, synced, then renamed over the name. A file that was
+    /// there keeps its permission bits (set-id bits dropped); a new one is 0644.
+    pub fn write(&self, data: &[u8], owner: Option<(u32, u32)>) -> Result<(), ConfineError> {
+        let mode = match self.regular()? {
+            Some(st) => st.st_mode & 0o777,
+            None => 0o644,
+        };
+        let tmp = temp_name();
+        let fd = openat(
+            &self.parent,
+            tmp.as_os_str(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(0o600),
+        )
+        .map_err(|e| io_err("create a temporary file next to", &self.shown, e))?;
+        let result = (|| {
+            let mut file = File::from(fd);
+            io::Write::write_all(&mut file, data).map_err(|source| ConfineError::Io {
+                action: "write",
+                path: self.shown.clone(),
+                source,
+            })?;
+            if let Some((uid, gid)) = owner {
+                fchown(&file, Some(Uid::from_raw(uid)), Some(Gid::from_raw(gid)))
+                    .map_err(|e| io_err("give the sandbox user", &self.shown, e))?;
+            }
+            fchmod(&file, Mode::from_bits_truncate(mode))
+                .map_err(|e| io_err("set the mode of", &self.shown, e))?;
+            file.sync_all().map_err(|source| ConfineError::Io {
+                action: "sync",
+                path: self.shown.clone(),
+                source,
+            })?;
+            renameat(
+                &self.parent,
+                tmp.as_os_str(),
+                &self.parent,
+                self.name.as_os_str(),
+            )
+            .map_err(|e| io_err("replace", &self.shown, e))
+        })();
+        if result.is_err() {
+            let _ = unlinkat(&self.parent, tmp.as_os_str(), UnlinkatFlags::NoRemoveDir);
+        }
+        result
+    }
+
+    /// Removes the regular file here (never a directory, never through a symlink).
+    pub fn remove(&self) -> Result<(), ConfineError> {
+        if self.regular()?.is_none() {
+            return Err(ConfineError::Missing {
+                path: self.shown.clone(),
+            });
+        }
+        unlinkat(
+            &self.parent,
+            self.name.as_os_str(),
+            UnlinkatFlags::NoRemoveDir,
+        )
+        .map_err(|e| io_err("delete", &self.shown, e))
+    }
+}
+
+/// A name for the temporary file of an atomic write: short (any target name fits beside it),
+/// hidden, and unlikely to exist; `O_EXCL` refuses it if it does.
+fn temp_name() -> OsString {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    OsStr::from_bytes(format!(".moat-write-{}-{n}-{nanos}.tmp", std::process::id()).as_bytes())
+        .to_os_string()
+}
+
+fn open_error(e: Errno, shown: &str) -> ConfineError {
+    match e {
+        // EXDEV: `..` above the root, an absolute symlink, a link leading out or another
+        // mount; ELOOP: a magic link, or a chain the kernel gave up on.
+        Errno::EXDEV | Errno::ELOOP => ConfineError::Escapes {
+            path: shown.to_string(),
+        },
+        Errno::ENOENT => ConfineError::Missing {
+            path: shown.to_string(),
+        },
+        e => io_err("open", shown, e),
+    }
+}
+
+fn io_err(action: &'static str, shown: &str, e: Errno) -> ConfineError {
+    ConfineError::Io {
+        action,
+        path: shown.to_string(),
+        source: io::Error::from(e),
+    }
+}
+
+#[cfg(test)]
+mod tests;

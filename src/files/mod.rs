@@ -1,0 +1,15 @@
+//! The file tools agents use on their session's workspace: `read_file`, `write_file`,
+//! `list_dir` and `apply_patch` (docs/mcp.md, "File tools"; docs/security.md, "File tools").
+//! `patch` and `read` are pure; `confine` is the only place that opens paths.
+
+pub mod confine;
+mod list;
+pub mod patch;
+mod read;
+mod request;
+mod tool;
+
+pub use confine::{ConfineError, Workspace};
+pub use patch::PatchError;
+pub use request::{FileCall, ListRequest, PatchRequest, ReadRequest, WriteRequest};
+pub use tool::{FilesError, FilesTool};
