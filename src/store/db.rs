@@ -125,11 +125,26 @@ impl Store {
     }
 
     fn init(mut conn: Connection) -> Result<Self, StoreError> {
-        // busy_timeout first: switching to WAL takes a lock that another opener may hold.
-        conn.execute_batch(
-            "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
-        )
-        .ctx("configure state database")?;
+        // Switching a fresh database to WAL takes an exclusive lock, and SQLite answers BUSY
+        // at once there instead of calling the busy handler: two openers of a new home (the
+        // daemon and an operator command) retry for up to the busy timeout.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match conn.execute_batch(
+                "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+            ) {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                other => {
+                    other.ctx("configure state database")?;
+                    break;
+                }
+            }
+        }
         let read_version = |c: &Connection| -> Result<usize, StoreError> {
             let v: i64 = c
                 .query_row("PRAGMA user_version", [], |r| r.get(0))
@@ -176,7 +191,7 @@ mod tests {
     /// Openers racing on a fresh database used to fail with "table sessions already exists".
     #[test]
     fn racing_openers_of_a_fresh_database_migrate_once() {
-        for _ in 0..10 {
+        for _ in 0..30 {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("state.db");
             let threads: Vec<_> = (0..8)
