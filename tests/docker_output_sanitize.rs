@@ -72,7 +72,10 @@ async fn a_carriage_return_cannot_overwrite_and_an_open_sequence_cannot_swallow_
             )
             .await;
         polled.push_str(r.text());
-        aggregated = r.details["aggregated"].as_str().unwrap_or_default().to_string();
+        aggregated = r.details["aggregated"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if r.details["status"] != "running" {
             break;
         }

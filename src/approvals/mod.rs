@@ -1,4 +1,4 @@
-//! Approvals (SPEC §7): a pending approval binds the exact plan an operator is asked about;
+//! Approvals (docs/approvals.md): a pending approval binds the exact plan an operator is asked about;
 //! operators decide through the CLI or the HTTP API with the operator token; the moat that
 //! registered it notices the decision and runs that plan, once.
 //!

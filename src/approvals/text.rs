@@ -1,4 +1,4 @@
-//! What agents and session streams are told about approvals (SPEC §2, §7).
+//! What agents and session streams are told about approvals (docs/approvals.md, "Approvals").
 
 use serde_json::json;
 

@@ -56,7 +56,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             let msg = format!("{e:#}");
-            // Contract texts (SPEC §7) are complete sentences, not "failed to …" fragments.
+            // Contract texts (docs/approvals.md) are complete sentences, not "failed to …" fragments.
             if msg.starts_with("Security Violation") {
                 say_err!("moat: {msg}");
             } else {

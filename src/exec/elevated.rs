@@ -1,4 +1,4 @@
-//! The elevated gates (SPEC §7): whether a request may leave the sandbox, and with which
+//! The elevated gates (docs/approvals.md, "Leaving the sandbox"): whether a request may leave the sandbox, and with which
 //! policy. Pure; the caller's identity comes from its token (HTTP, MCP) or the local user
 //! (CLI).
 

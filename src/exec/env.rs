@@ -1,4 +1,4 @@
-//! Environment rules (SPEC §3): keys `^[A-Za-z_][A-Za-z0-9_]*$`, no NUL in values, each value
+//! Environment rules (docs/mcp.md, "Tools": `env`): keys `^[A-Za-z_][A-Za-z0-9_]*$`, no NUL in values, each value
 //! ≤ 32 KiB, all ≤ 256 KiB. A bad entry fails the whole request, naming the key.
 
 use std::collections::BTreeMap;

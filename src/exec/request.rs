@@ -1,11 +1,11 @@
-//! The `exec` tool's parameters (SPEC §2), exactly as agents send them.
+//! The `exec` tool's parameters (docs/mcp.md, "Tools"), exactly as agents send them.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 /// Parameters of one `exec` call. Enum-like strings stay raw here: an unknown value counts as
-/// "not given" (SPEC §2), which the accessors below implement.
+/// "not given" (docs/mcp.md, "Tools"), which the accessors below implement.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExecRequest {

@@ -1,4 +1,4 @@
-//! The tool result object (SPEC §2): `{content: [{type: "text", text}], details}`.
+//! The tool result object (docs/mcp.md, "Results"): `{content: [{type: "text", text}], details}`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -45,7 +45,7 @@ impl ToolResult {
         self.status() == "failed"
     }
 
-    /// Puts warnings in front of the text (SPEC §2).
+    /// Puts warnings in front of the text (docs/mcp.md, "Results").
     pub fn with_warnings(mut self, warnings: &[String]) -> Self {
         if !warnings.is_empty() {
             if let Some(c) = self.content.first_mut() {

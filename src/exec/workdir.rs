@@ -1,4 +1,4 @@
-//! Maps a requested workdir to a container path inside the workspace (SPEC §3).
+//! Maps a requested workdir to a container path inside the workspace (docs/mcp.md, "Tools": `workdir`).
 //!
 //! Accepted: a container path under `/workspace`, a path relative to it, or a host path inside
 //! the session's host workspace. `.` and `..` are resolved first, on the text, as a shell's

@@ -1,4 +1,4 @@
-//! The host executor (SPEC §7): commands that leave the sandbox and run on this machine.
+//! The host executor (docs/approvals.md, "The host executor"): commands that leave the sandbox and run on this machine.
 //!
 //! `env` is the host env allowlist (`env_names` its lists), `bound` binds the files a plan
 //! runs, `writable` finds where the sandbox can write, `path` the login-shell PATH and name

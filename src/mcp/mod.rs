@@ -1,4 +1,4 @@
-//! The MCP server (SPEC §8): the `exec` and `process` tools over stdio (`moat mcp`) and over
+//! The MCP server (docs/mcp.md): the `exec` and `process` tools over stdio (`moat mcp`) and over
 //! streamable HTTP (mounted by `moat serve`). See docs/mcp.md.
 
 mod backend;

@@ -1,6 +1,6 @@
 //! The tools as MCP clients see them: names, descriptions and input schemas.
 //!
-//! The schemas are written by hand rather than derived, because the contract (SPEC §2, §5)
+//! The schemas are written by hand rather than derived, because the contract (docs/mcp.md, "Tools")
 //! fixes every parameter's name and JSON type, and a derived schema would add `null` to every
 //! optional field. Enum-like strings (`host`, `security`, `ask`, `action`) stay plain strings
 //! with their values in the description: moat trims them and ignores case, and an unknown
@@ -128,7 +128,7 @@ fn object(value: Value) -> Arc<JsonObject> {
     }
 }
 
-/// The `exec` input schema: exactly the parameters of SPEC §2.
+/// The `exec` input schema: exactly the parameters docs/mcp.md lists.
 pub fn exec_input() -> Arc<JsonObject> {
     object(json!({
         "type": "object",
@@ -184,7 +184,7 @@ pub fn exec_input() -> Arc<JsonObject> {
     }))
 }
 
-/// The `process` input schema: exactly the parameters of SPEC §5.
+/// The `process` input schema: exactly the parameters docs/mcp.md lists.
 pub fn process_input() -> Arc<JsonObject> {
     object(json!({
         "type": "object",

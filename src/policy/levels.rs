@@ -45,7 +45,7 @@ impl Security {
         }
     }
 
-    /// Parses a request value; an unknown value counts as "not given" (SPEC §2).
+    /// Parses a request value; an unknown value counts as "not given" (docs/mcp.md, "Tools").
     pub fn parse_lenient(value: &str) -> Option<Self> {
         value.parse().ok()
     }
@@ -61,7 +61,7 @@ impl Ask {
         }
     }
 
-    /// Parses a request value; an unknown value counts as "not given" (SPEC §2).
+    /// Parses a request value; an unknown value counts as "not given" (docs/mcp.md, "Tools").
     pub fn parse_lenient(value: &str) -> Option<Self> {
         value.parse().ok()
     }

@@ -58,7 +58,7 @@ pub struct Policy {
     pub labeled_allowlist: Vec<(String, String)>,
 }
 
-/// The default safe bins (SPEC §6).
+/// The default safe bins (docs/policy.md, "Safe bins").
 pub const DEFAULT_SAFE_BINS: &[&str] = &["cut", "uniq", "head", "tail", "tr", "wc", "grep", "sort"];
 
 /// The default trusted directories: the system's own binary directories.
@@ -94,7 +94,7 @@ impl Default for Policy {
 }
 
 impl Policy {
-    /// The host defaults (SPEC §6): allowlist mode, asking on a miss.
+    /// The host defaults (docs/policy.md, "Settings"): allowlist mode, asking on a miss.
     pub fn host_default() -> Self {
         Self {
             security: Security::Allowlist,

@@ -84,7 +84,7 @@ const PTY_WRAPPER: &str = r#"printf '%s' "$$" > "/run/moat/$1.pid"
 [ "$(stty size 2>/dev/null)" = "0 0" ] && stty rows 30 cols 120 2>/dev/null
 exec sh -lc "$2""#;
 
-/// A PTY's initial size, rows × cols (SPEC §5: 120×30).
+/// A PTY's initial size, rows × cols (docs/mcp.md, "Tools": 120 × 30).
 pub const PTY_SIZE: (u16, u16) = (30, 120);
 
 /// Runs before the command, on the same line count: the request's entries not yet on the PATH

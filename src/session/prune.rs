@@ -1,4 +1,4 @@
-//! Removes containers nobody uses any more (SPEC §4): idle longer than
+//! Removes containers nobody uses any more (README, "Configuration": `prune_idle_hours`, `prune_max_age_days`): idle longer than
 //! `sandbox.prune_idle_hours`, or older than `sandbox.prune_max_age_days` (0 disables either).
 //! A container with a running process is never idle. Workspaces stay on disk.
 

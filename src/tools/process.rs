@@ -1,4 +1,4 @@
-//! The `process` tool (SPEC §5): follow-up on processes started by `exec`.
+//! The `process` tool (docs/mcp.md, "Tools": `process`): follow-up on processes started by `exec`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,7 +41,7 @@ pub struct ProcessRequest {
     pub timeout: Option<u64>,
 }
 
-/// Every action the tool knows (SPEC §5).
+/// Every action the tool knows (docs/mcp.md, "Tools": `process`).
 pub const ACTIONS: &[&str] = &[
     "list",
     "poll",
@@ -55,7 +55,7 @@ pub const ACTIONS: &[&str] = &[
     "remove",
 ];
 
-/// Empty-poll back-off (SPEC §5): 5 s → 10 s → 30 s → 60 s, reset by output.
+/// Empty-poll back-off (docs/mcp.md, "Tools": `process`): 5 s → 10 s → 30 s → 60 s, reset by output.
 const RETRY_MS: [u64; 4] = [5_000, 10_000, 30_000, 60_000];
 
 pub struct ProcessTool {
