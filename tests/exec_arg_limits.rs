@@ -109,6 +109,9 @@ async fn env_strings_past_one_argument_are_refused_naming_the_variable() {
         Ok(_) => panic!("a 200 KiB secret cannot reach a command"),
         Err(e) => e.to_string(),
     };
+    // Gone before anything else starts a process: a 200 KiB variable in this test's own
+    // environment makes every spawn fail with E2BIG (the clean-up's `docker rm` included).
+    std::env::remove_var("ARGLIM_BIG_SECRET_SOURCE");
     assert!(
         err.contains("BIG_CERT") && err.contains("131072 bytes"),
         "{err}"
