@@ -5,6 +5,7 @@ containers it created when it ends.
 """
 
 import os
+import signal
 import subprocess
 import uuid
 from pathlib import Path
@@ -35,7 +36,22 @@ def moat_version(moat_bin) -> str:
 
 @pytest.fixture(scope="module")
 def moat_home(tmp_path_factory):
-    return tmp_path_factory.mktemp("moat-home")
+    home = tmp_path_factory.mktemp("moat-home")
+    yield home
+    stop_daemon(home)
+
+
+def stop_daemon(home) -> None:
+    """Stops the home's daemon (the first moat command started it), so nothing of the test
+    outlives it; pytest keeps the home directory, so the daemon would wait for its idle exit."""
+    try:
+        pid = int((home / "daemon.lock").read_text().strip())
+    except (OSError, ValueError):
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ to a yielded or backgrounded command too, from the command's start; `timeout: 0`
 import pytest
 
 import checks
+from conftest import stop_daemon
 from test_mcp_stdio import connect
 
 pytestmark = pytest.mark.anyio
@@ -13,7 +14,8 @@ pytestmark = pytest.mark.anyio
 def moat_home(tmp_path_factory):
     home = tmp_path_factory.mktemp("moat-home-timeout")
     (home / "moat.toml").write_text("[exec]\ntimeout_secs = 2\n")
-    return home
+    yield home
+    stop_daemon(home)
 
 
 async def test_yielded_and_background_commands_time_out(moat_bin, moat_home, session_key):
