@@ -11,6 +11,7 @@ pub mod bench;
 pub mod config;
 pub mod daemon;
 pub mod disk_guard;
+pub mod error_chain;
 pub mod exec;
 pub mod files;
 pub mod home;

@@ -14,6 +14,7 @@ use tokio::sync::broadcast;
 
 use crate::app::App;
 use crate::daemon::{ClientError, DaemonClient, CALLER_HEADER};
+use crate::error_chain::error_chain;
 use crate::exec::{Caller, ExecRequest, ToolResult};
 use crate::files::FileCall;
 use crate::process::SessionEvent;
@@ -110,49 +111,21 @@ impl Backend for Remote {
     }
 
     async fn process(&self, session: &str, req: &ProcessRequest) -> ToolResult {
-        let path = format!("/v1/sessions/{session}/process");
         let body = match serde_json::to_value(req) {
             Ok(b) => b,
             Err(e) => return failed(format!("Invalid process arguments: {e}")),
         };
-        match self
-            .client
-            .call(Method::POST, &path, Some(&body), &[])
-            .await
-        {
-            Ok(v) => serde_json::from_value(v).unwrap_or_else(|e| {
-                failed(failure_text(&format!(
-                    "parse the answer of moat serve: {e}"
-                )))
-            }),
-            // The daemon's 400s are the tool's own sentences ("sessionId is required …").
-            Err(ClientError::Refused { message, .. }) => failed(message),
-            Err(e) => failed(failure_text(&error_chain(&e))),
-        }
+        let path = format!("/v1/sessions/{session}/process");
+        self.tool_call(&path, &body).await
     }
 
     async fn files(&self, session: &str, call: &FileCall) -> ToolResult {
-        let path = format!("/v1/sessions/{session}/files/{}", call.endpoint());
         let body = match call.body() {
             Ok(b) => b,
             Err(e) => return failed(format!("Invalid file tool arguments: {e}")),
         };
-        match self
-            .client
-            .call(Method::POST, &path, Some(&body), &[])
-            .await
-        {
-            Ok(v) => serde_json::from_value(v).unwrap_or_else(|e| {
-                failed(failure_text(&format!(
-                    "parse the answer of moat serve: {e}"
-                )))
-            }),
-            // The daemon's refusals are the tool's own errors ("failed to use path …").
-            Err(ClientError::Refused { message, .. }) => failed(failure_text(
-                message.strip_prefix("failed to ").unwrap_or(&message),
-            )),
-            Err(e) => failed(failure_text(&error_chain(&e))),
-        }
+        let path = format!("/v1/sessions/{session}/files/{}", call.endpoint());
+        self.tool_call(&path, &body).await
     }
 
     fn events(&self, session: &str) -> broadcast::Receiver<SessionEvent> {
@@ -195,6 +168,24 @@ impl Backend for Remote {
     }
 }
 
+impl Remote {
+    /// One tool call on the daemon whose answer is a tool result. The daemon's refusals (400s:
+    /// "sessionId is required …", "failed to use path …") are the tool's own texts.
+    async fn tool_call(&self, path: &str, body: &serde_json::Value) -> ToolResult {
+        match self.client.call(Method::POST, path, Some(body), &[]).await {
+            Ok(v) => serde_json::from_value(v).unwrap_or_else(|e| {
+                failed(failure_text(&format!(
+                    "parse the answer of moat serve: {e}"
+                )))
+            }),
+            Err(ClientError::Refused { message, .. }) => failed(failure_text(
+                message.strip_prefix("failed to ").unwrap_or(&message),
+            )),
+            Err(e) => failed(failure_text(&error_chain(&e))),
+        }
+    }
+}
+
 /// A failure as the model reads it: contract texts ("Provide a command to start.") are whole
 /// sentences and stay as they are; the rest are "failed to …" fragments.
 fn failure_text(text: &str) -> String {
@@ -206,19 +197,6 @@ fn failure_text(text: &str) -> String {
     }
 }
 
-/// The error and its causes, as `anyhow`'s `{:#}` prints them: the model needs the cause
-/// (permission denied, no such file) to act on it.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 pub fn failed(text: String) -> ToolResult {
     ToolResult::new(text, json!({ "status": "failed" }))
 }
@@ -226,18 +204,6 @@ pub fn failed(text: String) -> ToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn errors_carry_their_causes() {
-        let e = crate::process::ProcessError::Files {
-            dir: "/x".into(),
-            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
-        };
-        assert_eq!(
-            error_chain(&e),
-            "prepare process files in /x: permission denied"
-        );
-    }
 
     #[test]
     fn sentences_stay_and_fragments_complete_failed_to() {

@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 
 use super::{caller, json_body, PathParam};
+use crate::error_chain::error_chain;
 use crate::exec::ToolResult;
 use crate::files::{FilesError, ListRequest, PatchRequest, ReadRequest, WriteRequest};
 use crate::server::auth::Transport;
@@ -25,14 +26,7 @@ fn answer(outcome: Result<ToolResult, FilesError>) -> Result<Json<ToolResult>, A
         } else {
             StatusCode::INTERNAL_SERVER_ERROR
         };
-        let mut text = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(cause) = source {
-            text.push_str(": ");
-            text.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        ApiError::new(status, format!("failed to {text}"))
+        ApiError::new(status, format!("failed to {}", error_chain(&e)))
     })
 }
 
