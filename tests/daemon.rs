@@ -469,3 +469,39 @@ async fn a_busy_daemon_keeps_its_descriptors_bounded() {
     // The three kept, the newest (maybe still running), and one more that ended since.
     assert!(logs <= 5, "{logs} process logs held open");
 }
+
+/// A secret read from the environment takes its value from the daemon's: a client whose
+/// variable holds another value gets a daemon that has it, not the old one.
+#[tokio::test]
+async fn a_client_with_other_secret_values_is_not_served_the_old_ones() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-dm-secret");
+    let key = home.key("s");
+    std::fs::write(
+        home.path().join("moat.toml"),
+        "[secrets.API_TOKEN]\nenv = \"T_DM_SECRET_SOURCE\"\nsessions = [\"*\"]\n",
+    )
+    .unwrap();
+    for value in ["first-value-1234", "second-value-5678"] {
+        let out = home
+            .moat()
+            .env("T_DM_SECRET_SOURCE", value)
+            .args([
+                "exec",
+                "--session",
+                &key,
+                "--",
+                &format!("test \"$API_TOKEN\" = {value} && echo same"),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "same\n",
+            "{}",
+            text(&out)
+        );
+    }
+}

@@ -1,7 +1,8 @@
 //! What a client checks before it lets a running daemon act for it: the same moat build and
 //! the same effective configuration. A daemon started before `moat.toml` changed, with other
-//! `MOAT_*` overrides, against another engine, or by an older binary would otherwise run the
-//! client's commands under rules the client did not ask for (docs/ARCHITECTURE.md, "Daemon").
+//! `MOAT_*` overrides, against another engine, with other values in the variables secrets are
+//! read from, or by an older binary would otherwise run the client's commands under rules the
+//! client did not ask for (docs/ARCHITECTURE.md, "Daemon").
 
 use sha2::{Digest, Sha256};
 
@@ -25,11 +26,21 @@ pub fn build_id() -> String {
 
 /// The fingerprint of `config` as this process sees it (build, config, engine variables).
 pub fn fingerprint(config: &Config) -> String {
-    let engine: Vec<(String, String)> = ENGINE_VARS
+    // Secrets read from the environment take their values from the daemon's: a client whose
+    // variables hold other values must not be served with the old ones. Only their digest
+    // travels.
+    let secret_vars = config
+        .secrets
+        .values()
+        .filter(|s| !s.env.is_empty())
+        .map(|s| s.env.as_str());
+    let vars: Vec<(String, String)> = ENGINE_VARS
         .iter()
+        .copied()
+        .chain(secret_vars)
         .map(|k| (k.to_string(), std::env::var(k).unwrap_or_default()))
         .collect();
-    compute(&build_id(), config, &engine)
+    compute(&build_id(), config, &vars)
 }
 
 /// Pure: the digest of the three parts, hex-encoded (16 bytes are plenty to tell them apart).
