@@ -1,5 +1,5 @@
 //! `POST /v1/sessions/{session}/files/{read|write|list|patch}`: the file tools
-//! (docs/http-api.md, "Files"). An agent's token reaches only its own session, as for exec.
+//! (docs/http-api.md, "Endpoints"). An agent's token reaches only its own session, as for exec.
 
 use std::sync::Arc;
 
