@@ -132,3 +132,19 @@ impl App {
         })
     }
 }
+
+#[cfg(test)]
+impl App {
+    /// An app over a fresh home in `dir` with the default configuration and the fake engine,
+    /// for unit tests of the layers above it.
+    pub fn on_fake_engine(dir: &std::path::Path) -> Self {
+        let home = Home::at(dir);
+        home.ensure_root().unwrap();
+        let source = ConfigSource {
+            file: None,
+            overrides: vec![],
+        };
+        let runtime = Arc::new(crate::runtime::fake::FakeRuntime::new());
+        Self::with_runtime(home, Config::default(), source, runtime).unwrap()
+    }
+}

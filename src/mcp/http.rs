@@ -71,10 +71,7 @@ mod tests {
 
     use super::*;
     use crate::app::App;
-    use crate::config::{Config, ConfigSource};
     use crate::exec::Caller;
-    use crate::home::Home;
-    use crate::runtime::fake::FakeRuntime;
 
     /// Tokens `agent-a` and `agent-b` name sessions `a` and `b`; anything else is refused.
     fn resolver() -> SessionResolver {
@@ -93,19 +90,7 @@ mod tests {
     }
 
     fn service(dir: &std::path::Path) -> McpHttpService {
-        let home = Home::at(dir);
-        home.ensure_root().unwrap();
-        let source = ConfigSource {
-            file: None,
-            overrides: vec![],
-        };
-        let app = App::with_runtime(
-            home,
-            Config::default(),
-            source,
-            Arc::new(FakeRuntime::new()),
-        )
-        .unwrap();
+        let app = App::on_fake_engine(dir);
         let (service, _) = http_service(
             McpContext::new(Arc::new(app)),
             resolver(),

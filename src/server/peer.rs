@@ -192,24 +192,9 @@ mod tests {
     #[tokio::test]
     async fn the_guard_on_a_real_socket() {
         use crate::app::App;
-        use crate::config::{Config, ConfigSource};
-        use crate::home::Home;
-        use crate::runtime::fake::FakeRuntime;
 
         let dir = tempfile::tempdir().unwrap();
-        let home = Home::at(dir.path());
-        home.ensure_root().unwrap();
-        let source = ConfigSource {
-            file: None,
-            overrides: vec![],
-        };
-        let app = App::with_runtime(
-            home,
-            Config::default(),
-            source,
-            Arc::new(FakeRuntime::new()),
-        )
-        .unwrap();
+        let app = App::on_fake_engine(dir.path());
         let shutdown = tokio_util::sync::CancellationToken::new();
         let state = ServerState::new(app, shutdown.clone());
         let sock = dir.path().join("t.sock");

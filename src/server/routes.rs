@@ -232,9 +232,6 @@ pub fn router(state: Arc<ServerState>, transport: Transport) -> Router {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Config, ConfigSource};
-    use crate::home::Home;
-    use crate::runtime::fake::FakeRuntime;
     use tower::ServiceExt;
 
     /// The owner table used to keep every MCP session rmcp had dropped: a new session now
@@ -242,19 +239,7 @@ mod tests {
     #[tokio::test]
     async fn mcp_owners_are_bounded_by_rmcps_live_sessions() {
         let dir = tempfile::tempdir().unwrap();
-        let home = Home::at(dir.path());
-        home.ensure_root().unwrap();
-        let source = ConfigSource {
-            file: None,
-            overrides: vec![],
-        };
-        let app = App::with_runtime(
-            home,
-            Config::default(),
-            source,
-            Arc::new(FakeRuntime::new()),
-        )
-        .unwrap();
+        let app = App::on_fake_engine(dir.path());
         let state = ServerState::new(app, CancellationToken::new());
         for i in 0..100 {
             state

@@ -12,7 +12,7 @@ use axum::{Extension, Json};
 use super::{caller, json_body, PathParam};
 use crate::error_chain::error_chain;
 use crate::exec::ToolResult;
-use crate::files::{FilesError, ListRequest, PatchRequest, ReadRequest, WriteRequest};
+use crate::files::{FileCall, FilesError, ListRequest, PatchRequest, ReadRequest, WriteRequest};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
@@ -30,50 +30,36 @@ fn answer(outcome: Result<ToolResult, FilesError>) -> Result<Json<ToolResult>, A
     })
 }
 
-pub async fn read(
-    State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    PathParam(session): PathParam,
+/// One file call: the caller may use `session`, the body is that tool's request.
+async fn serve_call<R: serde::de::DeserializeOwned>(
+    state: Arc<ServerState>,
+    transport: Transport,
+    session: String,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
+    call: fn(R) -> FileCall,
 ) -> Result<Json<ToolResult>, ApiError> {
     caller(&state, transport, &headers, Some(&session))?;
-    let req: ReadRequest = json_body(body)?;
-    answer(state.app.files.read(&session, &req).await)
+    let req: R = json_body(body)?;
+    answer(state.app.files.call(&session, &call(req)).await)
 }
 
-pub async fn write(
-    State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    PathParam(session): PathParam,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Json<ToolResult>, ApiError> {
-    caller(&state, transport, &headers, Some(&session))?;
-    let req: WriteRequest = json_body(body)?;
-    answer(state.app.files.write(&session, &req).await)
+/// The four endpoints, each the same call with its own request type.
+macro_rules! file_endpoint {
+    ($name:ident, $request:ty, $variant:path) => {
+        pub async fn $name(
+            State(state): State<Arc<ServerState>>,
+            Extension(transport): Extension<Transport>,
+            PathParam(session): PathParam,
+            headers: HeaderMap,
+            body: Result<Bytes, BytesRejection>,
+        ) -> Result<Json<ToolResult>, ApiError> {
+            serve_call::<$request>(state, transport, session, headers, body, $variant).await
+        }
+    };
 }
 
-pub async fn list(
-    State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    PathParam(session): PathParam,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Json<ToolResult>, ApiError> {
-    caller(&state, transport, &headers, Some(&session))?;
-    let req: ListRequest = json_body(body)?;
-    answer(state.app.files.list(&session, &req).await)
-}
-
-pub async fn patch(
-    State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    PathParam(session): PathParam,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Json<ToolResult>, ApiError> {
-    caller(&state, transport, &headers, Some(&session))?;
-    let req: PatchRequest = json_body(body)?;
-    answer(state.app.files.patch(&session, &req).await)
-}
+file_endpoint!(read, ReadRequest, FileCall::Read);
+file_endpoint!(write, WriteRequest, FileCall::Write);
+file_endpoint!(list, ListRequest, FileCall::List);
+file_endpoint!(patch, PatchRequest, FileCall::Patch);
