@@ -62,88 +62,82 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        other => settings(home, other).await,
-    }
-}
-
-/// A session's policy override: set, or shown with its container's state.
-async fn settings(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
-    let app = App::open(home).await.context("start moat")?;
-    match cmd {
         SessionsCommand::Set {
             key,
             security,
             ask,
             loosen,
-        } => {
-            moat::session::validate_key(&key)?;
-            if let Some(s) = &security {
-                if moat::policy::Security::parse_lenient(s).is_none() {
-                    anyhow::bail!("set --security `{s}`: use deny, allowlist or full");
-                }
-            }
-            if let Some(a) = &ask {
-                if moat::policy::Ask::parse_lenient(a).is_none() {
-                    anyhow::bail!("set --ask `{a}`: use off, on-miss or always");
-                }
-            }
-            app.store.set_session_policy(
-                &key,
-                &moat::store::SessionPolicy {
-                    security,
-                    ask,
-                    loosen,
-                },
-            )?;
-            say!("policy override for session {key} saved");
-        }
-        SessionsCommand::Show { key, json } => {
-            moat::session::validate_key(&key)?;
-            let (_, names) = app.sessions.names(&key);
-            let container = app.runtime.inspect_container(&names.name).await?;
-            let o = app.store.session_policy(&key)?.unwrap_or_default();
-            let base = &app.config.policy.sandbox;
-            let (sec, ask) = effective(base.security, base.ask, &o);
-            let v = json!({
-                "session": key,
-                "container": names.name,
-                "state": container.as_ref().map(|c| c.state.clone()),
-                "override": {"security": o.security, "ask": o.ask, "loosen": o.loosen},
-                "security": sec.as_str(),
-                "ask": ask.as_str(),
-            });
-            if json {
-                super::term::json_pretty(&v)?;
-            } else {
-                say!(
-                    "session   {key}\ncontainer {} ({})\nsecurity  {}\nask       {}",
-                    names.name,
-                    v["state"].as_str().unwrap_or("not created"),
-                    sec.as_str(),
-                    ask.as_str()
-                );
-            }
-        }
-        SessionsCommand::List { .. } | SessionsCommand::Rm { .. } => {
-            unreachable!("served by the daemon")
+        } => set(home, key, security, ask, loosen).await,
+        SessionsCommand::Show { key, json } => show(home, key, json).await,
+    }
+}
+
+/// Saves the operator's policy override for a session.
+async fn set(
+    home: Home,
+    key: String,
+    security: Option<String>,
+    ask: Option<String>,
+    loosen: bool,
+) -> anyhow::Result<ExitCode> {
+    let app = App::open(home).await.context("start moat")?;
+    moat::session::validate_key(&key)?;
+    if let Some(s) = &security {
+        if moat::policy::Security::parse_lenient(s).is_none() {
+            anyhow::bail!("set --security `{s}`: use deny, allowlist or full");
         }
     }
+    if let Some(a) = &ask {
+        if moat::policy::Ask::parse_lenient(a).is_none() {
+            anyhow::bail!("set --ask `{a}`: use off, on-miss or always");
+        }
+    }
+    app.store.set_session_policy(
+        &key,
+        &moat::store::SessionPolicy {
+            security,
+            ask,
+            loosen,
+        },
+    )?;
+    say!("policy override for session {key} saved");
     Ok(ExitCode::SUCCESS)
 }
 
-fn effective(
-    security: moat::policy::Security,
-    ask: moat::policy::Ask,
-    o: &moat::store::SessionPolicy,
-) -> (moat::policy::Security, moat::policy::Ask) {
-    use moat::policy::{raise_ask, tighten_security, Ask, Security};
-    let s = o.security.as_deref().and_then(Security::parse_lenient);
-    let a = o.ask.as_deref().and_then(Ask::parse_lenient);
-    if o.loosen {
-        (s.unwrap_or(security), a.unwrap_or(ask))
+/// A session's override, the levels in force, and its container's state.
+async fn show(home: Home, key: String, json: bool) -> anyhow::Result<ExitCode> {
+    let app = App::open(home).await.context("start moat")?;
+    moat::session::validate_key(&key)?;
+    let (_, names) = app.sessions.names(&key);
+    let container = app.runtime.inspect_container(&names.name).await?;
+    let o = app.store.session_policy(&key)?.unwrap_or_default();
+    let base = &app.config.policy.sandbox;
+    let (sec, ask) = moat::policy::with_override(
+        (base.security, base.ask),
+        o.security.as_deref(),
+        o.ask.as_deref(),
+        o.loosen,
+    );
+    let v = json!({
+        "session": key,
+        "container": names.name,
+        "state": container.as_ref().map(|c| c.state.clone()),
+        "override": {"security": o.security, "ask": o.ask, "loosen": o.loosen},
+        "security": sec.as_str(),
+        "ask": ask.as_str(),
+    });
+    if json {
+        super::term::json_pretty(&v)?;
     } else {
-        (tighten_security(security, s), raise_ask(ask, a))
+        say!(
+            "session   {key}\ncontainer {} ({})\nsecurity  {}\nask       {}",
+            names.name,
+            v["state"].as_str().unwrap_or("not created"),
+            sec.as_str(),
+            ask.as_str()
+        );
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn ago(ms: Option<i64>) -> String {

@@ -16,7 +16,7 @@ use super::request::*;
 use crate::config::Config;
 use crate::exec::ToolResult;
 use crate::output::{Redactor, Sanitizer};
-use crate::policy::{escape_display, tighten_security, Security};
+use crate::policy::{escape_display, with_override, Security};
 use crate::secrets::Secrets;
 use crate::session::{SessionError, Sessions};
 
@@ -85,16 +85,21 @@ impl FilesTool {
     /// `--loosen`, replaced) by the operator's per-session override, as exec composes it
     /// (docs/policy.md). File tools take no request-level mode.
     fn security(&self, session: &str) -> Security {
-        let mut security = self.config.policy.sandbox.security;
-        if let Ok(Some(o)) = self.sessions.store().session_policy(session) {
-            let sec = o.security.as_deref().and_then(Security::parse_lenient);
-            security = if o.loosen {
-                sec.unwrap_or(security)
-            } else {
-                tighten_security(security, sec)
-            };
-        }
-        security
+        let base = &self.config.policy.sandbox;
+        let o = self
+            .sessions
+            .store()
+            .session_policy(session)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        with_override(
+            (base.security, base.ask),
+            o.security.as_deref(),
+            o.ask.as_deref(),
+            o.loosen,
+        )
+        .0
     }
 
     /// `None` when writes are allowed; else the refusal, worded like exec's.

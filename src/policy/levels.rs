@@ -115,9 +115,91 @@ pub fn raise_ask(configured: Ask, requested: Option<Ask>) -> Ask {
     requested.map_or(configured, |requested| configured.max(requested))
 }
 
+/// The levels in force after an operator's per-session override (`moat sessions set`): it
+/// tightens the configured ones, or replaces them with `--loosen` (docs/policy.md). Values it
+/// does not know count as not given, like a request's.
+pub fn with_override(
+    configured: (Security, Ask),
+    security: Option<&str>,
+    ask: Option<&str>,
+    loosen: bool,
+) -> (Security, Ask) {
+    let security = security.and_then(Security::parse_lenient);
+    let ask = ask.and_then(Ask::parse_lenient);
+    if loosen {
+        (
+            security.unwrap_or(configured.0),
+            ask.unwrap_or(configured.1),
+        )
+    } else {
+        (
+            tighten_security(configured.0, security),
+            raise_ask(configured.1, ask),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_operator_override_tightens_unless_it_loosens() {
+        let full_off = (Security::Full, Ask::Off);
+        type Row<'a> = (
+            (Security, Ask),
+            Option<&'a str>,
+            Option<&'a str>,
+            bool,
+            (Security, Ask),
+        );
+        let rows: &[Row] = &[
+            (full_off, None, None, false, full_off),
+            (
+                full_off,
+                Some("deny"),
+                None,
+                false,
+                (Security::Deny, Ask::Off),
+            ),
+            (
+                full_off,
+                None,
+                Some("always"),
+                false,
+                (Security::Full, Ask::Always),
+            ),
+            (
+                (Security::Deny, Ask::Always),
+                Some("full"),
+                Some("off"),
+                false,
+                (Security::Deny, Ask::Always),
+            ),
+            (
+                (Security::Deny, Ask::Always),
+                Some("full"),
+                Some("off"),
+                true,
+                full_off,
+            ),
+            (
+                (Security::Deny, Ask::Always),
+                None,
+                None,
+                true,
+                (Security::Deny, Ask::Always),
+            ),
+            (full_off, Some("bogus"), Some("bogus"), false, full_off),
+        ];
+        for (configured, security, ask, loosen, want) in rows {
+            assert_eq!(
+                with_override(*configured, *security, *ask, *loosen),
+                *want,
+                "{configured:?} {security:?} {ask:?} loosen={loosen}"
+            );
+        }
+    }
 
     #[test]
     fn security_parses_trimmed_and_case_insensitive() {

@@ -41,7 +41,7 @@ pub use error::PolicyError;
 pub use evaluate::{command_names, evaluate, evaluate_parsed, pattern_words, source_words};
 pub use explain::{display_argv, escape_display, explain_json, explain_text, is_deceptive};
 pub use ir::{Joiner, Redirect, Script, Segment, TimeKeyword};
-pub use levels::{raise_ask, tighten_security, Ask, Security};
+pub use levels::{raise_ask, tighten_security, with_override, Ask, Security};
 pub use parse::parse_script;
 pub use patterns::{ArgvPattern, PatternSet};
 pub use plan::{quote, render, Plan, PlannedSegment};

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use crate::exec::{map_workdir, merge_env, ExecRequest, Target};
 use crate::host::{self, HOST_CONTAINER};
 use crate::policy::{
-    env_findings, evaluate_parsed, pattern_words, raise_ask, source_words, tighten_security, Ask,
-    Decision, Evaluation, MapResolver, Parsed, Policy, Request as PolicyRequest, Security,
+    env_findings, evaluate_parsed, pattern_words, raise_ask, source_words, tighten_security,
+    with_override, Ask, Decision, Evaluation, MapResolver, Parsed, Policy,
+    Request as PolicyRequest, Security,
 };
 
 use super::tool::{ExecError, ExecTool};
@@ -287,15 +288,12 @@ impl ExecTool {
         // The operator's per-session override: it tightens the config, or replaces it when
         // the operator said `--loosen`.
         if let Ok(Some(o)) = self.sessions.store().session_policy(session) {
-            let sec = o.security.as_deref().and_then(Security::parse_lenient);
-            let ask = o.ask.as_deref().and_then(Ask::parse_lenient);
-            if o.loosen {
-                policy.security = sec.unwrap_or(policy.security);
-                policy.ask = ask.unwrap_or(policy.ask);
-            } else {
-                policy.security = tighten_security(policy.security, sec);
-                policy.ask = raise_ask(policy.ask, ask);
-            }
+            (policy.security, policy.ask) = with_override(
+                (policy.security, policy.ask),
+                o.security.as_deref(),
+                o.ask.as_deref(),
+                o.loosen,
+            );
         }
         apply_request(&mut policy, req);
         tweak(&mut policy);
