@@ -231,9 +231,16 @@ async fn wait_for_answer(
 
 /// The last lines of the daemon's log, escaped for a terminal (it may quote anything).
 fn tail(path: &Path) -> String {
-    let text = std::fs::read(path).unwrap_or_default();
-    let start = text.len().saturating_sub(2000);
-    let text = String::from_utf8_lossy(&text[start..]);
+    use std::io::{Read, Seek, SeekFrom};
+    // Only the end is read: the log may hold megabytes of an earlier daemon's lines.
+    let mut bytes = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let _ = f
+            .seek(SeekFrom::End(-2000))
+            .or_else(|_| f.rewind().map(|_| 0));
+        let _ = f.take(2000).read_to_end(&mut bytes);
+    }
+    let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().rev().take(8).collect();
     let joined: Vec<&str> = lines.into_iter().rev().collect();
     crate::output::escape_terminal(&joined.join("\n"))
