@@ -19,6 +19,10 @@ use crate::runtime::{ExecSpec, ExecStarted, ExecTty, RuntimeError};
 /// Read size for the raw terminal stream.
 const TTY_READ: usize = 32 * 1024;
 
+/// The most a helper command (name resolution, kill, health checks) may print: they print a
+/// few lines; anything more is refused instead of held in memory.
+const MAX_CAPTURE_BYTES: usize = 1 << 20;
+
 impl DockerRuntime {
     pub(super) async fn start_exec(
         &self,
@@ -190,6 +194,14 @@ impl DockerRuntime {
         if let StartExecResults::Attached { mut output, .. } = started {
             while let Some(chunk) = output.next().await {
                 let chunk = chunk.map_err(|e| RuntimeError::engine(action(), e))?;
+                // A helper's output can be steered from inside (a login profile the sandbox
+                // wrote): past the bound, moat stops reading rather than hold it all.
+                if out.len() + chunk.as_ref().len() > MAX_CAPTURE_BYTES {
+                    return Err(RuntimeError::Other {
+                        action: action(),
+                        message: format!("its output passed {MAX_CAPTURE_BYTES} bytes"),
+                    });
+                }
                 out.extend_from_slice(&chunk.into_bytes());
             }
         }
