@@ -54,12 +54,25 @@ pub struct App {
 impl App {
     /// Loads config from `home`, opens the state database and connects to the engine.
     pub async fn open(home: Home) -> Result<Self, AppError> {
-        let (config, source) = config::load(&home.config_file())?;
+        Self::open_with(home, None).await
+    }
+
+    /// [`App::open`] with `sandbox.transport` set to `transport` when given (`moat bench`
+    /// measures both side by side).
+    pub async fn open_with(
+        home: Home,
+        transport: Option<crate::runtime::Transport>,
+    ) -> Result<Self, AppError> {
+        let (mut config, source) = config::load(&home.config_file())?;
+        if let Some(t) = transport {
+            config.sandbox.transport = t;
+        }
         home.ensure_root().map_err(|source| AppError::Home {
             path: home.root().display().to_string(),
             source,
         })?;
-        let runtime: Arc<dyn Runtime> = Arc::new(DockerRuntime::connect().await?);
+        let engine: Arc<dyn Runtime> = Arc::new(DockerRuntime::connect().await?);
+        let runtime = with_transport(engine, &home, &config);
         Self::with_runtime(home, config, source, runtime)
     }
 
@@ -130,6 +143,19 @@ impl App {
             exec,
             files,
         })
+    }
+}
+
+/// The engine as `sandbox.transport` says commands reach it: through the in-container helper
+/// (falling back to the engine's exec), or the engine's exec alone (docs/helper.md).
+pub fn with_transport(engine: Arc<dyn Runtime>, home: &Home, config: &Config) -> Arc<dyn Runtime> {
+    match config.sandbox.transport {
+        crate::runtime::Transport::Helper => Arc::new(crate::runtime::helper::HelperRuntime::new(
+            engine,
+            home.clone(),
+            config.sandbox.uid_gid(),
+        )),
+        crate::runtime::Transport::Exec => engine,
     }
 }
 

@@ -1,7 +1,10 @@
 //! `moat bench`: moat's exec path measured side by side with plain docker, in one run.
 //!
-//! - warm exec: `true` through moat vs `docker exec <container> sh -lc true`, interleaved;
-//! - cold start: a new session's first output vs `docker run --rm <image> true`;
+//! - warm exec: `true` through moat's helper, through moat's per-command engine exec, and
+//!   `docker exec <container> sh -lc true`, interleaved (docs/helper.md);
+//! - throughput: execs per second into one session with 8 in flight, and 50 at once;
+//! - cold start: a new session's first output (helper start included) vs
+//!   `docker run --rm <image> true`;
 //! - flood: 1 GiB of stdout through moat, with throughput and moat's peak RSS.
 
 use std::time::Instant;
@@ -11,6 +14,7 @@ use serde::Serialize;
 use crate::app::{App, AppError};
 use crate::exec::ExecRequest;
 use crate::home::Home;
+use crate::runtime::Transport;
 use crate::tools::ExecError;
 
 #[derive(Debug, thiserror::Error)]
@@ -28,13 +32,36 @@ pub enum BenchError {
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub runs: usize,
+    /// Through the helper (`sandbox.transport = "helper"`).
     pub exec_p50_ms: f64,
     pub exec_p90_ms: f64,
     pub exec_p99_ms: f64,
+    /// Through one engine exec per command (`sandbox.transport = "exec"`).
+    pub engine_exec_p50_ms: f64,
+    pub engine_exec_p90_ms: f64,
+    pub engine_exec_p99_ms: f64,
     pub docker_cli_p50_ms: f64,
     pub docker_cli_p90_ms: f64,
     pub docker_cli_p99_ms: f64,
+    /// The transport alone: `true` run to completion by `Runtime::exec_capture`, without
+    /// moat's exec tool around it (policy, run files, state database), through the helper
+    /// and through the engine.
+    pub raw_helper_p50_ms: f64,
+    pub raw_engine_p50_ms: f64,
+    /// Helper p50 / `docker exec` CLI p50.
     pub exec_ratio: f64,
+    /// Engine-exec p50 / `docker exec` CLI p50.
+    pub engine_exec_ratio: f64,
+    /// Commands run with [`IN_FLIGHT`] in flight, and the rate they reached (helper).
+    pub in_flight: usize,
+    pub in_flight_runs: usize,
+    pub in_flight_execs_per_s: f64,
+    pub in_flight_all_ok: bool,
+    /// [`BURST`] commands started at once into one session (helper): time until the last
+    /// result.
+    pub burst: usize,
+    pub burst_ms: f64,
+    pub burst_all_ok: bool,
     pub cold_runs: usize,
     pub cold_start_p50_ms: f64,
     pub docker_run_p50_ms: f64,
@@ -48,11 +75,16 @@ pub struct Report {
 impl Report {
     pub fn render(&self) -> String {
         format!(
-            "warm exec (`true`, {} runs each, interleaved)\n  moat exec    p50 {:7.2} ms  p90 {:7.2} ms  p99 {:7.2} ms\n  docker exec  p50 {:7.2} ms  p90 {:7.2} ms  p99 {:7.2} ms\n  ratio (p50)  {:.2}\n\
+            "warm exec (`true`, {} runs each, interleaved)\n  moat, helper       p50 {:7.2} ms  p90 {:7.2} ms  p99 {:7.2} ms\n  moat, engine exec  p50 {:7.2} ms  p90 {:7.2} ms  p99 {:7.2} ms\n  docker exec CLI    p50 {:7.2} ms  p90 {:7.2} ms  p99 {:7.2} ms\n  ratio to the CLI (p50)  helper {:.3}  engine exec {:.2}\n  transport alone (p50)   helper {:.2} ms  engine {:.2} ms\n\
+             throughput (helper)\n  {} in flight: {:.0} execs/s over {} runs, all succeeded: {}\n  {} at once: {:.0} ms until the last, all succeeded: {}\n\
              cold start ({} runs each)\n  moat new session → first output  p50 {:7.1} ms\n  docker run --rm                  p50 {:7.1} ms\n  ratio (p50)  {:.2}\n\
              flood ({} bytes of stdout)\n  {:.1} MB/s in {:.2} s, moat peak RSS {:.1} MiB\n",
             self.runs, self.exec_p50_ms, self.exec_p90_ms, self.exec_p99_ms,
-            self.docker_cli_p50_ms, self.docker_cli_p90_ms, self.docker_cli_p99_ms, self.exec_ratio,
+            self.engine_exec_p50_ms, self.engine_exec_p90_ms, self.engine_exec_p99_ms,
+            self.docker_cli_p50_ms, self.docker_cli_p90_ms, self.docker_cli_p99_ms,
+            self.exec_ratio, self.engine_exec_ratio, self.raw_helper_p50_ms, self.raw_engine_p50_ms,
+            self.in_flight, self.in_flight_execs_per_s, self.in_flight_runs, self.in_flight_all_ok,
+            self.burst, self.burst_ms, self.burst_all_ok,
             self.cold_runs, self.cold_start_p50_ms, self.docker_run_p50_ms, self.cold_ratio,
             self.flood_bytes, self.flood_mb_per_s, self.flood_seconds, self.flood_peak_rss_mib,
         )
@@ -105,6 +137,30 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// Commands kept in flight for the execs-per-second figure.
+const IN_FLIGHT: usize = 8;
+/// Commands started at once for the burst figure.
+const BURST: usize = 50;
+
+/// Runs `total` numbered echoes into session `key`, `width` at a time; returns the seconds
+/// until the last result and whether every one printed its own number.
+async fn many(app: &App, key: &str, total: usize, width: usize) -> (f64, bool) {
+    use futures::StreamExt;
+    let t = Instant::now();
+    let ok = futures::stream::iter(0..total)
+        .map(|i| async move {
+            let r = app
+                .exec
+                .run(key, &request(&format!("echo run-{i}")), true)
+                .await;
+            matches!(r, Ok(r) if r.text() == format!("run-{i}"))
+        })
+        .buffer_unordered(width)
+        .fold(true, |all, ok| async move { all && ok })
+        .await;
+    (t.elapsed().as_secs_f64(), ok)
+}
+
 pub async fn run(
     home: Home,
     runs: usize,
@@ -112,24 +168,51 @@ pub async fn run(
     flood_bytes: u64,
     progress: impl Fn(&str),
 ) -> Result<Report, BenchError> {
-    let app = App::open(home).await?;
+    let app = App::open_with(home.clone(), Some(Transport::Helper)).await?;
+    let engine = App::open_with(home, Some(Transport::Exec)).await?;
     let image = app.config.sandbox.image.clone();
     let warm = format!("bench-warm-{}", std::process::id());
-    let first = app.exec.run(&warm, &request("true"), true).await?;
-    if first.is_error() {
-        return Err(BenchError::Command(first.text().to_string()));
+    for a in [&app, &engine] {
+        let first = a.exec.run(&warm, &request("true"), true).await?;
+        if first.is_error() {
+            return Err(BenchError::Command(first.text().to_string()));
+        }
     }
     let container = app.sessions.names(&warm).1.name;
     progress(&format!("warm exec: {runs} runs each in {container}"));
-    let (mut moat_ms, mut docker_ms) = (Vec::new(), Vec::new());
+    let (mut moat_ms, mut engine_ms, mut docker_ms) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         let t = Instant::now();
         app.exec.run(&warm, &request("true"), true).await?;
         moat_ms.push(t.elapsed().as_secs_f64() * 1000.0);
         let t = Instant::now();
+        engine.exec.run(&warm, &request("true"), true).await?;
+        engine_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let t = Instant::now();
         docker_cli(&["exec", &container, "sh", "-lc", "true"]).await?;
         docker_ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
+    let (mut raw_helper, mut raw_engine) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        for (a, samples) in [(&app, &mut raw_helper), (&engine, &mut raw_engine)] {
+            let t = Instant::now();
+            let (code, _) = a
+                .runtime
+                .exec_capture(&container, vec!["true".into()], None)
+                .await
+                .map_err(|e| BenchError::Command(e.to_string()))?;
+            samples.push(t.elapsed().as_secs_f64() * 1000.0);
+            if code != 0 {
+                return Err(BenchError::Command(format!("`true` exited {code}")));
+            }
+        }
+    }
+    let in_flight_runs = runs.max(IN_FLIGHT * 25);
+    progress(&format!(
+        "throughput: {in_flight_runs} runs, {IN_FLIGHT} in flight; {BURST} at once"
+    ));
+    let (in_flight_secs, in_flight_all_ok) = many(&app, &warm, in_flight_runs, IN_FLIGHT).await;
+    let (burst_secs, burst_all_ok) = many(&app, &warm, BURST, BURST).await;
     progress(&format!("cold start: {cold_runs} runs each"));
     let (mut cold_ms, mut run_ms) = (Vec::new(), Vec::new());
     for i in 0..cold_runs {
@@ -157,6 +240,7 @@ pub async fn run(
     }
     app.sessions.remove(&warm).await.ok();
     let exec_p50 = percentile(&mut moat_ms, 0.5);
+    let engine_p50 = percentile(&mut engine_ms, 0.5);
     let docker_p50 = percentile(&mut docker_ms, 0.5);
     let cold_p50 = percentile(&mut cold_ms, 0.5);
     let run_p50 = percentile(&mut run_ms, 0.5);
@@ -168,7 +252,20 @@ pub async fn run(
         docker_cli_p50_ms: docker_p50,
         docker_cli_p90_ms: percentile(&mut docker_ms, 0.9),
         docker_cli_p99_ms: percentile(&mut docker_ms, 0.99),
+        engine_exec_p50_ms: engine_p50,
+        engine_exec_p90_ms: percentile(&mut engine_ms, 0.9),
+        engine_exec_p99_ms: percentile(&mut engine_ms, 0.99),
+        raw_helper_p50_ms: percentile(&mut raw_helper, 0.5),
+        raw_engine_p50_ms: percentile(&mut raw_engine, 0.5),
         exec_ratio: exec_p50 / docker_p50,
+        engine_exec_ratio: engine_p50 / docker_p50,
+        in_flight: IN_FLIGHT,
+        in_flight_runs,
+        in_flight_execs_per_s: in_flight_runs as f64 / in_flight_secs,
+        in_flight_all_ok,
+        burst: BURST,
+        burst_ms: burst_secs * 1000.0,
+        burst_all_ok,
         cold_runs,
         cold_start_p50_ms: cold_p50,
         docker_run_p50_ms: run_p50,
@@ -267,7 +364,7 @@ pub async fn run_processes(
     loop {
         let poll = crate::tools::ProcessRequest {
             action: "poll".into(),
-            session_id: Some(id.clone()),
+            process_id: Some(id.clone()),
             timeout: Some(5000),
             ..Default::default()
         };

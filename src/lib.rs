@@ -1,16 +1,27 @@
 //! moat: a container sandbox runner for AI agents.
 //!
-//! Layers, top to bottom (data flows down, only results and events flow back up):
-//! `cli` → `tools` (exec, process) → `policy` → `process` (registry, output) →
-//! `session` (containers) → `runtime` (the engine seam). `config`, `home` and `store` are
-//! shared foundations; `output`, `keys` and `names` are pure helpers.
+//! Layers, top to bottom (data flows down, only results and events flow back up; the map
+//! with every module is docs/ARCHITECTURE.md):
+//! - edges: `cli` and `mcp` (stdio) reach the daemon through `daemon`; `server` (HTTP, with
+//!   `mcp` over HTTP and the `console`) serves one `app`;
+//! - orchestration: `tools` (exec, process), `files`, `approvals`, checking requests against
+//!   `exec` (the tool's contract) and `policy`;
+//! - `process` (registry, supervisor, run files) → `session` (containers) and `egress` →
+//!   `runtime` (the engine seam: Docker, the in-container helper, a fake for tests) or
+//!   `host` (commands on this machine, behind the same seam).
+//!
+//! `config`, `home`, `store`, `secrets` and `skills` are shared foundations; `policy`,
+//! `output`, `keys` and `names` are pure and synchronous.
 
 pub mod app;
 pub mod approvals;
 pub mod bench;
+pub mod bench_runtimes;
 pub mod config;
+pub mod console;
 pub mod daemon;
 pub mod disk_guard;
+pub mod egress;
 pub mod error_chain;
 pub mod exec;
 pub mod files;

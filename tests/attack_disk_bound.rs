@@ -134,7 +134,8 @@ async fn a_writer_left_by_an_exited_moat_is_stopped_too() {
             "--background",
             "--json",
             "--",
-            "while :; do head -c 16777216 /dev/zero >> /workspace/grow; sleep 0.05; done",
+            // It starts writing once the daemon that started it is gone (below).
+            "sleep 3; while :; do head -c 16777216 /dev/zero >> /workspace/grow; sleep 0.05; done",
         ])
         .env("MOAT_HOME", m.dir.path())
         .output()
@@ -142,6 +143,15 @@ async fn a_writer_left_by_an_exited_moat_is_stopped_too() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
     let id = v["details"]["sessionId"].as_str().unwrap().to_string();
+    // The CLI's command went through the home's daemon, which would stop the writer itself:
+    // end it the hard way, so the writer is left by an exited moat.
+    let daemon = moat::daemon::holder_pid(&m.dir.path().join("daemon.lock"))
+        .expect("the CLI started the home's daemon");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &daemon])
+        .status()
+        .unwrap();
+    assert!(killed.success());
     // The CLI is gone; this moat's guard finds the writer and ends it. Watch from outside
     // (looking the process up here would attach it to this moat before the guard does).
     let mut alive = true;
@@ -162,7 +172,9 @@ async fn a_writer_left_by_an_exited_moat_is_stopped_too() {
         .registry
         .get(&m.key("a"), &id)
         .expect("the process is known");
-    assert!(proc.wait_exit(std::time::Duration::from_secs(10)).await);
+    // The wrapper died with its group, so no exit file: the end is found by watching the
+    // group (docs/ARCHITECTURE.md, "Killing"), which takes longer than a recorded exit.
+    assert!(proc.wait_exit(std::time::Duration::from_secs(40)).await);
     let text = proc.lock().output.aggregated();
     assert!(text.contains("sandbox.workspace_max_bytes"), "{text}");
 }

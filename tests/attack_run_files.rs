@@ -31,7 +31,7 @@ const CLEAR: &[&str] = &[
 ];
 
 /// The racer: a tight loop (perl, so no fork per attempt) that replaces every entry of
-/// `/run/moat` that is not yet a symlink with a symlink to one of the canaries. It counts its
+/// `/run/moat` that is not yet a symlink (nor a directory, which `unlink` never removes) with a symlink to one of the canaries. It counts its
 /// attempts (so the test knows it ran), keeps its last refusal and logs every replacement that
 /// worked; the files it reports through are renamed into place, so a reader never sees one
 /// half-written.
@@ -44,7 +44,8 @@ while (1) {
   for my $e (readdir $d) {
     next if $e eq "." || $e eq "..";
     my $f = "/run/moat/$e";
-    next if -l $f;
+    # Directories (the helper's) cannot be unlinked at all: no race to win there.
+    next if -l $f || -d $f;
     $n++;
     if (unlink($f) && symlink($t[$n % 2], $f)) {
       open(my $w, ">>", "/tmp/racer.won"); print $w "$f

@@ -65,7 +65,7 @@ async fn a_carriage_return_cannot_overwrite_and_an_open_sequence_cannot_swallow_
                 "s",
                 &ProcessRequest {
                     action: "poll".into(),
-                    session_id: Some(id.clone()),
+                    process_id: Some(id.clone()),
                     timeout: Some(1000),
                     ..Default::default()
                 },
@@ -89,7 +89,7 @@ async fn a_carriage_return_cannot_overwrite_and_an_open_sequence_cannot_swallow_
             "s",
             &ProcessRequest {
                 action: "log".into(),
-                session_id: Some(id),
+                process_id: Some(id),
                 offset: Some(1),
                 limit: Some(2000),
                 ..Default::default()

@@ -12,7 +12,7 @@ use moat::tools::ProcessRequest;
 fn preq(action: &str, id: &str) -> ProcessRequest {
     ProcessRequest {
         action: action.into(),
-        session_id: Some(id.into()),
+        process_id: Some(id.into()),
         ..Default::default()
     }
 }
@@ -419,7 +419,7 @@ async fn a_process_with_tampered_files_stays_listed() {
     };
     let poll = ProcessRequest {
         action: "poll".into(),
-        session_id: Some(id.clone()),
+        process_id: Some(id.clone()),
         ..Default::default()
     };
     let r = tool.run(&m.key("a"), &poll).await;

@@ -13,7 +13,7 @@ use moat::tools::ProcessRequest;
 fn preq(action: &str, id: &str) -> ProcessRequest {
     ProcessRequest {
         action: action.into(),
-        session_id: Some(id.into()),
+        process_id: Some(id.into()),
         ..Default::default()
     }
 }

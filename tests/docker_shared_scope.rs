@@ -150,7 +150,7 @@ async fn a_container_secret_and_its_processes_are_shared_by_the_sessions_in_it()
             &y,
             &ProcessRequest {
                 action: "kill".into(),
-                session_id: Some(id.clone()),
+                process_id: Some(id.clone()),
                 ..Default::default()
             },
         )

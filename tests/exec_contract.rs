@@ -486,6 +486,66 @@ async fn doctor_reports_which_shell_the_image_gives_sh() {
     );
 }
 
+/// The id of the first pending approval of the home at `dir`, as `moat approvals list` shows
+/// it, waiting up to 30 s for one to appear.
+fn pending_approval(dir: &std::path::Path) -> String {
+    for _ in 0..300 {
+        let list = Command::new(env!("CARGO_BIN_EXE_moat"))
+            .args(["approvals", "list", "--json"])
+            .env("MOAT_HOME", dir)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap_or_default();
+        if let Some(id) = v
+            .as_array()
+            .and_then(|a| a.first())
+            .and_then(|first| first["id"].as_str())
+        {
+            return id.to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("no approval became pending");
+}
+
+/// A waiting `moat exec` whose approval is granted exits with the command's own status, read
+/// from the approval event's data: its code, or 128 + N when a signal ended it.
+#[tokio::test]
+async fn cli_approved_command_exits_with_its_own_status() {
+    let Some(m) = common::moat("i12-approved", Config::default()).await else {
+        return;
+    };
+    for (command, want) in [("exit 5", 5), ("kill -TERM $$", 128 + 15)] {
+        let key = m.key("s");
+        let child = Command::new(env!("CARGO_BIN_EXE_moat"))
+            .args(["exec", "--session", &key, "--ask", "always", "--", command])
+            .env("MOAT_HOME", m.dir.path())
+            .env_remove("MOAT_SESSION")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let id = pending_approval(m.dir.path());
+        let approve = Command::new(env!("CARGO_BIN_EXE_moat"))
+            .args(["approvals", "approve", &id])
+            .env("MOAT_HOME", m.dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            approve.status.success(),
+            "{}",
+            String::from_utf8_lossy(&approve.stderr)
+        );
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(want), "{command}: {stdout}");
+        assert!(
+            stdout.lines().any(|l| l.starts_with("Exec finished")),
+            "{stdout}"
+        );
+    }
+}
+
 /// An operator's denial is a refusal too: the waiting `moat exec` prints the sentence on
 /// stderr and exits 77.
 #[tokio::test]
@@ -511,21 +571,7 @@ async fn cli_operator_denial_exits_77_with_the_sentence() {
         .spawn()
         .unwrap();
     // The pending approval, as the operator sees it.
-    let mut id = None;
-    for _ in 0..300 {
-        let list = Command::new(env!("CARGO_BIN_EXE_moat"))
-            .args(["approvals", "list", "--json"])
-            .env("MOAT_HOME", m.dir.path())
-            .output()
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap_or_default();
-        if let Some(first) = v.as_array().and_then(|a| a.first()) {
-            id = first["id"].as_str().map(str::to_string);
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let id = id.expect("an approval became pending");
+    let id = pending_approval(m.dir.path());
     let deny = Command::new(env!("CARGO_BIN_EXE_moat"))
         .args(["approvals", "deny", &id])
         .env("MOAT_HOME", m.dir.path())

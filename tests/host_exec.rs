@@ -134,7 +134,7 @@ async fn a_timeout_leaves_no_process_of_the_group() {
             "main",
             &ProcessRequest {
                 action: "poll".into(),
-                session_id: Some(id),
+                process_id: Some(id),
                 timeout: Some(10_000),
                 ..Default::default()
             },
@@ -162,7 +162,7 @@ async fn host_processes_take_stdin_poll_and_kill() {
     };
     let call = |action: &str, data: Option<&str>| ProcessRequest {
         action: action.into(),
-        session_id: Some(id.clone()),
+        process_id: Some(id.clone()),
         data: data.map(str::to_string),
         timeout: Some(2000),
         ..Default::default()

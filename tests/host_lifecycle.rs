@@ -60,7 +60,7 @@ async fn a_dropped_host_call_ends_its_process_group_and_lists_it() {
     let id = rows[0]["sessionId"].as_str().unwrap().to_string();
     let poll = ProcessRequest {
         action: "poll".into(),
-        session_id: Some(id),
+        process_id: Some(id),
         timeout: Some(10_000),
         ..Default::default()
     };

@@ -74,7 +74,7 @@ async fn exit_events_and_logs_are_redacted() {
             "main",
             &ProcessRequest {
                 action: "log".into(),
-                session_id: Some(id),
+                process_id: Some(id),
                 ..Default::default()
             },
         )

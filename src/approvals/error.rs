@@ -38,19 +38,27 @@ pub enum ApprovalError {
 }
 
 impl ApprovalError {
-    /// The HTTP status an API handler should answer with.
-    pub fn http_status(&self) -> u16 {
+    /// The failure class the edges map (`crate::exec::FailureKind`).
+    pub fn kind(&self) -> crate::exec::FailureKind {
+        use crate::exec::FailureKind;
         match self {
-            Self::Forbidden(_) => 403,
-            Self::NotFound(_) => 404,
-            Self::Ambiguous(_) | Self::NotPending { .. } | Self::NotUsable { .. } => 409,
-            Self::PlanChanged { .. } => 409,
+            Self::Forbidden(_) => FailureKind::Withheld,
+            Self::NotFound(_) => FailureKind::NotFound,
+            Self::Ambiguous(_)
+            | Self::NotPending { .. }
+            | Self::NotUsable { .. }
+            | Self::PlanChanged { .. } => FailureKind::Conflict,
             Self::DecisionUnavailable { .. }
             | Self::UnknownDecision(_)
             | Self::Interpreter(_)
-            | Self::BadEntry { .. } => 400,
-            Self::TooManyPending { .. } => 429,
-            Self::Corrupt(_) | Self::Store(_) => 500,
+            | Self::BadEntry { .. } => FailureKind::Invalid,
+            Self::TooManyPending { .. } => FailureKind::TooMany,
+            Self::Corrupt(_) | Self::Store(_) => FailureKind::Internal,
         }
+    }
+
+    /// The HTTP status an API handler should answer with.
+    pub fn http_status(&self) -> u16 {
+        self.kind().edges().http
     }
 }

@@ -52,6 +52,67 @@ pub enum Command {
     /// Skills: named sets of binaries that enabling allowlists.
     #[command(subcommand)]
     Skills(SkillsCommand),
+    /// Run one command in a fresh session for CI: output streamed live, exit code passed on,
+    /// the session removed afterwards.
+    Run(RunArgs),
+    /// Run a session's egress proxy (moat starts it in the session's proxy container).
+    #[command(hide = true)]
+    EgressProxy {
+        /// Address to listen on.
+        #[arg(long, default_value = "0.0.0.0:3128")]
+        listen: String,
+        /// The daemon's control socket for this session.
+        #[arg(long)]
+        control: std::path::PathBuf,
+        /// Subnets (CIDR, comma-separated) whose clients are served: the session's network.
+        #[arg(long)]
+        peers: String,
+    },
+    /// An interactive login shell in a session's container (operators), with the same user,
+    /// environment and PATH as the agent's commands.
+    Shell {
+        #[arg(long, env = "MOAT_SESSION", default_value = "main")]
+        session: String,
+    },
+    /// Copy between the host and a session's container: `moat cp SESSION:PATH DIR` or
+    /// `moat cp PATH SESSION:DIR` (the source lands inside the destination directory).
+    Cp {
+        /// A host path, or SESSION:PATH (absolute, any path in the container).
+        src: String,
+        /// A host directory, or SESSION:DIR in the container (made if missing).
+        dst: String,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// A host directory as /workspace (the sandbox runs as its owner).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<std::path::PathBuf>,
+    /// With --workspace: mount it read-only.
+    #[arg(long, requires = "workspace")]
+    pub read_only: bool,
+    /// The image instead of sandbox.image.
+    #[arg(long)]
+    pub image: Option<String>,
+    /// `none` or `bridge` instead of sandbox.network.
+    #[arg(long)]
+    pub network: Option<String>,
+    /// Environment override KEY=VALUE (repeatable; after --env-file).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// A file of KEY=VALUE lines (blank lines and `#` comments skipped); repeatable.
+    #[arg(long = "env-file", value_name = "FILE")]
+    pub env_file: Vec<std::path::PathBuf>,
+    /// Timeout in seconds (0 = none); a command that runs out exits 124.
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    /// Keep the session and its container afterwards (its name is in the summary).
+    #[arg(long)]
+    pub keep: bool,
+    /// The shell command.
+    #[arg(required = true, last = true, num_args = 1..)]
+    pub command: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -185,6 +246,13 @@ pub struct ExecArgs {
     /// Print the exact tool result object as JSON.
     #[arg(long)]
     pub json: bool,
+    /// A host directory as the session's /workspace, when the session is new (an existing
+    /// session must already have this one).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<std::path::PathBuf>,
+    /// With --workspace: mount it read-only.
+    #[arg(long, requires = "workspace")]
+    pub read_only: bool,
     /// The shell command.
     #[arg(required = true, last = true, num_args = 1..)]
     pub command: Vec<String>,
@@ -242,6 +310,23 @@ pub enum SessionsCommand {
     },
     /// Remove a session's container (its workspace stays).
     Rm { key: String },
+    /// Create a session's container, with a host directory as its workspace if given.
+    Create {
+        key: String,
+        /// A host directory as /workspace, fixed for the session's life; the sandbox runs as
+        /// its owner unless sandbox.user is set.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<std::path::PathBuf>,
+        /// Mount the workspace read-only.
+        #[arg(long, requires = "workspace")]
+        read_only: bool,
+        /// The image instead of sandbox.image.
+        #[arg(long)]
+        image: Option<String>,
+        /// `none` or `bridge` instead of sandbox.network.
+        #[arg(long)]
+        network: Option<String>,
+    },
     /// Set an operator policy override for a session (tightens the config unless --loosen).
     Set {
         key: String,
@@ -252,6 +337,29 @@ pub enum SessionsCommand {
         /// Let the override be looser than the configured policy.
         #[arg(long)]
         loosen: bool,
+        /// Carry cwd and exported variables between commands (true/false; overrides
+        /// exec.sticky for this session).
+        #[arg(long)]
+        sticky: Option<bool>,
+    },
+    /// Forget the directory and variables a sticky session carries.
+    ResetState { key: String },
+    /// Override a session's network egress (docs/security.md, "Network egress"): add allow
+    /// or deny entries, set ask; applies to the next connection.
+    Egress {
+        key: String,
+        /// An entry to allow for this session (repeatable): `host`, `*.domain`, `host:port`.
+        #[arg(long)]
+        allow: Vec<String>,
+        /// An entry to refuse for this session (repeatable); wins over every allow.
+        #[arg(long)]
+        deny: Vec<String>,
+        /// `off` or `on-miss` in place of sandbox.egress.ask.
+        #[arg(long)]
+        ask: Option<String>,
+        /// Drop the override first (the config applies again).
+        #[arg(long)]
+        clear: bool,
     },
     /// Show a session's container and its effective policy levels.
     Show {
@@ -342,6 +450,10 @@ pub struct BenchArgs {
     /// Idle sessions for --processes.
     #[arg(long, default_value_t = 100)]
     pub idle_sessions: usize,
+    /// Compare OCI runtimes side by side instead (e.g. `runc,runsc`; `default` is the
+    /// engine's default): warm exec and cold start under each, in one run.
+    #[arg(long, value_delimiter = ',')]
+    pub runtimes: Vec<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -6,6 +6,17 @@ use moat::home::Home;
 use super::args::BenchArgs;
 
 pub async fn run(home: Home, a: BenchArgs) -> anyhow::Result<ExitCode> {
+    if !a.runtimes.is_empty() {
+        let report =
+            moat::bench_runtimes::run(home, &a.runtimes, a.runs, a.cold_runs, |l| say_err!("{l}"))
+                .await?;
+        if a.json {
+            super::term::json_pretty(&report)?;
+        } else {
+            say_part!("{}", report.render());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if a.processes {
         let report =
             moat::bench::run_processes(home, a.concurrent, a.idle_sessions, |l| say_err!("{l}"))

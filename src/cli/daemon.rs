@@ -25,10 +25,22 @@ pub async fn call(
 ) -> anyhow::Result<Value> {
     match client.call(method, path, body, &[]).await {
         Ok(v) => Ok(v),
-        Err(ClientError::Refused { message, .. }) => {
-            anyhow::bail!("{}", message.strip_prefix("failed to ").unwrap_or(&message))
-        }
+        Err(e @ ClientError::Refused { .. }) => Err(super::failure::from_client(e)),
         Err(e) => Err(e).context("reach moat serve"),
+    }
+}
+
+/// A streamed answer (lines of JSON): the daemon's refusal as a classified error.
+pub async fn lines(
+    client: &DaemonClient,
+    path: &str,
+    body: &Value,
+    headers: &[(&'static str, String)],
+) -> anyhow::Result<moat::daemon::Lines> {
+    match client.lines(Method::POST, path, Some(body), headers).await {
+        Ok(l) => Ok(l),
+        Err(e @ ClientError::Refused { .. }) => Err(super::failure::from_client(e)),
+        Err(e) => Err(e).context("run the command through moat serve"),
     }
 }
 

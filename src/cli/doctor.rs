@@ -38,10 +38,13 @@ pub async fn run(home: Home, session: Option<String>) -> anyhow::Result<ExitCode
                     ok &= session_health(&rt, c, &home, s).await;
                 }
                 if let Some(c) = &config {
+                    ok &= runtimes(&rt, c).await;
+                    egress_note(c);
                     match rt.image_exists(&c.sandbox.image).await {
                         Ok(true) => {
                             say!("ok    image {}", c.sandbox.image);
                             ok &= shells(&rt, c).await;
+                            transports(&rt, c, &home).await;
                         }
                         Ok(false) => {
                             ok = false;
@@ -132,6 +135,35 @@ async fn shells(rt: &moat::runtime::docker::DockerRuntime, c: &moat::config::Con
     }
 }
 
+/// Which transport each running session container's commands take (docs/helper.md): a helper
+/// that answers now, or the engine's exec.
+async fn transports(
+    rt: &moat::runtime::docker::DockerRuntime,
+    c: &moat::config::Config,
+    home: &Home,
+) {
+    use moat::runtime::Runtime;
+    let Ok(containers) = rt.list_containers(moat::session::MOAT_LABEL).await else {
+        return;
+    };
+    let helper = c.sandbox.transport == moat::runtime::Transport::Helper;
+    // Only this home's containers: another home's run directories are not ours to probe.
+    let ours = |name: &str| {
+        name.strip_prefix("moat-")
+            .is_some_and(|slug| home.run_dir(slug).is_dir())
+    };
+    for info in containers.iter().filter(|i| i.running && ours(&i.name)) {
+        let line = if !helper {
+            "docker exec (sandbox.transport = \"exec\")"
+        } else if moat::runtime::helper::probe(home, &info.name, c.sandbox.uid_gid()).await {
+            "the helper"
+        } else {
+            "docker exec until its helper starts (the next command starts it)"
+        };
+        say!("ok    {}: commands go through {line}", info.name);
+    }
+}
+
 /// With host access on, says who host commands run as (docs/security.md, "The operator
 /// channel"); false when `elevated.user` cannot work.
 fn host_user(spec: &str) -> bool {
@@ -185,4 +217,47 @@ async fn daemon(home: &Home, config: &moat::config::Config) -> bool {
         );
     }
     true
+}
+
+/// The runtimes the engine offers; `sandbox.runtime` must be one of them (docs/security.md,
+/// "runc or runsc").
+async fn runtimes(rt: &moat::runtime::docker::DockerRuntime, c: &moat::config::Config) -> bool {
+    let offered = match rt.runtimes().await {
+        Ok(o) => o,
+        Err(e) => {
+            say!("warn  runtimes: failed to {e}");
+            return true;
+        }
+    };
+    let list = offered.join(", ");
+    let wanted = &c.sandbox.runtime;
+    if !wanted.is_empty() && !offered.iter().any(|r| r == wanted) {
+        say!("FAIL  runtimes: the engine offers {list}, but sandbox.runtime = \"{wanted}\"\n      for gVisor run scripts/setup-runsc (installs runsc, registers it, reloads the engine), or clear sandbox.runtime");
+        return false;
+    }
+    let using = if wanted.is_empty() {
+        "the engine's default"
+    } else {
+        wanted.as_str()
+    };
+    say!("ok    runtimes: {list}; sessions use {using} (sandbox.runtime)");
+    if !offered.iter().any(|r| r == "runsc") {
+        say!("      gVisor (runsc) is not registered: scripts/setup-runsc adds it");
+    }
+    true
+}
+
+/// What `sandbox.network = "egress"` means for tools in the sandbox.
+fn egress_note(c: &moat::config::Config) {
+    if c.sandbox.network != moat::egress::container::EGRESS_NETWORK {
+        return;
+    }
+    let e = &c.sandbox.egress;
+    say!(
+        "ok    network egress: {} allow, {} deny entries, ask {}, proxy leaves through `{}`\n      tools that ignore HTTP_PROXY/HTTPS_PROXY have no route at all (docs/security.md, \"Network egress\")",
+        e.allow.len(),
+        e.deny.len(),
+        e.ask.as_str(),
+        e.outbound_network
+    );
 }

@@ -4,10 +4,10 @@ use std::process::ExitCode;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context};
-use http::Method;
 use moat::daemon::{DaemonClient, WAIT_HEADER};
 use moat::exec::{ExecRequest, ToolResult};
 use moat::home::Home;
+use moat::process::{EventKind, EventOutcome};
 use serde_json::Value;
 
 use super::args::ExecArgs;
@@ -18,11 +18,6 @@ use super::interrupt::{self, Waiting};
 /// sysexits' EX_NOPERM, apart from moat's own failure (2), the shell's 126/127 and the
 /// signal codes 128 + N, so a script can tell "not allowed" from "ran and failed".
 pub const REFUSED: u8 = 77;
-
-/// Whether an error the CLI got is a refusal rather than a failure (see [`REFUSED`]).
-pub fn is_refusal(message: &str) -> bool {
-    message.starts_with("Security Violation") || message.contains("elevated execution is refused")
-}
 
 /// How a foreground exec ended, as the daemon reported it.
 enum Ended {
@@ -54,6 +49,11 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         host: a.host,
     };
     let client = super::daemon::client(&home).await?;
+    if a.workspace.is_some() {
+        // Creates the session with it, or checks that it already has this very workspace.
+        let ws = a.workspace.as_deref();
+        super::sessions::create(&client, &a.session, ws, a.read_only, None, None).await?;
+    }
     // Ctrl-C or SIGTERM ends the command this CLI waits on (see interrupt.rs).
     let waiting = OnceLock::new();
     let call = follow(&client, &a.session, &req, &waiting, a.json);
@@ -91,17 +91,12 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
     }
     let code = match result.status() {
         "completed" | "running" => 0,
-        _ => result.details["exitCode"]
-            .as_i64()
-            // A command a signal ended exits 128 + N, as in a shell.
-            .or_else(|| {
-                let signal = result.details["exitSignal"].as_str()?;
-                moat::process::signal_number(signal).map(|n| 128 + n)
-            })
-            .map(|c| c.clamp(1, 255))
-            .unwrap_or(1),
+        _ => exit_status(
+            result.details["exitCode"].as_i64(),
+            result.details["exitSignal"].as_str(),
+        ),
     };
-    Ok(ExitCode::from(code as u8))
+    Ok(ExitCode::from(code))
 }
 
 /// Runs the call through the daemon and reads its lines (docs/ARCHITECTURE.md, "Daemon"):
@@ -117,16 +112,7 @@ async fn follow(
     let path = format!("/v1/sessions/{session}/exec");
     let body = serde_json::to_value(req)?;
     let headers = [(WAIT_HEADER, "end".to_string())];
-    let mut lines = match client
-        .lines(Method::POST, &path, Some(&body), &headers)
-        .await
-    {
-        Ok(l) => l,
-        Err(moat::daemon::ClientError::Refused { message, .. }) => {
-            bail!("{}", message.strip_prefix("failed to ").unwrap_or(&message))
-        }
-        Err(e) => return Err(e).context("run the command through moat serve"),
-    };
+    let mut lines = super::daemon::lines(client, &path, &body, &headers).await?;
     while let Some(line) = lines
         .next_line()
         .await
@@ -135,10 +121,11 @@ async fn follow(
         let v: Value = serde_json::from_str(&line).context("parse the answer of moat serve")?;
         if let Some(id) = v["started"].as_str() {
             let _ = waiting.set(Waiting::Process(id.to_string()));
-        } else if let Some(e) = v["error"].as_str() {
-            bail!("{}", e.strip_prefix("failed to ").unwrap_or(e));
+        } else if let Some(e) = super::failure::from_line(&v) {
+            return Err(e);
         } else if let Some(event) = v["event"].as_str() {
-            if let Some(code) = approval_event(event, json) {
+            let outcome = serde_json::from_value(v["outcome"].clone()).ok();
+            if let Some(code) = approval_event(event, outcome, json) {
                 return Ok(Ended::Approval(code));
             }
         } else if !v["result"].is_null() {
@@ -163,8 +150,9 @@ async fn follow(
 }
 
 /// Prints one event of a pending approval; its exit code once it is the outcome.
-fn approval_event(text: &str, json: bool) -> Option<ExitCode> {
-    let denied = text.starts_with("Exec denied");
+fn approval_event(text: &str, outcome: Option<EventOutcome>, json: bool) -> Option<ExitCode> {
+    let outcome = outcome?;
+    let denied = outcome.kind == EventKind::Denied;
     if json {
         say!("{}", serde_json::json!({ "event": text }));
     } else if denied {
@@ -173,16 +161,22 @@ fn approval_event(text: &str, json: bool) -> Option<ExitCode> {
     } else {
         say!("{text}");
     }
-    if denied {
-        return Some(ExitCode::from(REFUSED));
+    match outcome.kind {
+        EventKind::Denied => Some(ExitCode::from(REFUSED)),
+        EventKind::Finished => Some(ExitCode::from(exit_status(
+            outcome.exit_code,
+            outcome.exit_signal.as_deref(),
+        ))),
+        _ => None,
     }
-    let rest = text.strip_prefix("Exec finished")?;
-    let head = rest.lines().next().unwrap_or_default();
-    let code = head
-        .rsplit_once("code ")
-        .and_then(|(_, c)| c.trim_end_matches(')').parse::<i64>().ok())
-        .unwrap_or(1);
-    Some(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// A finished command's exit status as a shell reports it: its code, or 128 + N for a
+/// signal; 1 when it reported neither (README, "Exit codes of `moat exec`").
+fn exit_status(code: Option<i64>, signal: Option<&str>) -> u8 {
+    code.or_else(|| moat::process::signal_number(signal?).map(|n| 128 + n))
+        .map(|c| c.clamp(1, 255))
+        .unwrap_or(1) as u8
 }
 
 /// moat's own sentences after a command's output (timeout, signal, a limit that was reached,

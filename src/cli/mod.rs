@@ -4,17 +4,23 @@ mod allowlist;
 mod approvals;
 mod args;
 mod bench;
+mod cp;
 mod daemon;
 mod doctor;
+mod egress_proxy;
 mod exec;
+mod failure;
 mod image;
 mod interrupt;
 mod mcp;
 mod policy;
 mod process;
+mod run;
 mod run_as;
 mod serve;
 mod sessions;
+mod sessions_egress;
+mod shell;
 mod skills;
 mod term;
 
@@ -56,13 +62,14 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             let msg = format!("{e:#}");
+            let classified = e.downcast_ref::<failure::Classified>();
             // Contract texts (docs/approvals.md) are complete sentences, not "failed to …" fragments.
-            if msg.starts_with("Security Violation") {
+            if classified.is_some_and(failure::Classified::is_sentence) {
                 say_err!("moat: {msg}");
             } else {
                 say_err!("moat: failed to {msg}");
             }
-            if exec::is_refusal(&msg) {
+            if classified.is_some_and(|c| c.kind.edges().refusal) {
                 ExitCode::from(exec::REFUSED)
             } else {
                 ExitCode::from(2)
@@ -103,5 +110,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Allowlist(a) => allowlist::run(home, a),
         Command::Skills(a) => skills::run(home, a),
         Command::Mcp(a) => mcp::run(home, a).await,
+        Command::Run(a) => run::run(home, a).await,
+        Command::EgressProxy {
+            listen,
+            control,
+            peers,
+        } => egress_proxy::run(&listen, control, &peers).await,
+        Command::Cp { src, dst } => cp::run(home, &src, &dst).await,
+        Command::Shell { session } => shell::run(home, &session).await,
     }
 }

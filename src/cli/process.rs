@@ -14,7 +14,7 @@ use super::args::ProcessArgs;
 pub async fn run(home: Home, a: ProcessArgs) -> anyhow::Result<ExitCode> {
     let req = ProcessRequest {
         action: a.action,
-        session_id: a.id,
+        process_id: a.id,
         data: a.data,
         eof: a.eof.then_some(true),
         keys: (!a.keys.is_empty()).then_some(a.keys),
@@ -38,10 +38,9 @@ pub async fn run(home: Home, a: ProcessArgs) -> anyhow::Result<ExitCode> {
         Err(ClientError::Refused {
             status: 400,
             message,
+            ..
         }) => ToolResult::new(message, json!({"status": "failed"})),
-        Err(ClientError::Refused { message, .. }) => {
-            anyhow::bail!("{}", message.strip_prefix("failed to ").unwrap_or(&message))
-        }
+        Err(e @ ClientError::Refused { .. }) => return Err(super::failure::from_client(e)),
         Err(e) => return Err(e).context("reach moat serve"),
     };
     if a.json {

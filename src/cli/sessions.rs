@@ -29,22 +29,29 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                 say!("no session containers");
             } else {
                 say!(
-                    "{:<24} {:<40} {:<12} {:<8} {:<20} LAST USED",
+                    "{:<24} {:<40} {:<12} {:<8} {:<20} {:<12} WORKSPACE",
                     "SESSION",
                     "CONTAINER",
                     "ID",
                     "STATE",
-                    "CREATED"
+                    "CREATED",
+                    "LAST USED"
                 );
                 for r in rows {
                     say!(
-                        "{:<24} {:<40} {:<12} {:<8} {:<20} {}",
+                        "{:<24} {:<40} {:<12} {:<8} {:<20} {:<12} {}{}",
                         r["session"].as_str().unwrap_or(""),
                         r["container"].as_str().unwrap_or(""),
                         r["id"].as_str().unwrap_or(""),
                         r["state"].as_str().unwrap_or(""),
                         ago(r["createdAtMs"].as_i64()),
                         ago(r["lastUsedAtMs"].as_i64()),
+                        moat::policy::escape_display(r["workspace"].as_str().unwrap_or("")),
+                        if r["workspaceReadOnly"] == true {
+                            " (ro)"
+                        } else {
+                            ""
+                        },
                     );
                 }
             }
@@ -62,14 +69,113 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        SessionsCommand::Create {
+            key,
+            workspace,
+            read_only,
+            image,
+            network,
+        } => {
+            let client = super::daemon::client(&home).await?;
+            let v = create(
+                &client,
+                &key,
+                workspace.as_deref(),
+                read_only,
+                image.as_deref(),
+                network.as_deref(),
+            )
+            .await?;
+            say!(
+                "session {key}: container {}, workspace {}{}",
+                v["container"].as_str().unwrap_or(""),
+                v["workspace"].as_str().unwrap_or(""),
+                if v["workspaceReadOnly"] == true {
+                    " (read-only)"
+                } else {
+                    ""
+                }
+            );
+            if let Some(w) = v["warning"].as_str() {
+                super::term::say_err!("moat: {w}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         SessionsCommand::Set {
             key,
             security,
             ask,
             loosen,
-        } => set(home, key, security, ask, loosen).await,
+            sticky: Some(on),
+        } if security.is_none() && ask.is_none() && !loosen => {
+            let app = App::open(home).await.context("start moat")?;
+            moat::session::validate_key(&key)?;
+            app.store.set_sticky_enabled(&key, Some(on))?;
+            say!(
+                "session {key}: sticky cwd and env {}",
+                if on { "on" } else { "off" }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Set {
+            key,
+            security,
+            ask,
+            loosen,
+            sticky,
+        } => {
+            if let Some(on) = sticky {
+                let app = App::open(home.clone()).await.context("start moat")?;
+                moat::session::validate_key(&key)?;
+                app.store.set_sticky_enabled(&key, Some(on))?;
+            }
+            set(home, key, security, ask, loosen).await
+        }
+        SessionsCommand::ResetState { key } => {
+            moat::session::validate_key(&key)?;
+            let client = super::daemon::client(&home).await?;
+            let path = format!("/v1/sessions/{key}/reset-state");
+            super::daemon::call(&client, Method::POST, &path, None).await?;
+            say!("session {key}: carried cwd and env forgotten");
+            Ok(ExitCode::SUCCESS)
+        }
         SessionsCommand::Show { key, json } => show(home, key, json).await,
+        SessionsCommand::Egress {
+            key,
+            allow,
+            deny,
+            ask,
+            clear,
+        } => super::sessions_egress::run(&home, &key, allow, deny, ask, clear),
     }
+}
+
+/// Creates `key` through the daemon (`POST /v1/sessions`), with `workspace` (made absolute
+/// here: the daemon's working directory is not the caller's).
+pub async fn create(
+    client: &moat::daemon::DaemonClient,
+    key: &str,
+    workspace: Option<&std::path::Path>,
+    read_only: bool,
+    image: Option<&str>,
+    network: Option<&str>,
+) -> anyhow::Result<Value> {
+    moat::session::validate_key(key)?;
+    let workspace = match workspace {
+        Some(dir) => Some(
+            std::path::absolute(dir)
+                .with_context(|| format!("resolve the workspace {}", dir.display()))?,
+        ),
+        None => None,
+    };
+    let body = json!({
+        "session": key,
+        "workspace": workspace.map(|w| w.display().to_string()),
+        "readOnly": read_only,
+        "image": image,
+        "network": network,
+    });
+    super::daemon::call(client, Method::POST, "/v1/sessions", Some(&body)).await
 }
 
 /// Saves the operator's policy override for a session.
@@ -118,6 +224,18 @@ async fn show(home: Home, key: String, json: bool) -> anyhow::Result<ExitCode> {
         o.ask.as_deref(),
         o.loosen,
     );
+    let sticky_on = app
+        .store
+        .sticky_enabled(&key)?
+        .unwrap_or(app.config.exec.sticky);
+    let carried = app.store.sticky_state(&key)?;
+    // Carried values were checked against secrets when stored; redacted again for display.
+    let redactor = moat::output::Redactor::new(app.secrets.all());
+    let env: serde_json::Map<String, Value> = carried
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(redactor.redact_all(v))))
+        .collect();
     let v = json!({
         "session": key,
         "container": names.name,
@@ -125,17 +243,25 @@ async fn show(home: Home, key: String, json: bool) -> anyhow::Result<ExitCode> {
         "override": {"security": o.security, "ask": o.ask, "loosen": o.loosen},
         "security": sec.as_str(),
         "ask": ask.as_str(),
+        "sticky": {"enabled": sticky_on, "cwd": carried.cwd, "env": env},
     });
     if json {
         super::term::json_pretty(&v)?;
     } else {
         say!(
-            "session   {key}\ncontainer {} ({})\nsecurity  {}\nask       {}",
+            "session   {key}\ncontainer {} ({})\nsecurity  {}\nask       {}\nsticky    {}",
             names.name,
             v["state"].as_str().unwrap_or("not created"),
             sec.as_str(),
-            ask.as_str()
+            ask.as_str(),
+            if sticky_on { "on" } else { "off" }
         );
+        if let Some(cwd) = &carried.cwd {
+            say!("  cwd     {cwd}");
+        }
+        for (k, v) in &env {
+            say!("  env     {k}={}", v.as_str().unwrap_or_default());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

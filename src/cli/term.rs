@@ -47,6 +47,22 @@ pub fn part(text: &str) {
     let _ = std::io::stdout().flush();
 }
 
+/// `part` for stderr: a run's stderr text as it arrives.
+pub fn err_part(text: &str) {
+    eprint!("{}", escape_terminal(text));
+    let _ = std::io::stderr().flush();
+}
+
+/// The one raw path to the terminal: `moat shell`'s interactive terminal stream, which must
+/// reach the operator's terminal byte for byte (escape sequences are how a shell draws), as
+/// `docker exec -it` passes it. The operator asked for a terminal into the sandbox; nothing
+/// else goes this way (docs/security.md, "Operator-facing text").
+pub fn terminal_bytes(bytes: &[u8]) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)?;
+    out.flush()
+}
+
 /// Prints a value as one line of JSON.
 pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
     println!("{}", escape_json_text(&serde_json::to_string(value)?));

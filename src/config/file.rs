@@ -175,6 +175,11 @@ pub struct SandboxConfig {
     pub network: String,
     /// `uid:gid` commands run as; never root by default.
     pub user: String,
+    /// Whether `user` was set (file or `MOAT_SANDBOX_USER`) rather than defaulted: a session
+    /// with a host workspace runs as the workspace's owner unless it was (docs/security.md,
+    /// "Host workspaces"). Not part of the file, nor of the container hash.
+    #[serde(skip)]
+    pub user_set: bool,
     /// Memory limit (`2g`, `512m`); swap is set equal so the limit is real.
     pub memory: String,
     /// Upper bound on processes in the container: stops fork bombs.
@@ -212,8 +217,17 @@ pub struct SandboxConfig {
     /// The login shell commands run in: `sh` (the image's `/bin/sh`, dash on Debian) or
     /// `bash`, for the syntax agents often assume. Only the shell changes: wrapper, process
     /// group, run files and PATH prelude stay (README, "Configuration").
-    /// Last on purpose: it shapes no container, and `config_hash` leaves it out.
+    /// Last on purpose (with `egress` and `transport`): it shapes no container, and
+    /// `config_hash` leaves it out.
     pub shell: crate::process::script::Shell,
+    /// `[sandbox.egress]`: the daemon decides each connection live, so changing it recreates
+    /// no container and `config_hash` leaves it out (after `shell`).
+    pub egress: super::EgressConfig,
+    /// How commands reach the container: `helper` (moat's in-container helper, falling back
+    /// to `exec` when it cannot be used) or `exec` (one engine exec per command). After
+    /// `shell` and `egress` so `config_hash` leaves it out too: it shapes no container
+    /// (docs/helper.md).
+    pub transport: crate::runtime::Transport,
 }
 
 impl Default for SandboxConfig {
@@ -227,6 +241,7 @@ impl Default for SandboxConfig {
             tmpfs: vec!["/tmp".into(), "/var/tmp:64m".into(), "/run:64m".into()],
             network: "none".into(),
             user: "1000:1000".into(),
+            user_set: false,
             memory: "2g".into(),
             pids_limit: 512,
             cpus: 0.0,
@@ -243,6 +258,8 @@ impl Default for SandboxConfig {
             workspace_max_bytes: "10g".into(),
             tmpfs_max_bytes: "auto".into(),
             shell: Default::default(),
+            egress: Default::default(),
+            transport: Default::default(),
         }
     }
 }
@@ -258,6 +275,10 @@ pub struct ExecConfig {
     pub max_output_chars: usize,
     /// Bytes of raw output kept on disk per process for `process log` (older bytes are freed).
     pub spill_max_bytes: String,
+    /// Carry the working directory and exported variables a command leaves to the session's
+    /// next command (docs/mcp.md, "Sticky cwd and env"); per session with `moat sessions set
+    /// NAME --sticky`. Off: every command starts in `/workspace` with the configured env.
+    pub sticky: bool,
 }
 
 impl Default for ExecConfig {
@@ -267,6 +288,7 @@ impl Default for ExecConfig {
             timeout_secs: 1800,
             max_output_chars: 200_000,
             spill_max_bytes: "64m".into(),
+            sticky: false,
         }
     }
 }

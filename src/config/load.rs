@@ -65,10 +65,13 @@ pub fn load_from_str(
             message: e.message().to_string() + &span_hint(text, e.span()),
         })?;
     env::apply(&mut doc, vars)?;
-    let config: Config = Config::deserialize_table(doc).map_err(|message| ConfigError::Parse {
-        origin: format!("{origin} (with MOAT_* overrides)"),
-        message,
-    })?;
+    let user_set = doc.get("sandbox").and_then(|s| s.get("user")).is_some();
+    let mut config: Config =
+        Config::deserialize_table(doc).map_err(|message| ConfigError::Parse {
+            origin: format!("{origin} (with MOAT_* overrides)"),
+            message,
+        })?;
+    config.sandbox.user_set = user_set;
     validate(&config, home)?;
     Ok(config)
 }
@@ -129,6 +132,24 @@ mod tests {
     #[test]
     fn empty_is_defaults() {
         assert_eq!(load("", &[]).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn an_explicit_sandbox_user_is_told_from_the_default() {
+        type Vars<'a> = &'a [(&'a str, &'a str)];
+        let rows: &[(&str, Vars, bool)] = &[
+            ("", &[], false),
+            ("[sandbox]\nimage = \"x\"\n", &[], false),
+            ("[sandbox]\nuser = \"1000:1000\"\n", &[], true),
+            ("", &[("MOAT_SANDBOX_USER", "2000:2000")], true),
+        ];
+        for (text, vars, set) in rows {
+            assert_eq!(
+                load(text, vars).unwrap().sandbox.user_set,
+                *set,
+                "{text:?} {vars:?}"
+            );
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! Loading is a pure function of (file text, environment) so every rule is unit-tested without
 //! touching the disk; `load` is the thin I/O shell around it.
 
+mod egress;
 mod env;
 mod error;
 mod file;
@@ -11,6 +12,7 @@ mod sections;
 mod size;
 mod validate;
 
+pub use egress::EgressConfig;
 pub use error::ConfigError;
 pub use file::{
     AgentToken, Config, ExecConfig, PolicyConfig, ProcessConfig, SandboxConfig, Scope, ServeConfig,
@@ -19,3 +21,4 @@ pub use file::{
 pub use load::{load, load_from_str, ConfigSource};
 pub use sections::{ApprovalsConfig, ElevatedConfig, ElevatedLevel, SecretConfig, SkillConfig};
 pub use size::parse_size;
+pub use validate::check_host_path;

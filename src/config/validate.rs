@@ -33,6 +33,28 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
             format!("network `{}` shares a network stack with the host or another container; use `none` or a bridge network", s.network),
         ));
     }
+    // Egress entries are read once here, so a typo names its key at load, not at the first
+    // connection (docs/security.md, "Network egress").
+    for (key, entries) in [
+        ("sandbox.egress.allow", &s.egress.allow),
+        ("sandbox.egress.deny", &s.egress.deny),
+    ] {
+        for entry in entries {
+            crate::egress::Rule::parse(entry).map_err(|e| invalid(key, e.to_string()))?;
+        }
+    }
+    let out = s.egress.outbound_network.trim().to_ascii_lowercase();
+    if out.is_empty()
+        || out == "none"
+        || out == "host"
+        || out == "egress"
+        || out.starts_with("container:")
+    {
+        return Err(invalid(
+            "sandbox.egress.outbound_network",
+            format!("`{}` is not a network the proxy can reach the outside through; use `bridge` or a user-defined network", s.egress.outbound_network),
+        ));
+    }
     for (key, value) in [
         ("sandbox.seccomp_profile", &s.seccomp_profile),
         ("sandbox.apparmor_profile", &s.apparmor_profile),
@@ -326,8 +348,23 @@ fn check_bind(bind: &str, home: Option<&Path>) -> Result<(), String> {
     if !source.starts_with('/') || !target.starts_with('/') {
         return Err(format!("`{bind}`: both paths must be absolute"));
     }
-    if source.contains("docker.sock") || target.contains("docker.sock") {
+    if target.contains("docker.sock") {
         return Err(format!("`{bind}` would hand the sandbox the Docker engine"));
+    }
+    check_host_path(source, home).map_err(|why| format!("`{bind}` {why}"))
+}
+
+/// The refusals every host directory handed to a sandbox goes through, a `sandbox.binds`
+/// source as much as a session's `--workspace` (docs/security.md, "Host workspaces"): the
+/// Docker socket, the system's directories, the user's secret directories,
+/// any directory containing one of them, and symlinks to any of these. The error completes
+/// "`PATH` …".
+pub fn check_host_path(source: &str, home: Option<&Path>) -> Result<(), String> {
+    if !source.starts_with('/') {
+        return Err("is not an absolute path".into());
+    }
+    if source.contains("docker.sock") {
+        return Err("would hand the sandbox the Docker engine".into());
     }
     // Check the path as written and as the kernel resolves it (a symlink can point anywhere).
     let mut candidates = vec![lexical_normalize(Path::new(source))];
@@ -340,7 +377,7 @@ fn check_bind(bind: &str, home: Option<&Path>) -> Result<(), String> {
     }
     for cand in &candidates {
         if cand.ends_with("docker.sock") {
-            return Err(format!("`{bind}` would hand the sandbox the Docker engine"));
+            return Err("would hand the sandbox the Docker engine".into());
         }
         for bad in &forbidden {
             // The bind exposes `bad` if it is `bad`, lies inside it, or contains it.
@@ -348,7 +385,7 @@ fn check_bind(bind: &str, home: Option<&Path>) -> Result<(), String> {
                 || (bad != Path::new("/") && (cand.starts_with(bad) || bad.starts_with(cand)));
             let exposes = exposes || (bad == Path::new("/") && cand == Path::new("/"));
             if exposes {
-                return Err(format!("`{bind}` exposes {} to the sandbox", bad.display()));
+                return Err(format!("exposes {} to the sandbox", bad.display()));
             }
         }
     }
@@ -426,6 +463,18 @@ mod tests {
         type Mutation = fn(&mut Config);
         let cases: Vec<(Mutation, &str)> = vec![
             (|c| c.sandbox.network = "host".into(), "sandbox.network"),
+            (
+                |c| c.sandbox.egress.allow = vec!["py*.org".into()],
+                "sandbox.egress.allow",
+            ),
+            (
+                |c| c.sandbox.egress.deny = vec!["x.org:0".into()],
+                "sandbox.egress.deny",
+            ),
+            (
+                |c| c.sandbox.egress.outbound_network = "host".into(),
+                "sandbox.egress.outbound_network",
+            ),
             (
                 |c| c.sandbox.network = "container:abc".into(),
                 "sandbox.network",

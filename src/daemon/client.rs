@@ -46,7 +46,12 @@ pub enum ClientError {
     /// The daemon answered with an error (its JSON `error` text, which completes
     /// "failed to …" or is a whole sentence).
     #[error("{message}")]
-    Refused { status: u16, message: String },
+    Refused {
+        status: u16,
+        message: String,
+        /// The failure class of an exec error (`None` for other errors and older daemons).
+        kind: Option<crate::exec::FailureKind>,
+    },
 }
 
 impl ClientError {
@@ -177,6 +182,7 @@ fn refused(status: StatusCode, value: &Value) -> ClientError {
     ClientError::Refused {
         status: status.as_u16(),
         message,
+        kind: serde_json::from_value(value["kind"].clone()).ok(),
     }
 }
 

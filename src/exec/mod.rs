@@ -4,13 +4,16 @@
 mod arg_limits;
 mod elevated;
 mod env;
+mod failure;
 mod request;
 mod result;
+pub mod sticky;
 mod workdir;
 
 pub use arg_limits::{check_exec, fits_one_argument, ArgLimitError, MAX_ARG_BYTES};
 pub use elevated::{target, Caller, ElevatedError, GateError, Target};
 pub use env::{merge_env, request_path, validate_env, EnvError};
+pub use failure::{Edges, FailureKind};
 pub use request::{ExecRequest, HostChoice, RequestError};
 pub use result::{finished_result, running_result, with_limit, with_note, ToolResult};
 pub use workdir::{map_workdir, WorkdirError};

@@ -309,6 +309,14 @@ impl Workspace {
         Ok(())
     }
 
+    /// Makes the directory `requested` and any missing parents beneath the root (as
+    /// `createDirs` makes a file's parents): `moat cp` unpacking a directory entry.
+    pub fn make_dir(&self, requested: &str) -> Result<(), ConfineError> {
+        let rel = self.relative(requested)?;
+        let shown = crate::policy::escape_display(requested);
+        self.make_dirs(&rel, &shown)
+    }
+
     /// uid:gid new files get; see the field.
     pub fn owner(&self) -> Option<(u32, u32)> {
         self.owner

@@ -1,6 +1,7 @@
 //! The file tools agents use on their session's workspace: `read_file`, `write_file`,
 //! `list_dir` and `apply_patch` (docs/mcp.md, "File tools"; docs/security.md, "File tools").
-//! `patch` and `read` are pure; `confine` is the only place that opens paths.
+//! `patch` and `read` are pure; `confine` is the only place that opens paths. `unpack` makes
+//! a tar archive out of a sandbox beneath a host directory through it (`moat cp`).
 
 pub mod confine;
 mod list;
@@ -8,6 +9,7 @@ pub mod patch;
 mod read;
 mod request;
 mod tool;
+pub mod unpack;
 
 pub use confine::{ConfineError, Workspace};
 pub use patch::PatchError;

@@ -75,10 +75,22 @@ impl FilesTool {
     /// workspace is prepared (owned by the sandbox user) before anything is written in it.
     async fn workspace(&self, session: &str) -> Result<Workspace, FilesError> {
         let container = self.sessions.ensure(session).await?;
-        Ok(Workspace::open(
-            &container.workspace,
-            self.config.sandbox.uid_gid(),
-        )?)
+        Ok(Workspace::open(&container.workspace, container.owner)?)
+    }
+
+    /// The workspace for a tool that writes: refused when the sandbox sees it read-only
+    /// (`sandbox.workspace_access = "ro"`, or a host workspace created `--read-only`), since
+    /// moat writing on the host would get round the mount.
+    async fn writable_workspace(&self, session: &str, what: &str) -> Result<Workspace, FilesError> {
+        let container = self.sessions.ensure(session).await?;
+        if container.read_only
+            || self.config.sandbox.workspace_access == crate::config::WorkspaceAccess::Ro
+        {
+            return Err(request(format!(
+                "{what}: the workspace of session {session} is read-only"
+            )));
+        }
+        Ok(Workspace::open(&container.workspace, container.owner)?)
     }
 
     /// The sandbox security mode in force for `session`: the config, tightened (or, with
@@ -216,7 +228,9 @@ impl FilesTool {
                 req.content.len()
             )));
         }
-        let ws = self.workspace(session).await?;
+        let ws = self
+            .writable_workspace(session, &format!("write `{shown}`"))
+            .await?;
         let entry = ws.entry(&req.path, req.create_dirs.unwrap_or(false))?;
         let existed = entry.regular()?.is_some();
         entry.write(req.content.as_bytes(), ws.owner())?;
@@ -296,7 +310,7 @@ impl FilesTool {
                 paths.len()
             )));
         }
-        let ws = self.workspace(session).await?;
+        let ws = self.writable_workspace(session, "apply the patch").await?;
         let mut entries = BTreeMap::new();
         let mut current = BTreeMap::new();
         for path in &paths {

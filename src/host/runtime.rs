@@ -122,6 +122,39 @@ impl Runtime for HostRuntime {
         Err(unsupported("change a pids limit"))
     }
 
+    async fn ensure_network(
+        &self,
+        _name: &str,
+        _internal: bool,
+        _labels: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Vec<String>, RuntimeError> {
+        Err(unsupported("create a network"))
+    }
+
+    async fn remove_network(&self, _name: &str) -> Result<(), RuntimeError> {
+        Err(unsupported("remove a network"))
+    }
+
+    async fn list_networks(&self, _label: &str) -> Result<Vec<String>, RuntimeError> {
+        Err(unsupported("list networks"))
+    }
+
+    async fn connect_network(&self, _network: &str, _container: &str) -> Result<(), RuntimeError> {
+        Err(unsupported("connect a network"))
+    }
+
+    async fn image_tags(&self, _repository: &str) -> Result<Vec<String>, RuntimeError> {
+        Err(unsupported("list images"))
+    }
+
+    async fn remove_image(&self, _tag: &str) -> Result<(), RuntimeError> {
+        Err(unsupported("remove an image"))
+    }
+
+    async fn runtimes(&self) -> Result<Vec<String>, RuntimeError> {
+        Err(unsupported("list runtimes"))
+    }
+
     async fn exec(&self, _container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
         let argv = &spec.argv;
         let Some(program) = argv.first() else {

@@ -152,7 +152,7 @@ impl Backend for Remote {
                 tokio::select! {
                     ev = stream.next_event() => match ev {
                         Ok(Some(text)) => {
-                            let _ = tx.send(SessionEvent { session: session.clone(), text });
+                            let _ = tx.send(SessionEvent { session: session.clone(), text, outcome: None });
                         }
                         _ => return,
                     },

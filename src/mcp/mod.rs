@@ -1,5 +1,6 @@
-//! The MCP server (docs/mcp.md): the `exec` and `process` tools over stdio (`moat mcp`) and over
-//! streamable HTTP (mounted by `moat serve`). See docs/mcp.md.
+//! The MCP server (docs/mcp.md): the `exec` and `process` tools and the file tools
+//! (`read_file`, `write_file`, `list_dir`, `apply_patch`) over stdio (`moat mcp`) and over
+//! streamable HTTP (mounted by `moat serve`).
 
 mod backend;
 mod http;

@@ -122,6 +122,7 @@ mod tests {
         let m = event_message(&SessionEvent {
             session: "s".into(),
             text: "Exec completed (warm-riv, code 0) :: hi".into(),
+            outcome: None,
         });
         let v = serde_json::to_value(&m).unwrap();
         assert_eq!(v["level"], "notice");

@@ -3,12 +3,14 @@
 mod capped;
 mod display;
 mod lines;
+mod live;
 mod redact;
 mod sanitize;
 
 pub use capped::{clamp_max_chars, CappedText, DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS};
 pub use display::{escape_json_text, escape_terminal};
 pub use lines::{line_window, page, LineCollector, LineCounter, Page, DEFAULT_PAGE_LINES};
+pub use live::LiveText;
 pub use redact::Redactor;
 pub use sanitize::{
     is_format_char, is_stripped_char, Sanitizer, MAX_CONTROL_SEQUENCE_BYTES,

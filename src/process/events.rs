@@ -9,7 +9,75 @@ use super::proc::ExitInfo;
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionEvent {
     pub session: String,
+    /// The sentence subscribers show (the SSE and MCP wire carry it as it is).
     pub text: String,
+    /// What the sentence says, as data, for clients that act on it (`moat exec` waiting on an
+    /// approval takes its exit code from here). `None` for events relayed from another daemon's
+    /// stream, which carries only the text.
+    pub outcome: Option<EventOutcome>,
+}
+
+/// What happened, as an event reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    /// A background process ended with code 0.
+    Completed,
+    /// A background process ended otherwise (code, signal, timeout).
+    Failed,
+    /// An approved plan is still running after `approvals.running_notice_secs`.
+    Running,
+    /// An approved plan ended.
+    Finished,
+    /// An approval was denied (by an operator, the fallback, or a plan that changed).
+    Denied,
+}
+
+/// The data of one event.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventOutcome {
+    pub kind: EventKind,
+    /// The approval the event is about (approval events only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+    /// The process that ran (not for a denial).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_id: Option<String>,
+    /// The exit code, when the command reported one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// `SIGKILL`, … when a signal ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_signal: Option<String>,
+    #[serde(default)]
+    pub timed_out: bool,
+}
+
+impl EventOutcome {
+    /// An event about `approval` with no process data (running notices, denials).
+    pub fn approval(kind: EventKind, approval: &str, process: Option<&str>) -> Self {
+        Self {
+            kind,
+            approval_id: Some(approval.to_string()),
+            process_id: process.map(str::to_string),
+            exit_code: None,
+            exit_signal: None,
+            timed_out: false,
+        }
+    }
+
+    /// How `process` ended; `approval` when an approved plan ran it.
+    pub fn ended(kind: EventKind, process: &str, exit: &ExitInfo, approval: Option<&str>) -> Self {
+        Self {
+            kind,
+            approval_id: approval.map(str::to_string),
+            process_id: Some(process.to_string()),
+            exit_code: exit.code,
+            exit_signal: exit.signal.clone(),
+            timed_out: exit.timed_out,
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -26,10 +94,11 @@ impl Default for EventBus {
 }
 
 impl EventBus {
-    pub fn publish(&self, session: &str, text: String) {
+    pub fn publish(&self, session: &str, text: String, outcome: EventOutcome) {
         let _ = self.tx.send(SessionEvent {
             session: session.to_string(),
             text,
+            outcome: Some(outcome),
         });
     }
 

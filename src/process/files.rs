@@ -22,7 +22,7 @@ use nix::unistd::{fchown, mkfifoat, unlinkat, Gid, Uid, UnlinkatFlags};
 
 /// Every file a process has, by extension: its log, stdin FIFO, the process-group id, exit
 /// status and readiness mark the wrapper writes (see `script`).
-const EXTS: [&str; 5] = ["out", "in", "pid", "exit", "ready"];
+const EXTS: [&str; 8] = ["out", "err", "state", "tar", "in", "pid", "exit", "ready"];
 /// The files moat pre-creates empty for the wrapper to fill in.
 const WRAPPER_WRITES: [&str; 3] = ["pid", "exit", "ready"];
 
@@ -199,6 +199,47 @@ impl RunFiles {
             return Err(refused(format!("{name} has {} links", st.st_nlink)));
         }
         Ok(File::from(fd))
+    }
+
+    /// Creates the separate stderr file of a split process (`moat run`), exclusively, handed
+    /// to the sandbox user like the log.
+    pub fn create_err(&self) -> io::Result<File> {
+        Ok(File::from(self.create_file("err")?))
+    }
+
+    /// Creates the archive a `moat cp` passes through (`<id>.tar`, the id being the copy's),
+    /// handed to the sandbox user, who reads or writes it from inside.
+    pub fn create_transfer(&self) -> io::Result<File> {
+        Ok(File::from(self.create_file("tar")?))
+    }
+
+    /// Opens a copy's archive for reading after the sandbox wrote it, checked as every run
+    /// file is (regular, owned by moat or the sandbox user, one link).
+    pub fn open_transfer(&self) -> io::Result<File> {
+        self.open_existing("tar", OFlag::O_RDONLY)
+    }
+
+    /// Creates the state file of a sticky command (`<id>.state`), which its shell fills in
+    /// when it exits.
+    pub fn create_state(&self) -> io::Result<()> {
+        self.create_file("state").map(drop)
+    }
+
+    /// What a sticky command's shell wrote in its state file, at most `limit` bytes (empty
+    /// when it wrote nothing, or there is no such file).
+    pub fn read_state(&self, limit: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Ok(f) = self.open_existing("state", OFlag::O_RDONLY) {
+            let _ = f.take(limit as u64).read_to_end(&mut out);
+        }
+        out
+    }
+
+    /// Opens the log (`out`) or the stderr file (`err`) of a split process for reading,
+    /// checked as every run file is.
+    pub fn open_stream(&self, ext: &'static str) -> io::Result<File> {
+        debug_assert!(ext == "out" || ext == "err");
+        self.open_existing(ext, OFlag::O_RDONLY)
     }
 
     /// Reopens the log after a restart.
@@ -427,6 +468,19 @@ mod tests {
         let files = RunFiles::open(dir.path(), "p", Some(me())).unwrap();
         let created = files.create(true).unwrap();
         assert!(created.stdin.is_some());
+        // The stderr file of a split run (`moat run`), made and checked like the others.
+        files.create_err().unwrap();
+        assert!(files.create_err().is_err(), "created exclusively");
+        // The state file of a sticky command, likewise; read back bounded.
+        files.create_state().unwrap();
+        assert!(files.create_state().is_err(), "created exclusively");
+        std::fs::write(dir.path().join("p.state"), "0123456789").unwrap();
+        assert_eq!(files.read_state(4), b"0123");
+        // The archive of a copy (`moat cp`), likewise.
+        files.create_transfer().unwrap();
+        assert!(files.create_transfer().is_err(), "created exclusively");
+        assert!(files.open_transfer().is_ok());
+        assert!(files.open_stream("err").is_ok() && files.open_stream("out").is_ok());
         assert!(
             files.create(false).is_err(),
             "files are created exclusively"

@@ -15,7 +15,7 @@ pub mod script;
 mod status;
 mod supervisor;
 
-pub use events::{exit_event, EventBus, SessionEvent};
+pub use events::{exit_event, EventBus, EventKind, EventOutcome, SessionEvent};
 pub use files::{open_dir, Created, RunFiles};
 pub use limit::{LimitHit, LimitKind};
 pub use log_view::{page as page_log, LogPage, Source as LogSource};

@@ -60,6 +60,10 @@ pub struct ProcState {
     /// A duplicate of the log descriptor, read with `pread` by `process log` (never reopened
     /// by path: docs/security.md, "Run directory and workspace files").
     pub log: Option<std::sync::Arc<std::fs::File>>,
+    /// How far a live reader of the log (`moat run`'s stream) has passed it on: bytes after
+    /// this are not freed by the spill bound, so the stream stays whole however fast the
+    /// command writes (the disk bound still applies). `None`: no live reader.
+    pub stream_hold: Option<u64>,
 }
 
 /// Requests to the owner task.

@@ -76,6 +76,12 @@ pub struct StartSpec {
     pub notify_exit: bool,
     /// The login shell (`sandbox.shell` or `elevated.shell`).
     pub shell: script::Shell,
+    /// Keep stderr apart in `<id>.err` (`moat run`); the log then holds stdout only. Sandbox
+    /// commands without a PTY only.
+    pub split_stderr: bool,
+    /// The session is sticky: the command's shell records where it ended in `<id>.state`
+    /// (`script::sticky_command`). Sandbox commands only.
+    pub sticky: bool,
 }
 
 /// How often `start` sweeps a session's finished processes.
@@ -254,6 +260,23 @@ impl Registry {
         let owner = (!on_host).then_some(spec.owner);
         let files = RunFiles::open(&spec.run_dir, &id, owner).map_err(file_err)?;
         let Created { log, stdin } = files.create(!spec.pty).map_err(file_err)?;
+        let split = spec.split_stderr && !spec.pty && !on_host;
+        let sticky = spec.sticky && !on_host;
+        let extra = (if split {
+            files.create_err().map(drop)
+        } else {
+            Ok(())
+        })
+        .and_then(|()| if sticky { files.create_state() } else { Ok(()) });
+        if let Err(e) = extra {
+            files.remove();
+            return Err(file_err(e));
+        }
+        let command = if sticky {
+            script::sticky_command(&id, &spec.command)
+        } else {
+            spec.command.clone()
+        };
         let info = ProcInfo {
             id: id.clone(),
             session: spec.session.clone(),
@@ -280,7 +303,13 @@ impl Registry {
                 spec.shell,
             )
         } else {
-            script::argv(&id, &spec.command, spec.pty, spec.shell)
+            // Marked so a kill finds what leaves the process group (script::sweep_argv).
+            env.push(format!("{}={id}", script::PROCESS_MARKER));
+            if split {
+                script::split_argv(&id, &command, spec.shell)
+            } else {
+                script::argv(&id, &command, spec.pty, spec.shell)
+            }
         };
         let exec = ExecSpec {
             argv,
@@ -325,12 +354,26 @@ impl Registry {
             let mut st = proc.lock();
             st.log = log.try_clone().ok().map(Arc::new);
             st.output.spill_max = self.limits.spill_max;
+            if split {
+                st.stream_hold = Some(0);
+            }
         }
         let finished = started.finished;
+        let lost = (
+            self.runtime_for(&spec.container),
+            spec.container.clone(),
+            files.clone(),
+            proc.info.started_at_ms,
+        );
         let watch = ExitWatch::Exec {
             exec_id: started.id,
             finished: Box::pin(async move {
-                let _ = finished.await;
+                if finished.await.is_err() {
+                    // The transport lost sight of the command (its helper went away) while it
+                    // runs on: its run files tell when it ends, as after a restart of moat.
+                    let (runtime, container, files, started_at) = lost;
+                    super::supervisor::recovered_exit(runtime, container, files, started_at).await;
+                }
             }),
         };
         self.supervise(
@@ -480,7 +523,13 @@ impl Registry {
     }
 
     fn attach(self: &Arc<Self>, row: ProcessRow) -> Option<Arc<Proc>> {
-        let owner = (row.container != HOST_CONTAINER).then_some(self.sandbox_owner);
+        // A session with a host workspace runs as that workspace's recorded owner.
+        let owner = (row.container != HOST_CONTAINER).then(|| {
+            let recorded = self.store.session_workspace(&row.session).ok().flatten();
+            recorded
+                .and_then(|w| w.owner())
+                .unwrap_or(self.sandbox_owner)
+        });
         // A directory that cannot be opened safely leaves the process without files: its
         // recorded state still shows, and a running one is listed as failed with the reason
         // instead of being re-attached (docs/security.md, "Run directory and workspace files").
@@ -696,6 +745,7 @@ fn new_proc(
             stdin_open,
             notify_exit: true,
             log: None,
+            stream_hold: None,
             limit: None,
             leftovers_ended: false,
         }),

@@ -68,6 +68,17 @@ s=$?
 printf '%s' "$s" > "/run/moat/$1.exit"
 exit "$s""#;
 
+/// [`WRAPPER`] with stderr kept apart in `<id>.err` (`moat run`, docs/ARCHITECTURE.md, "moat
+/// run"): a CI log wants the command's two streams where the command put them.
+const SPLIT_WRAPPER: &str = r#"trap ':' TERM INT HUP
+printf '%s' "$$" > "/run/moat/$1.pid"
+exec < "/run/moat/$1.in"
+printf 1 > "/run/moat/$1.ready"
+sh -lc "$2" >> "/run/moat/$1.out" 2>> "/run/moat/$1.err"
+s=$?
+printf '%s' "$s" > "/run/moat/$1.exit"
+exit "$s""#;
+
 /// Opening a FIFO for reading blocks until a writer exists: moat holds the writer from
 /// before the exec starts, and must keep it until `.ready` shows the open happened (a
 /// short-lived CLI would otherwise leave the command waiting forever).
@@ -117,6 +128,33 @@ pub fn argv(id: &str, command: &str, pty: bool, shell: Shell) -> Vec<String> {
         id.into(),
         login_script(command),
     ]
+}
+
+/// [`argv`] for a command whose stderr goes to `<id>.err` rather than into its log (never a
+/// PTY: a terminal has one stream).
+pub fn split_argv(id: &str, command: &str, shell: Shell) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        with_shell(SPLIT_WRAPPER, shell),
+        "moat".into(),
+        id.into(),
+        login_script(command),
+    ]
+}
+
+/// `command` for a sticky session (docs/mcp.md, "Sticky cwd and env"). The login shell
+/// first writes its exported variables into `<id>.state` (a run file moat made), and when it
+/// exits — also after `exit N`, a failure, or TERM/INT/HUP, which it turns into an exit so
+/// the trap runs — appends an empty record, the directory it ends in and its variables then,
+/// all NUL-terminated. `id` is moat's own process id (letters, digits and `-`), never the
+/// request's text.
+pub fn sticky_command(id: &str, command: &str) -> String {
+    debug_assert!(id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    let state = format!("{RUN_DIR}/{id}.state");
+    format!(
+        "env -0 > \"{state}\" 2>/dev/null\ntrap 'moat_x=$?; {{ printf \"\\0%s\\0\" \"$PWD\"; env -0; }} >> \"{state}\" 2>/dev/null; exit $moat_x' EXIT\ntrap 'exit 143' TERM; trap 'exit 130' INT; trap 'exit 129' HUP\n{command}"
+    )
 }
 
 /// The argv for a host process: the same wrappers, with the host run directory passed as `$0`
@@ -179,9 +217,72 @@ pub fn kill_group_argv(pgid: u32, grace_ms: u64) -> Vec<String> {
     vec!["sh".into(), "-c".into(), script]
 }
 
+/// Env var every container command carries, set to its process id: it survives `setsid`,
+/// `nohup` and double forks, so a kill can find what left the process group.
+pub const PROCESS_MARKER: &str = "MOAT_PROCESS";
+
+/// A helper command that kills every process whose environment holds `PROCESS_MARKER=<id>`,
+/// printing `swept` for each; `None` for an id that is not a plain generated name (it is
+/// pasted into the script). Scans until a pass finds nothing (at most five), so a marked
+/// process forking meanwhile is caught by the next pass. Processes that scrubbed their
+/// environment, or made themselves unreadable (`PR_SET_DUMPABLE`), are not found
+/// (docs/security.md, "Ending a command").
+pub fn sweep_argv(id: &str) -> Option<Vec<String>> {
+    let plain = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !plain {
+        return None;
+    }
+    let script = format!(
+        "m={PROCESS_MARKER}={id}; n=0; while [ $n -lt 5 ]; do f=0; for p in /proc/[0-9]*; do [ \"$p\" = /proc/$$ ] && continue; if tr '\\0' '\\n' < \"$p/environ\" 2>/dev/null | grep -qxF \"$m\"; then kill -KILL \"${{p#/proc/}}\" 2>/dev/null && echo swept && f=1; fi; done; [ $f = 0 ] && break; n=$((n+1)); done; exit 0"
+    );
+    Some(vec!["sh".into(), "-c".into(), script])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sweep_takes_plain_ids_only() {
+        for bad in ["", "a b", "x'; rm -rf /", "A", "a/b", &"a".repeat(65)] {
+            assert!(sweep_argv(bad).is_none(), "{bad:?}");
+        }
+        assert!(sweep_argv("jolly-ridge-2").is_some());
+    }
+
+    #[test]
+    fn the_sweep_kills_marked_processes_that_left_their_group() {
+        // A marked process in a session of its own (what `setsid` makes), and an unmarked one.
+        let spawn = |marker: &str| {
+            let mut c = std::process::Command::new("setsid");
+            c.args(["sleep", "1000"]).env(PROCESS_MARKER, marker);
+            c.spawn().unwrap()
+        };
+        let mut marked = spawn("sweep-test-a");
+        let mut other = spawn("sweep-test-b");
+        let argv = sweep_argv("sweep-test-a").unwrap();
+        let out = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("swept"),
+            "{out:?}"
+        );
+        let status = marked.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(9));
+        assert!(
+            other.try_wait().unwrap().is_none(),
+            "another marker is left alone"
+        );
+        other.kill().unwrap();
+        other.wait().unwrap();
+    }
 
     #[test]
     fn command_text_is_an_argument_not_wrapper_text() {

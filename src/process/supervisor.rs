@@ -14,7 +14,7 @@ use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
-use super::events::{exit_event, EventBus};
+use super::events::{exit_event, EventBus, EventKind, EventOutcome};
 use super::files::RunFiles;
 use super::limit::{classify, ContainerFate, Evidence, LimitHit};
 use super::output::LineMark;
@@ -102,7 +102,18 @@ impl Supervisor {
             None => (None, None),
         };
         let mut interval = EAGER_INTERVAL;
+        // Nobody can write to a foreground command's stdin (there is no `process write` for
+        // it while the call waits), so it gets end-of-file as soon as its wrapper opened the
+        // FIFO: `cat` and `read` return instead of waiting for the timeout. The writer must
+        // stay until then, or the wrapper's open would wait for ever (docs/mcp.md,
+        // "Foreground and background").
+        let mut eof_when_ready = !self.proc.lock().background && self.stdin.is_some();
         loop {
+            if eof_when_ready && self.files.is_ready() {
+                eof_when_ready = false;
+                self.stdin = None;
+                self.proc.lock().stdin_open = false;
+            }
             let sleep = tokio::time::sleep(interval);
             tokio::select! {
                 biased;
@@ -269,6 +280,14 @@ impl Supervisor {
             let event = exit_event(&self.proc.info.id, &exit, &st.output.tail(400));
             (st.background && st.notify_exit, st.output.redact(&event))
         };
+        let outcome = {
+            let kind = if exit.success() {
+                EventKind::Completed
+            } else {
+                EventKind::Failed
+            };
+            EventOutcome::ended(kind, &self.proc.info.id, &exit, None)
+        };
         if let Err(e) = self.store.finish_process(
             &self.proc.info.id,
             status,
@@ -280,7 +299,7 @@ impl Supervisor {
             tracing::warn!(id = %self.proc.info.id, error = %e, "failed to record process exit");
         }
         if background {
-            self.events.publish(&self.proc.info.session, event);
+            self.events.publish(&self.proc.info.session, event, outcome);
         }
         self.proc.changed.send_modify(|v| *v += 1);
         for w in kill_waiters {
@@ -316,7 +335,11 @@ impl Supervisor {
     /// Keeps at most `spill_max` consumed bytes on disk: older ones become a hole, so file
     /// offsets stay valid while the disk space is returned.
     fn free_old_bytes(&self, punched_to: u64) -> u64 {
-        let read = self.proc.lock().output.bytes_read;
+        let read = {
+            let st = self.proc.lock();
+            let read = st.output.bytes_read;
+            st.stream_hold.map_or(read, |held| held.min(read))
+        };
         let slack = 4 << 20;
         if read < punched_to + self.spill_max + slack {
             return punched_to;
@@ -351,6 +374,7 @@ impl Supervisor {
         let container = self.proc.info.container.clone();
         let files = self.files.clone();
         let cgroup = self.limits.cgroup.clone();
+        let id = self.proc.info.id.clone();
         tokio::spawn(async move {
             // The wrapper writes its pid first thing; give a just-started process a moment.
             let mut pgid = files.read_pgid();
@@ -368,6 +392,10 @@ impl Supervisor {
             let escalated = end_group(runtime.as_ref(), &container, pgid, cgroup.as_deref())
                 .await
                 .is_some_and(|out| out.contains("killed"));
+            // What left the group (`setsid`, a double fork) still carries the marker.
+            if container != HOST_CONTAINER {
+                sweep_marked(runtime.as_ref(), &container, &id).await;
+            }
             let _ = done.send(escalated);
         });
     }
@@ -394,6 +422,26 @@ async fn end_leftovers(
     end_group(runtime.as_ref(), &container, pgid, cgroup.as_deref())
         .await
         .is_some_and(|out| out.contains("signalled"))
+}
+
+/// Kills every process in the container that carries process `id`'s marker in its
+/// environment: what the command started and moved out of its process group (docs/security.md,
+/// "Ending a command").
+async fn sweep_marked(runtime: &dyn Runtime, container: &str, id: &str) {
+    let Some(argv) = super::script::sweep_argv(id) else {
+        return;
+    };
+    match runtime.exec_capture(container, argv, None).await {
+        Ok((_, out)) => {
+            let swept = String::from_utf8_lossy(&out).matches("swept").count();
+            if swept > 0 {
+                tracing::info!(%container, %id, swept, "ended processes that left the group");
+            }
+        }
+        Err(e) => {
+            tracing::warn!(%container, %id, error = %e, "failed to sweep for marked processes")
+        }
+    }
 }
 
 /// Most extra process slots the kill helper is given, and how often it is tried with them.
@@ -546,10 +594,11 @@ const START_GRACE_MS: i64 = 60_000;
 /// gone (its container removed); a single failure under load says nothing about the process.
 const MAX_CHECK_ERRORS: u32 = 5;
 
-/// For a process found after a restart (or by another moat): it ended when the wrapper wrote
+/// For a process found after a restart (or by another moat), or one whose transport lost
+/// sight of it (its helper went away, docs/helper.md): it ended when the wrapper wrote
 /// its exit status, or when its process group is gone (killed with SIGKILL, or the container
 /// went away).
-async fn recovered_exit(
+pub(super) async fn recovered_exit(
     runtime: Arc<dyn Runtime>,
     container: String,
     files: RunFiles,

@@ -25,6 +25,12 @@ pub enum Call {
         container: String,
         argv: Vec<String>,
     },
+    CreateNetwork(String),
+    RemoveNetwork(String),
+    Connect {
+        network: String,
+        container: String,
+    },
 }
 
 type Handler = dyn Fn(&ExecSpec) + Send + Sync;
@@ -35,6 +41,8 @@ struct State {
     specs: BTreeMap<String, ContainerSpec>,
     calls: Vec<Call>,
     next_id: u64,
+    /// Network name → labels.
+    networks: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// See the module docs.
@@ -133,6 +141,7 @@ impl Runtime for FakeRuntime {
                 state: "created".into(),
                 labels: spec.labels.clone(),
                 pid: 0,
+                image: spec.image.clone(),
             },
         );
         Ok(id)
@@ -206,6 +215,64 @@ impl Runtime for FakeRuntime {
             argv,
         });
         Ok((0, Vec::new()))
+    }
+
+    async fn ensure_network(
+        &self,
+        name: &str,
+        _internal: bool,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Vec<String>, RuntimeError> {
+        let mut st = self.state.lock().unwrap();
+        if !st.networks.contains_key(name) {
+            st.networks.insert(name.to_string(), labels.clone());
+            st.calls.push(Call::CreateNetwork(name.to_string()));
+        }
+        Ok(vec!["10.99.0.0/24".into()])
+    }
+
+    async fn remove_network(&self, name: &str) -> Result<(), RuntimeError> {
+        let mut st = self.state.lock().unwrap();
+        st.networks.remove(name);
+        st.calls.push(Call::RemoveNetwork(name.to_string()));
+        Ok(())
+    }
+
+    async fn list_networks(&self, label: &str) -> Result<Vec<String>, RuntimeError> {
+        let (key, value) = match label.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (label, None),
+        };
+        let st = self.state.lock().unwrap();
+        Ok(st
+            .networks
+            .iter()
+            .filter(|(_, l)| {
+                l.get(key)
+                    .is_some_and(|v| value.is_none_or(|want| v == want))
+            })
+            .map(|(n, _)| n.clone())
+            .collect())
+    }
+
+    async fn connect_network(&self, network: &str, container: &str) -> Result<(), RuntimeError> {
+        self.state.lock().unwrap().calls.push(Call::Connect {
+            network: network.to_string(),
+            container: container.to_string(),
+        });
+        Ok(())
+    }
+
+    async fn image_tags(&self, _repository: &str) -> Result<Vec<String>, RuntimeError> {
+        Ok(Vec::new())
+    }
+
+    async fn remove_image(&self, _tag: &str) -> Result<(), RuntimeError> {
+        Ok(())
+    }
+
+    async fn runtimes(&self) -> Result<Vec<String>, RuntimeError> {
+        Ok(vec!["runc".into()])
     }
 
     async fn build_image(

@@ -7,9 +7,12 @@
 pub mod docker;
 mod error;
 pub mod fake;
+pub mod helper;
+mod transport;
 mod types;
 
 pub use error::RuntimeError;
+pub use transport::Transport;
 pub use types::{
     ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, Mount, Progress,
 };
@@ -49,6 +52,51 @@ pub trait Runtime: Send + Sync + 'static {
         argv: Vec<String>,
         user: Option<String>,
     ) -> Result<(i64, Vec<u8>), RuntimeError>;
+    /// Creates a bridge network unless one of that name exists; `internal` gives it no route
+    /// out of the host (docs/security.md, "Network egress"). Returns its subnets (CIDR).
+    async fn ensure_network(
+        &self,
+        name: &str,
+        internal: bool,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Vec<String>, RuntimeError>;
+    /// Removes a network; a missing one is not an error.
+    async fn remove_network(&self, name: &str) -> Result<(), RuntimeError>;
+    /// Names of the networks carrying `label` (`key` or `key=value`).
+    async fn list_networks(&self, label: &str) -> Result<Vec<String>, RuntimeError>;
+    /// Attaches a created container to one more network.
+    async fn connect_network(&self, network: &str, container: &str) -> Result<(), RuntimeError>;
+    /// The runtimes the engine offers (`runc`, `runsc`, …), for `moat doctor` and the check
+    /// before a session asks for `sandbox.runtime`.
+    async fn runtimes(&self) -> Result<Vec<String>, RuntimeError>;
+    /// The tags (`repository:tag`) of the local images of `repository`.
+    async fn image_tags(&self, repository: &str) -> Result<Vec<String>, RuntimeError>;
+    /// Removes an image tag without force: the engine refuses one a container still uses.
+    async fn remove_image(&self, tag: &str) -> Result<(), RuntimeError>;
+    /// Starts a long-lived command detached from moat (`docker exec -d`); returns its exec id.
+    /// Used to start `moat-helper` (docs/helper.md); engines without it refuse.
+    async fn exec_detached(
+        &self,
+        container: &str,
+        argv: Vec<String>,
+    ) -> Result<String, RuntimeError> {
+        let _ = argv;
+        Err(RuntimeError::Other {
+            action: format!("start a detached command in {container}"),
+            message: "this engine does not start detached commands".into(),
+        })
+    }
+    /// The host pid of a running exec's process (`None` once it ended or before it runs).
+    async fn exec_pid(&self, exec_id: &str) -> Result<Option<u32>, RuntimeError> {
+        let _ = exec_id;
+        Ok(None)
+    }
+    /// Which transport commands into `container` took last (`moat doctor`): `exec` unless a
+    /// transport layer says otherwise.
+    fn transport_of(&self, container: &str) -> &'static str {
+        let _ = container;
+        Transport::Exec.name()
+    }
     /// Builds `tag` from an in-memory tar build context; `progress` gets each output line.
     async fn build_image(
         &self,

@@ -57,6 +57,8 @@ pub struct ContainerInfo {
     /// Host pid of the container's init while it runs (0 otherwise, or from a listing): the
     /// way to its cgroups on this host (`session::cgroup`).
     pub pid: u32,
+    /// The id of the image it was made from (`sha256:…`), for `moat run`'s summary.
+    pub image: String,
 }
 
 /// One command to start in a container.

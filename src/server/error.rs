@@ -1,15 +1,21 @@
 //! Every failure is a JSON body `{"error": "…"}` with a 4xx/5xx status, so clients never have
-//! to parse text; the server keeps serving after any of them.
+//! to parse text; an exec failure also names its `kind` (docs/http-api.md, "Errors"). The
+//! server keeps serving after any of them.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+use crate::exec::FailureKind;
+
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
+    /// Set for exec failures, so a client tells a refusal from a failure by this field
+    /// rather than by the message's words.
+    pub kind: Option<FailureKind>,
 }
 
 impl ApiError {
@@ -17,6 +23,18 @@ impl ApiError {
         Self {
             status,
             message: message.into(),
+            kind: None,
+        }
+    }
+
+    /// A classified failure: its status comes from the kind's row of the edge table.
+    pub fn of_kind(kind: FailureKind, message: impl Into<String>) -> Self {
+        let status =
+            StatusCode::from_u16(kind.edges().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        Self {
+            status,
+            message: message.into(),
+            kind: Some(kind),
         }
     }
 
@@ -31,6 +49,10 @@ impl IntoResponse for ApiError {
     /// to whoever prints the error (docs/http-api.md, "Errors").
     fn into_response(self) -> Response {
         let message = crate::policy::escape_display(&self.message);
-        (self.status, Json(json!({ "error": message }))).into_response()
+        let body = match self.kind {
+            Some(kind) => json!({ "error": message, "kind": kind }),
+            None => json!({ "error": message }),
+        };
+        (self.status, Json(body)).into_response()
     }
 }

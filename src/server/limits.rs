@@ -743,7 +743,9 @@ impl tower::Service<Request> for WithSlot {
 fn is_stream(req: &Request) -> bool {
     let path = req.uri().path();
     req.method() == Method::GET
-        && ((path.starts_with("/v1/sessions/") && path.ends_with("/events")) || path == "/mcp")
+        && ((path.starts_with("/v1/sessions/") && path.ends_with("/events"))
+            || path == "/mcp"
+            || path == "/ui/events")
 }
 
 /// Binds the connection to the caller's identity and counts event streams. A request without
@@ -757,6 +759,8 @@ async fn gate(
     let who = match identify(transport, req.headers(), &state.app.config.serve) {
         Ok(who) => who,
         Err(_) if transport == Transport::Unix => Identity::Operator,
+        // A signed-in console session is the operator's (docs/console.md).
+        Err(_) if crate::console::is_console_operator(&state, req.headers()) => Identity::Operator,
         Err(_) => return next.run(req).await,
     };
     let key = Key::of(transport, &who);

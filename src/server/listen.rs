@@ -81,6 +81,10 @@ pub async fn serve(
     );
     let mut tasks = Vec::new();
     tokio::spawn(prune_loop(state.clone(), shutdown.clone()));
+    // Egress proxies of running sessions get their control socket back at once, not only
+    // when a command next touches the session (docs/security.md, "Network egress").
+    let adopt = state.clone();
+    tokio::spawn(async move { adopt.app.sessions.adopt_egress().await });
     // Every request on the socket first proves it does not come from a host command (the
     // peer is recorded at accept by `limits::Limited`).
     let unix_router = router(state.clone(), Transport::Unix)
@@ -152,6 +156,8 @@ async fn prune_loop(state: Arc<ServerState>, shutdown: CancellationToken) {
         .await;
         for name in removed {
             state.app.sessions.forget_container(&name);
+            // Its egress proxy and network go with it (docs/security.md, "Network egress").
+            let _ = state.app.sessions.remove_egress(&name).await;
         }
         tokio::select! {
             _ = shutdown.cancelled() => return,

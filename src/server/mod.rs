@@ -17,6 +17,6 @@ mod peer;
 mod routes;
 mod tcp_peer;
 
-pub use auth::{Identity, Transport};
+pub use auth::{identify, Identity, Transport};
 pub use listen::{serve, ServeError};
 pub use routes::{router, DaemonInfo, ServerState};

@@ -39,6 +39,8 @@ pub struct ServerState {
     pub shutdown: CancellationToken,
     /// What clients check before they let this daemon act for them.
     pub daemon: DaemonInfo,
+    /// The operator console's signed-in sessions (docs/console.md).
+    pub console: crate::console::ConsoleSessions,
 }
 
 /// This daemon as `/v1/health` describes it to clients on the socket.
@@ -83,6 +85,7 @@ impl ServerState {
             mcp_owners: Default::default(),
             shutdown,
             daemon,
+            console: Default::default(),
         })
     }
 }
@@ -183,11 +186,21 @@ pub fn router(state: Arc<ServerState>, transport: Transport) -> Router {
     );
     Router::new()
         .merge(mcp)
+        // The operator console (docs/console.md).
+        .merge(crate::console::router(state.clone()))
         .route("/v1/health", get(handlers::daemon::health))
         .route("/v1/daemon/stop", post(handlers::daemon::stop))
-        .route("/v1/sessions", get(handlers::sessions::list))
+        .route(
+            "/v1/sessions",
+            get(handlers::sessions::list).post(handlers::sessions::create),
+        )
         .route("/v1/sessions/{session}", delete(handlers::sessions::remove))
         .route("/v1/sessions/{session}/exec", post(handlers::exec::exec))
+        .route("/v1/sessions/{session}/run", post(handlers::run::run))
+        .route(
+            "/v1/sessions/{session}/reset-state",
+            post(handlers::sessions::reset_state),
+        )
         .route(
             "/v1/sessions/{session}/explain",
             post(handlers::explain::explain),

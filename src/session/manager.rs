@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::config::Config;
+use crate::config::{Config, SandboxConfig, WorkspaceAccess};
 use crate::home::Home;
 use crate::runtime::{Runtime, RuntimeError};
 use crate::store::{now_ms, Store, StoreError};
@@ -39,6 +39,27 @@ pub enum SessionError {
     NoImage(String),
     #[error("run sandbox.setup_command (exit code {code}): {output}")]
     Setup { code: i64, output: String },
+    #[error(transparent)]
+    Choice(#[from] super::setup::SetupError),
+    #[error(transparent)]
+    Egress(#[from] crate::egress::lifecycle::LifecycleError),
+    #[error("use sandbox.runtime `{name}`: the engine offers only {offered}; for gVisor run scripts/setup-runsc (it installs runsc and registers it with the engine), or clear sandbox.runtime")]
+    NoRuntime { name: String, offered: String },
+}
+
+impl SessionError {
+    /// The failure class the edges map (`crate::exec::FailureKind`).
+    pub fn kind(&self) -> crate::exec::FailureKind {
+        use crate::exec::FailureKind;
+        match self {
+            Self::Key(_) => FailureKind::Invalid,
+            Self::Choice(super::setup::SetupError::Conflict { .. }) => FailureKind::Conflict,
+            Self::Choice(c) if c.is_callers() => FailureKind::Invalid,
+            // The image or runtime the configuration names is missing: the operator's to fix.
+            Self::NoImage(_) | Self::NoRuntime { .. } => FailureKind::Unavailable,
+            _ => FailureKind::Internal,
+        }
+    }
 }
 
 /// A ready session container.
@@ -52,6 +73,12 @@ pub struct SessionContainer {
     pub workspace: PathBuf,
     /// Host side of `/run/moat`.
     pub run_dir: PathBuf,
+    /// The uid:gid commands run as, which files moat makes for them (run files, files the
+    /// file tools write) are handed to: `sandbox.user`, or a host workspace's owner.
+    pub owner: (u32, u32),
+    /// The workspace is the operator's own directory mounted read-only (`--read-only`), so
+    /// moat's file tools must not write it either.
+    pub read_only: bool,
     /// Set when the container does not match the config but was kept (recently used).
     pub warning: Option<String>,
 }
@@ -70,6 +97,13 @@ pub struct Sessions {
     /// Containers over `sandbox.workspace_max_bytes` (set by the disk guard), with the warning
     /// each command there gets until space is freed.
     over_disk: Mutex<HashMap<String, String>>,
+    /// The egress control socket served for each container with `sandbox.network = "egress"`
+    /// (by container name); aborted when the session goes (docs/security.md, "Network
+    /// egress").
+    egress: Mutex<HashMap<String, tokio::task::JoinHandle<()>>>,
+    /// One egress start at a time: a daemon's adoption at start and a command's ensure could
+    /// otherwise both bind the same control socket, and one of them fail.
+    egress_start: tokio::sync::Mutex<()>,
 }
 
 impl Sessions {
@@ -87,6 +121,8 @@ impl Sessions {
             ready: Mutex::new(HashMap::new()),
             creating: Mutex::new(HashMap::new()),
             over_disk: Mutex::new(HashMap::new()),
+            egress: Mutex::new(HashMap::new()),
+            egress_start: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -180,15 +216,222 @@ impl Sessions {
         self.ready.lock().unwrap().retain(|_, c| c.name != name);
     }
 
-    /// Removes a session's container; its workspace stays on disk.
+    /// Removes a session's container; its workspace stays on disk, but a host workspace is
+    /// no longer the session's: the next one may choose another.
     pub async fn remove(&self, session: &str) -> Result<bool, SessionError> {
+        self.remove_with(session, false).await
+    }
+
+    /// [`remove`](Self::remove); with `purge`, the directories moat made for the session go
+    /// too: its default workspace (never a host workspace, which is the operator's) and its
+    /// run directory. Their contents are the sandbox's, so the deletion never follows a
+    /// symlink out of them (`remove_dir_all` works beneath directory descriptors).
+    pub async fn remove_with(&self, session: &str, purge: bool) -> Result<bool, SessionError> {
         validate_key(session)?;
         let (key, names) = self.names(session);
         self.ready.lock().unwrap().remove(&key);
         let existed = self.runtime.inspect_container(&names.name).await?.is_some();
         self.runtime.remove_container(&names.name).await?;
+        let host = self.store.session_workspace(session)?;
+        self.remove_egress(&names.name).await?;
         self.store.forget_session(session)?;
+        self.store.forget_session_setup(session)?;
+        self.store.reset_sticky_state(session, true)?;
+        if purge && key == session {
+            let mut dirs = vec![self.home.run_dir(&names.slug)];
+            if host.is_none() {
+                dirs.push(self.workspace_dir(&names.slug));
+            }
+            for dir in dirs {
+                match std::fs::remove_dir_all(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(source) => return Err(SessionError::Dir { path: dir, source }),
+                }
+            }
+        }
         Ok(existed)
+    }
+
+    /// Creates `session` (its container) with `setup` (a host workspace checked by
+    /// [`super::setup::inspect`], an image, a network). A session that already exists keeps
+    /// its setup: asking for another one is an error naming both.
+    pub async fn create(
+        &self,
+        session: &str,
+        setup: &crate::store::SessionSetup,
+    ) -> Result<SessionContainer, SessionError> {
+        use super::setup::{check_image, check_network, check_same, SetupError};
+        validate_key(session)?;
+        if let Some(image) = &setup.image {
+            check_image(image)?;
+        }
+        if let Some(network) = &setup.network {
+            check_network(network)?;
+        }
+        let (key, names) = self.names(session);
+        let current = self.store.session_setup(session)?;
+        if !setup.is_empty() && key != session {
+            return Err(SetupError::Shared(session.to_string()).into());
+        }
+        let exists = current.is_none()
+            && (self.store.session(session)?.is_some()
+                || self.runtime.inspect_container(&names.name).await?.is_some());
+        let default = exists.then(|| self.workspace_dir(&names.slug));
+        check_same(session, current.as_ref(), default.as_deref(), setup)?;
+        if current.is_none() && !setup.is_empty() {
+            // Two creators racing: the first recorded wins, the other gets the conflict.
+            let recorded = self.store.claim_session_setup(session, setup)?;
+            check_same(session, Some(&recorded), None, setup)?;
+        }
+        self.ensure(session).await
+    }
+
+    /// The host workspace recorded for a session, if any (for `sessions list` and `show`).
+    pub fn host_workspace(
+        &self,
+        session: &str,
+    ) -> Result<Option<crate::store::WorkspaceRow>, SessionError> {
+        Ok(self.store.session_workspace(session)?)
+    }
+
+    /// Removes a container's egress proxy and network and stops serving its control socket
+    /// (nothing happens for a container without them).
+    pub async fn remove_egress(&self, container: &str) -> Result<(), SessionError> {
+        if let Some(task) = self.egress.lock().unwrap().remove(container) {
+            task.abort();
+        }
+        crate::egress::lifecycle::remove(self.runtime.as_ref(), container).await?;
+        let _ = std::fs::remove_dir_all(self.egress_dir(container));
+        Ok(())
+    }
+
+    /// Serves the control socket of every running egress container this moat knows (after
+    /// a daemon restart), so their proxies get answers before any command touches them.
+    pub async fn adopt_egress(&self) {
+        let Ok(list) = self.runtime.list_containers(MOAT_LABEL).await else {
+            return;
+        };
+        for c in list {
+            let Some(key) = c.labels.get(MOAT_LABEL) else {
+                continue;
+            };
+            let known = matches!(self.store.container_last_used(&c.name), Ok(Some(_)));
+            let proxy = crate::egress::container::EgressNames::for_container(&c.name).proxy;
+            let has_proxy = matches!(self.runtime.inspect_container(&proxy).await, Ok(Some(_)));
+            if !c.running || !known || !has_proxy {
+                continue;
+            }
+            // The session's own settings decide, as when it was made.
+            let setup = self
+                .store
+                .session_setup(key)
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            let sandbox = effective_sandbox(&self.config.sandbox, &setup);
+            if let Err(e) = self.ensure_egress(key, &c.name, &sandbox).await {
+                tracing::warn!(container = %c.name, "serve the egress channel again: {e}");
+            }
+        }
+    }
+
+    /// With `sandbox.network = "egress"`: the proxy, its network and the control socket for
+    /// `container`, created or adopted (a new daemon serves the socket again).
+    async fn ensure_egress(
+        &self,
+        key: &str,
+        container: &str,
+        sandbox: &crate::config::SandboxConfig,
+    ) -> Result<(), SessionError> {
+        if sandbox.network != crate::egress::container::EGRESS_NETWORK {
+            return Ok(());
+        }
+        let _one = self.egress_start.lock().await;
+        // While this daemon serves the socket, only the proxy may need starting again.
+        let serving = self
+            .egress
+            .lock()
+            .unwrap()
+            .get(container)
+            .is_some_and(|task| !task.is_finished());
+        self.ensure_egress_parts(key, container, sandbox, !serving)
+            .await
+    }
+
+    async fn ensure_egress_parts(
+        &self,
+        key: &str,
+        container: &str,
+        sandbox: &crate::config::SandboxConfig,
+        listen: bool,
+    ) -> Result<(), SessionError> {
+        if !listen {
+            let names = crate::egress::container::EgressNames::for_container(container);
+            if let Some(c) = self.runtime.inspect_container(&names.proxy).await? {
+                if c.running {
+                    return Ok(());
+                }
+            }
+        }
+        let policy = crate::egress::EgressPolicy::parse(
+            &sandbox.egress.allow,
+            &sandbox.egress.deny,
+            sandbox.egress.ask,
+        )
+        .map_err(crate::egress::lifecycle::LifecycleError::from)?;
+        let approvals = crate::approvals::Approvals::new(self.store.clone(), Vec::new())
+            .with_max_pending(self.config.approvals.max_pending_per_session);
+        let gate = Arc::new(crate::egress::gate::Gate {
+            session: key.to_string(),
+            policy,
+            approvals: Arc::new(approvals),
+            grant_ms: sandbox.egress.grant_minutes as i64 * 60_000,
+            approval_timeout_ms: self.config.approvals.timeout_secs as i64 * 1000,
+        });
+        let dir = self.egress_dir(container);
+        let task = crate::egress::lifecycle::ensure(
+            self.runtime.as_ref(),
+            container,
+            &dir,
+            &sandbox.image,
+            &sandbox.egress.outbound_network,
+            gate,
+        )
+        .await?;
+        if let Some(old) = self
+            .egress
+            .lock()
+            .unwrap()
+            .insert(container.to_string(), task)
+        {
+            old.abort();
+        }
+        Ok(())
+    }
+
+    /// The host directory holding a container's egress control socket: named by a hash, so
+    /// the socket's path stays inside the unix limit of 108 bytes whatever the key.
+    fn egress_dir(&self, container: &str) -> PathBuf {
+        use sha2::{Digest, Sha256};
+        let hash = hex::encode(&Sha256::digest(container.as_bytes())[..6]);
+        self.home.root().join("egress").join(hash)
+    }
+
+    /// Refuses a `sandbox.runtime` the engine does not offer, naming the fix.
+    async fn check_runtime(&self) -> Result<(), SessionError> {
+        let wanted = &self.config.sandbox.runtime;
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let offered = self.runtime.runtimes().await?;
+        if offered.iter().any(|r| r == wanted) {
+            return Ok(());
+        }
+        Err(SessionError::NoRuntime {
+            name: wanted.clone(),
+            offered: offered.join(", "),
+        })
     }
 
     async fn ensure_slow(
@@ -196,11 +439,26 @@ impl Sessions {
         key: &str,
         names: &ContainerName,
     ) -> Result<SessionContainer, SessionError> {
-        let sandbox = &self.config.sandbox;
-        let workspace = self.workspace_dir(&names.slug);
+        let setup = self.store.session_setup(key)?.unwrap_or_default();
+        let host = setup.workspace.clone();
+        let sandbox = &effective_sandbox(&self.config.sandbox, &setup);
+        let workspace = match &host {
+            Some(row) => super::setup::reopen(row).map_err(|source| SessionError::Dir {
+                path: row.path.clone().into(),
+                source,
+            })?,
+            None => self.workspace_dir(&names.slug),
+        };
         let run_dir = self.home.run_dir(&names.slug);
         let mut warning = None;
-        let want_hash = config_hash(sandbox);
+        // A host workspace is part of what the container is: another directory is another
+        // container. Without one the hash is what it always was.
+        let want_hash = match &host {
+            Some(row) => super::spec::hash_with_workspace(sandbox, &row.path),
+            None => config_hash(sandbox),
+        };
+        let owner = sandbox.uid_gid();
+        let read_only = host.as_ref().is_some_and(|r| r.read_only);
         if let Some(existing) = self.runtime.inspect_container(&names.name).await? {
             let owned = existing.labels.get(MOAT_LABEL).map(String::as_str) == Some(key);
             let matches = existing.labels.get(HASH_LABEL) == Some(&want_hash);
@@ -215,7 +473,8 @@ impl Sessions {
                         names.name
                     ));
                 }
-                self.prepare_dirs(&workspace, &run_dir)?;
+                self.prepare_dirs(&workspace, &run_dir, sandbox, host.is_some())?;
+                self.ensure_egress(key, &names.name, sandbox).await?;
                 if !existing.running {
                     self.runtime.start_container(&existing.id).await?;
                 }
@@ -225,18 +484,69 @@ impl Sessions {
                     id: existing.id,
                     workspace,
                     run_dir,
+                    owner,
+                    read_only,
                     warning,
                 });
             }
             tracing::info!(container = %names.name, "recreating container: config changed");
             self.runtime.remove_container(&existing.id).await?;
+            if sandbox.network != crate::egress::container::EGRESS_NETWORK {
+                // Left from an egress config: nothing may stay behind.
+                self.remove_egress(&names.name).await?;
+            }
         }
         if !self.runtime.image_exists(&sandbox.image).await? {
             return Err(SessionError::NoImage(sandbox.image.clone()));
         }
-        self.prepare_dirs(&workspace, &run_dir)?;
-        let spec = build_spec(sandbox, &names.name, key, &workspace, &run_dir, now_ms());
-        let id = self.runtime.create_container(&spec).await?;
+        self.check_runtime().await?;
+        self.prepare_dirs(&workspace, &run_dir, sandbox, host.is_some())?;
+        let mut spec = build_spec(sandbox, &names.name, key, &workspace, &run_dir, now_ms());
+        spec.labels.insert(HASH_LABEL.to_string(), want_hash);
+        let egress = sandbox.network == crate::egress::container::EGRESS_NETWORK;
+        if egress {
+            let parts = crate::egress::container::EgressNames::for_container(&names.name);
+            spec.network = parts.network;
+            spec.env
+                .extend(crate::egress::container::proxy_env(&parts.proxy));
+        }
+        let created = async {
+            if egress {
+                self.ensure_egress(key, &names.name, sandbox).await?;
+            }
+            self.create_and_start(&spec, sandbox).await
+        }
+        .await;
+        let id = match created {
+            Ok(id) => id,
+            Err(e) => {
+                // Nothing half-made stays: the proxy and network go with the failed sandbox.
+                if egress {
+                    let _ = self.remove_egress(&names.name).await;
+                }
+                return Err(e);
+            }
+        };
+        Ok(SessionContainer {
+            key: key.to_string(),
+            name: names.name.clone(),
+            id,
+            workspace,
+            run_dir,
+            owner,
+            read_only,
+            warning,
+        })
+    }
+
+    /// Creates and starts a session container and runs `sandbox.setup_command` in it; a
+    /// failure removes what was made.
+    async fn create_and_start(
+        &self,
+        spec: &crate::runtime::ContainerSpec,
+        sandbox: &SandboxConfig,
+    ) -> Result<String, SessionError> {
+        let id = self.runtime.create_container(spec).await?;
         if let Err(e) = self.runtime.start_container(&id).await {
             let _ = self.runtime.remove_container(&id).await;
             return Err(e.into());
@@ -259,26 +569,55 @@ impl Sessions {
                 return Err(SessionError::Setup { code, output: tail });
             }
         }
-        Ok(SessionContainer {
-            key: key.to_string(),
-            name: names.name.clone(),
-            id,
-            workspace,
-            run_dir,
-            warning,
-        })
+        Ok(id)
     }
 
-    fn prepare_dirs(&self, workspace: &Path, run_dir: &Path) -> Result<(), SessionError> {
-        let (uid, gid) = self.config.sandbox.uid_gid();
+    /// Makes the run directory, and the default workspace; a host workspace is the
+    /// operator's own directory and is left as it is (its owner is who the sandbox runs as).
+    fn prepare_dirs(
+        &self,
+        workspace: &Path,
+        run_dir: &Path,
+        sandbox: &SandboxConfig,
+        host_workspace: bool,
+    ) -> Result<(), SessionError> {
+        let (uid, gid) = sandbox.uid_gid();
         let dir_err = |path: &Path| {
             let path = path.to_path_buf();
             move |source| SessionError::Dir { path, source }
         };
-        super::dirs::prepare_workspace(workspace, uid, gid).map_err(dir_err(workspace))?;
+        if !host_workspace {
+            super::dirs::prepare_workspace(workspace, uid, gid).map_err(dir_err(workspace))?;
+        }
         super::dirs::prepare_run_dir(run_dir).map_err(dir_err(run_dir))?;
         Ok(())
     }
+}
+
+/// The sandbox settings a session's container is made with: the config, with the session's
+/// image and network, and for a host workspace its user, read-only mount and a usable HOME
+/// (docs/security.md, "Host workspaces").
+fn effective_sandbox(config: &SandboxConfig, setup: &crate::store::SessionSetup) -> SandboxConfig {
+    let mut sandbox = config.clone();
+    if let Some(image) = &setup.image {
+        sandbox.image = image.clone();
+    }
+    if let Some(network) = &setup.network {
+        sandbox.network = network.clone();
+    }
+    if let Some(row) = &setup.workspace {
+        if row.user != config.user {
+            sandbox
+                .env
+                .entry("HOME".into())
+                .or_insert_with(|| super::setup::OWNER_HOME.into());
+        }
+        sandbox.user = row.user.clone();
+        if row.read_only {
+            sandbox.workspace_access = WorkspaceAccess::Ro;
+        }
+    }
+    sandbox
 }
 
 #[cfg(test)]
@@ -357,6 +696,141 @@ mod tests {
         let c = mk(changed).ensure("main").await.unwrap();
         assert_ne!(a.id, c.id);
         assert!(c.warning.is_none());
+    }
+
+    fn egress_config() -> Config {
+        let mut c = Config::default();
+        c.sandbox.network = "egress".into();
+        c.sandbox.egress.allow = vec!["pkgs.example.org".into()];
+        c.sandbox.egress.outbound_network = "out".into();
+        c
+    }
+
+    #[tokio::test]
+    async fn egress_sessions_get_their_network_and_proxy_and_lose_them_on_rm() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = FakeRuntime::new();
+        let s = sessions(&fake, egress_config(), dir.path());
+        let c = s.ensure("main").await.unwrap();
+        let names = crate::egress::container::EgressNames::for_container(&c.name);
+        let calls = fake.calls();
+        // Network first, then the proxy on it and on the outbound network, then the sandbox.
+        let at = |want: &Call| calls.iter().position(|c| c == want).unwrap();
+        let net = at(&Call::CreateNetwork(names.network.clone()));
+        let proxy = at(&Call::Create(names.proxy.clone()));
+        let proxy_id = fake
+            .inspect_container(&names.proxy)
+            .await
+            .unwrap()
+            .unwrap()
+            .id;
+        let connect = at(&Call::Connect {
+            network: "out".into(),
+            container: proxy_id,
+        });
+        let sandbox = at(&Call::Create(c.name.clone()));
+        assert!(
+            net < proxy && proxy < connect && connect < sandbox,
+            "{calls:?}"
+        );
+        let spec = fake.spec(&c.name).unwrap();
+        assert_eq!(spec.network, names.network);
+        assert!(spec
+            .env
+            .contains(&format!("HTTPS_PROXY=http://{}:3128", names.proxy)));
+        // The sandbox never joins the outbound network.
+        assert!(!calls
+            .iter()
+            .any(|x| matches!(x, Call::Connect { container, .. } if *container == c.id)));
+        // The control socket exists, only for the proxy's user.
+        let sock = s
+            .egress_dir(&c.name)
+            .join(crate::egress::control::SOCKET_NAME);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&sock).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+
+        assert!(s.remove("main").await.unwrap());
+        let calls = fake.calls();
+        assert!(
+            calls.contains(&Call::Remove(names.proxy.clone())),
+            "{calls:?}"
+        );
+        assert!(calls.contains(&Call::RemoveNetwork(names.network.clone())));
+        assert!(!sock.exists());
+    }
+
+    #[tokio::test]
+    async fn a_missing_runtime_is_refused_before_anything_is_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = FakeRuntime::new();
+        let mut config = Config::default();
+        config.sandbox.runtime = "runsc".into();
+        let s = sessions(&fake, config, dir.path());
+        let err = s.ensure("main").await.unwrap_err().to_string();
+        assert!(
+            err.contains("scripts/setup-runsc") && err.contains("runc"),
+            "{err}"
+        );
+        assert!(!fake.calls().iter().any(|c| matches!(c, Call::Create(_))));
+    }
+
+    #[tokio::test]
+    async fn a_host_workspace_is_fixed_for_the_sessions_life() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = FakeRuntime::new();
+        let s = sessions(&fake, Config::default(), dir.path());
+        let row = |path: &Path, ro| crate::store::SessionSetup {
+            workspace: Some(crate::store::WorkspaceRow {
+                path: path.display().to_string(),
+                read_only: ro,
+                user: "4242:4243".into(),
+            }),
+            ..Default::default()
+        };
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        let c = s.create("w", &row(&a, true)).await.unwrap();
+        assert_eq!(
+            (c.workspace.as_path(), c.owner, c.read_only),
+            (a.as_path(), (4242, 4243), true)
+        );
+        // The same again is fine; another directory, or the same one writable, is not.
+        s.create("w", &row(&a, true)).await.unwrap();
+        for other in [row(&b, true), row(&a, false)] {
+            let e = s.create("w", &other).await.unwrap_err().to_string();
+            assert!(
+                e.contains("moat sessions rm w") && e.contains(&a.display().to_string()),
+                "{e}"
+            );
+        }
+        // A session that exists with its default workspace cannot take a host one.
+        s.ensure("plain").await.unwrap();
+        let e = s.create("plain", &row(&a, false)).await.unwrap_err();
+        assert!(e.to_string().contains("workspaces/"), "{e}");
+        // Once removed, the session may be created with another one.
+        s.remove("w").await.unwrap();
+        let c = s.create("w", &row(&b, false)).await.unwrap();
+        assert_eq!(c.workspace, b);
+    }
+
+    #[tokio::test]
+    async fn a_shared_container_takes_no_setup_of_one_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = FakeRuntime::new();
+        let mut config = Config::default();
+        config.sandbox.scope = crate::config::Scope::Agent;
+        let s = sessions(&fake, config, dir.path());
+        let setup = crate::store::SessionSetup {
+            network: Some("bridge".into()),
+            ..Default::default()
+        };
+        let e = s.create("a1:chat", &setup).await.unwrap_err().to_string();
+        assert!(e.contains("scope = \"session\""), "{e}");
+        assert!(fake.calls().is_empty());
+        // Nothing chosen: fine in any scope.
+        s.create("a1:chat", &Default::default()).await.unwrap();
     }
 
     #[tokio::test]

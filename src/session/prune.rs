@@ -72,12 +72,82 @@ pub async fn prune_once(
             removed.push(c.name);
         }
     }
+    prune_egress(runtime, store).await;
     removed
+}
+
+/// Removes egress proxies and networks whose sandbox container is gone (pruned above, or
+/// removed behind moat's back), when this moat's store knows that container: nothing an
+/// egress session made outlives it (docs/security.md, "Network egress").
+async fn prune_egress(runtime: &dyn Runtime, store: &Store) {
+    use crate::egress::container::EGRESS_LABEL;
+    let Ok(networks) = runtime.list_networks(EGRESS_LABEL).await else {
+        return;
+    };
+    for network in networks {
+        let Some(container) = network.strip_suffix("-net") else {
+            continue;
+        };
+        if !matches!(store.container_last_used(container), Ok(Some(_))) {
+            continue;
+        }
+        if let Ok(None) = runtime.inspect_container(container).await {
+            tracing::info!(
+                container,
+                "removing the egress proxy and network of a removed container"
+            );
+            let _ = crate::egress::lifecycle::remove(runtime, container).await;
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn egress_parts_of_a_gone_container_are_swept() {
+        use crate::egress::container::{EgressNames, EGRESS_LABEL};
+        use crate::runtime::fake::{Call, FakeRuntime};
+        let fake = FakeRuntime::new();
+        let store = Store::in_memory().unwrap();
+        let labels =
+            |c: &str| std::collections::BTreeMap::from([(EGRESS_LABEL.to_string(), c.to_string())]);
+        // Ours and gone; ours and still there; gone but another home's (unknown to the store).
+        for c in ["moat-gone-1", "moat-here-1", "moat-other-1"] {
+            let n = EgressNames::for_container(c);
+            fake.ensure_network(&n.network, true, &labels(c))
+                .await
+                .unwrap();
+        }
+        store
+            .touch_session("gone", "moat-gone-1", now_ms())
+            .unwrap();
+        store
+            .touch_session("here", "moat-here-1", now_ms())
+            .unwrap();
+        let spec = crate::session::build_spec(
+            &crate::config::SandboxConfig::default(),
+            "moat-here-1",
+            "here",
+            std::path::Path::new("/w"),
+            std::path::Path::new("/r"),
+            now_ms(),
+        );
+        fake.create_container(&spec).await.unwrap();
+        prune_egress(&fake, &store).await;
+        let calls = fake.calls();
+        assert!(
+            calls.contains(&Call::RemoveNetwork("moat-gone-1-net".into())),
+            "{calls:?}"
+        );
+        assert!(
+            calls.contains(&Call::Remove("moat-gone-1-proxy".into())),
+            "{calls:?}"
+        );
+        assert!(!calls.contains(&Call::RemoveNetwork("moat-here-1-net".into())));
+        assert!(!calls.contains(&Call::RemoveNetwork("moat-other-1-net".into())));
+    }
 
     #[test]
     fn rules() {

@@ -23,8 +23,10 @@ pub const RUN_MOUNT: &str = "/run/moat";
 /// running container no longer matches the config.
 ///
 /// `shell` only picks the login shell each exec starts, so it is left out: switching it (or
-/// upgrading to a moat that has it) keeps the containers and their processes. It is the last
-/// field, so cutting it off leaves exactly the text earlier versions hashed.
+/// upgrading to a moat that has it) keeps the containers and their processes. It is followed
+/// only by `egress` (decided live by the daemon) and `transport` (docs/helper.md), which shape
+/// no container either, so cutting from `shell` on leaves exactly the text earlier versions
+/// hashed.
 pub fn config_hash(sandbox: &SandboxConfig) -> String {
     let json = serde_json::to_string(sandbox).unwrap_or_default();
     let json = match json.rsplit_once(",\"shell\":") {
@@ -32,6 +34,12 @@ pub fn config_hash(sandbox: &SandboxConfig) -> String {
         None => json,
     };
     hex::encode(&Sha256::digest(json.as_bytes())[..8])
+}
+
+/// The hash of a container whose `/workspace` is the host directory `workspace`.
+pub fn hash_with_workspace(sandbox: &SandboxConfig, workspace: &str) -> String {
+    let text = format!("{}\0{workspace}", config_hash(sandbox));
+    hex::encode(&Sha256::digest(text.as_bytes())[..8])
 }
 
 pub fn labels(key: &str, hash: &str, created_at_ms: i64) -> BTreeMap<String, String> {
@@ -133,12 +141,16 @@ mod tests {
         let base = SandboxConfig::default();
         let json = serde_json::to_string(&base).unwrap();
         assert!(
-            json.ends_with(r#","shell":"sh"}"#),
-            "shell must stay last: {json}"
+            json.contains(r#","shell":"sh","egress":{"#)
+                && json.ends_with(r#","transport":"helper"}"#),
+            "shell, egress, then transport, must stay last: {json}"
         );
         let mut bash = base.clone();
         bash.shell = Shell::Bash;
         assert_eq!(config_hash(&bash), config_hash(&base));
+        let mut exec = base.clone();
+        exec.transport = crate::runtime::Transport::Exec;
+        assert_eq!(config_hash(&exec), config_hash(&base));
         let mut other = base.clone();
         other.workspace_max_bytes = "1g".into();
         assert_ne!(config_hash(&other), config_hash(&base));

@@ -173,6 +173,26 @@ impl Store {
         rows.collect::<Result<_, _>>().ctx("list approvals")
     }
 
+    /// One session's approvals of one target (kind) and status, newest first, at most 500:
+    /// the egress gate reads its grants and pending questions with it.
+    pub fn approvals_of(
+        &self,
+        session: &str,
+        target: &str,
+        status: &str,
+    ) -> Result<Vec<ApprovalRow>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM approvals WHERE session = ?1 AND target = ?2 AND status = ?3 ORDER BY created_at_ms DESC LIMIT 500"
+            ))
+            .ctx("list approvals")?;
+        let rows = stmt
+            .query_map(params![session, target, status], row)
+            .ctx("list approvals")?;
+        rows.collect::<Result<_, _>>().ctx("list approvals")
+    }
+
     /// Moves an approval from `from` to `to`, recording the decision; false when it was not in
     /// `from` any more (somebody else decided first).
     pub fn transition_approval(

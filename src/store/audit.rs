@@ -68,6 +68,72 @@ impl Store {
     }
 }
 
+/// The audit log as the operator console filters it (docs/console.md, "Pages").
+impl Store {
+    /// The newest `limit` entries, newest first, of one session and one kind when given.
+    pub fn audit_filtered(
+        &self,
+        session: Option<&str>,
+        kind: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<AuditRow>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT id, at_ms, kind, approval_id, session, actor, detail FROM audit
+                 WHERE (?1 IS NULL OR session = ?1) AND (?2 IS NULL OR kind = ?2)
+                 ORDER BY id DESC LIMIT ?3",
+            )
+            .ctx("read audit log")?;
+        let rows = stmt
+            .query_map(params![session, kind, limit as i64], |r| {
+                Ok(AuditRow {
+                    id: r.get(0)?,
+                    at_ms: r.get(1)?,
+                    kind: r.get(2)?,
+                    approval_id: r.get(3)?,
+                    session: r.get(4)?,
+                    actor: r.get(5)?,
+                    detail: r.get(6)?,
+                })
+            })
+            .ctx("read audit log")?;
+        rows.collect::<Result<_, _>>().ctx("read audit log")
+    }
+
+    /// Every kind and every session the log holds, sorted: the console's filter choices.
+    pub fn audit_facets(&self) -> Result<(Vec<String>, Vec<String>), StoreError> {
+        let conn = self.conn();
+        let mut kinds = conn
+            .prepare("SELECT DISTINCT kind FROM audit ORDER BY kind LIMIT 200")
+            .ctx("read audit kinds")?;
+        let kinds = kinds
+            .query_map([], |r| r.get(0))
+            .ctx("read audit kinds")?
+            .collect::<Result<Vec<String>, _>>()
+            .ctx("read audit kinds")?;
+        let mut sessions = conn
+            .prepare(
+                "SELECT DISTINCT session FROM audit WHERE session IS NOT NULL ORDER BY session LIMIT 500",
+            )
+            .ctx("read audit sessions")?;
+        let sessions = sessions
+            .query_map([], |r| r.get(0))
+            .ctx("read audit sessions")?
+            .collect::<Result<Vec<String>, _>>()
+            .ctx("read audit sessions")?;
+        Ok((kinds, sessions))
+    }
+
+    /// The id of the newest entry (0 when empty): the console's live view notices any new
+    /// request, decision, expiry or allowlist change by it.
+    pub fn audit_head(&self) -> Result<i64, StoreError> {
+        self.conn()
+            .query_row("SELECT COALESCE(MAX(id), 0) FROM audit", [], |r| r.get(0))
+            .ctx("read audit log")
+    }
+}
+
 /// Skills switched on or off by the operator (overriding `skills.NAME.enabled`).
 impl Store {
     pub fn set_skill(&self, name: &str, enabled: bool, by: &str) -> Result<(), StoreError> {

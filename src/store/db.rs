@@ -101,6 +101,31 @@ const MIGRATIONS: &[&str] = &[
         lines_before INTEGER NOT NULL,
         at_line_start INTEGER NOT NULL
      );",
+    // What a session was created with (a host workspace and the user its container runs as),
+    // fixed for its life;
+    // and the working directory and variables a sticky session carries between commands.
+    "CREATE TABLE session_setup (
+        key TEXT PRIMARY KEY,
+        workspace TEXT,
+        read_only INTEGER NOT NULL DEFAULT 0,
+        user TEXT,
+        image TEXT,
+        network TEXT
+     );
+     CREATE TABLE session_sticky (
+        key TEXT PRIMARY KEY,
+        enabled INTEGER,
+        cwd TEXT,
+        env TEXT NOT NULL DEFAULT '{}'
+     );",
+    // An operator's per-session egress override (`moat sessions egress`): extra allow and
+    // deny entries (JSON arrays) and the ask mode (docs/security.md, "Network egress").
+    "CREATE TABLE session_egress (
+        key TEXT PRIMARY KEY,
+        allow TEXT NOT NULL,
+        deny TEXT NOT NULL,
+        ask TEXT
+     );",
 ];
 
 /// See the module docs.

@@ -16,8 +16,10 @@ use crate::store::now_ms;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProcessRequest {
     pub action: String,
-    #[serde(default)]
-    pub session_id: Option<String>,
+    /// The process the action is about. The wire calls it `sessionId` (docs/mcp.md, the
+    /// `process` tool), a name kept for the agents already written against it.
+    #[serde(default, rename = "sessionId")]
+    pub process_id: Option<String>,
     #[serde(default)]
     pub data: Option<String>,
     #[serde(default)]
@@ -116,7 +118,7 @@ impl ProcessTool {
             ));
         }
         let Some(id) = req
-            .session_id
+            .process_id
             .as_deref()
             .map(str::trim)
             .filter(|s| !s.is_empty())

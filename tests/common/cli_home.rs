@@ -33,6 +33,10 @@ impl TestHome {
             .env_remove("MOAT_SESSION")
             .env_remove("MOAT_SHELL")
             .stdin(Stdio::null());
+        // The Docker tests run once per transport (.ci/run).
+        if let Ok(t) = std::env::var("MOAT_TEST_TRANSPORT") {
+            c.env("MOAT_SANDBOX_TRANSPORT", t);
+        }
         c
     }
 

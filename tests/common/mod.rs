@@ -73,7 +73,25 @@ pub async fn engine() -> Option<Arc<dyn Runtime>> {
 /// A moat with its own home and `config`; `prefix` must be unique per test (it prefixes the
 /// session keys, and so the container names).
 pub async fn moat(prefix: &str, config: Config) -> Option<TestMoat> {
+    // The Docker tests run once per transport (.ci/run): MOAT_TEST_TRANSPORT picks it.
+    let mut config = config;
+    if let Some(t) = test_transport() {
+        config.sandbox.transport = t;
+    }
+    moat_as_configured(prefix, config).await
+}
+
+/// [`moat`] on `config`'s own transport, whatever MOAT_TEST_TRANSPORT says: for the tests of
+/// one transport.
+pub async fn moat_as_configured(prefix: &str, mut config: Config) -> Option<TestMoat> {
     let runtime = engine().await?;
+    // `MOAT_TEST_RUNTIME=runsc` runs the same tests under gVisor (.ci/run does); a test that
+    // names its own runtime keeps it.
+    if let Ok(oci) = std::env::var("MOAT_TEST_RUNTIME") {
+        if config.sandbox.runtime.is_empty() {
+            config.sandbox.runtime = oci;
+        }
+    }
     let dir = tempfile::tempdir().unwrap();
     let home = Home::at(dir.path());
     home.ensure_root().unwrap();
@@ -81,12 +99,22 @@ pub async fn moat(prefix: &str, config: Config) -> Option<TestMoat> {
         file: None,
         overrides: vec![],
     };
+    let runtime = moat::app::with_transport(runtime, &home, &config);
     let app = App::with_runtime(home, config, source, runtime).unwrap();
     Some(TestMoat {
         app,
         dir,
         prefix: prefix.replace('_', "-"),
     })
+}
+
+/// The transport MOAT_TEST_TRANSPORT names (`helper`, `exec`); unset keeps the default.
+pub fn test_transport() -> Option<moat::runtime::Transport> {
+    match std::env::var("MOAT_TEST_TRANSPORT").ok()?.as_str() {
+        "helper" => Some(moat::runtime::Transport::Helper),
+        "exec" => Some(moat::runtime::Transport::Exec),
+        other => panic!("MOAT_TEST_TRANSPORT={other}: expected helper or exec"),
+    }
 }
 
 impl TestMoat {

@@ -45,3 +45,37 @@ impl DockerRuntime {
         Ok(())
     }
 }
+
+impl DockerRuntime {
+    pub(super) async fn tags(&self, repository: &str) -> Result<Vec<String>, RuntimeError> {
+        let options = bollard::query_parameters::ListImagesOptions {
+            filters: Some(HashMap::from([(
+                "reference".to_string(),
+                vec![repository.to_string()],
+            )])),
+            ..Default::default()
+        };
+        let list = self
+            .docker
+            .list_images(Some(options))
+            .await
+            .map_err(|e| RuntimeError::engine(format!("list images of {repository}"), e))?;
+        Ok(list
+            .into_iter()
+            .flat_map(|i| i.repo_tags)
+            .filter(|t| t.split(':').next() == Some(repository))
+            .collect())
+    }
+
+    pub(super) async fn untag(&self, tag: &str) -> Result<(), RuntimeError> {
+        self.docker
+            .remove_image(
+                tag,
+                None::<bollard::query_parameters::RemoveImageOptions>,
+                None,
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| RuntimeError::engine(format!("remove image {tag}"), e))
+    }
+}

@@ -121,6 +121,66 @@ impl Runtime for DockerRuntime {
         self.capture(container, argv, user).await
     }
 
+    async fn ensure_network(
+        &self,
+        name: &str,
+        internal: bool,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Vec<String>, RuntimeError> {
+        self.ensure_network(name, internal, labels).await
+    }
+
+    async fn remove_network(&self, name: &str) -> Result<(), RuntimeError> {
+        self.drop_network(name).await
+    }
+
+    async fn list_networks(&self, label: &str) -> Result<Vec<String>, RuntimeError> {
+        self.networks(label).await
+    }
+
+    async fn connect_network(&self, network: &str, container: &str) -> Result<(), RuntimeError> {
+        self.attach(network, container).await
+    }
+
+    async fn image_tags(&self, repository: &str) -> Result<Vec<String>, RuntimeError> {
+        self.tags(repository).await
+    }
+
+    async fn remove_image(&self, tag: &str) -> Result<(), RuntimeError> {
+        self.untag(tag).await
+    }
+
+    async fn runtimes(&self) -> Result<Vec<String>, RuntimeError> {
+        let info = self
+            .docker
+            .info()
+            .await
+            .map_err(|e| RuntimeError::engine("read the engine's info", e))?;
+        let mut names: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+        names.sort();
+        Ok(names)
+    }
+
+    async fn exec_detached(
+        &self,
+        container: &str,
+        argv: Vec<String>,
+    ) -> Result<String, RuntimeError> {
+        self.start_detached(container, argv).await
+    }
+
+    async fn exec_pid(&self, exec_id: &str) -> Result<Option<u32>, RuntimeError> {
+        let inspect = self
+            .docker
+            .inspect_exec(exec_id)
+            .await
+            .map_err(|e| RuntimeError::engine(format!("inspect exec {exec_id}"), e))?;
+        Ok(match (inspect.running, inspect.pid) {
+            (Some(true), Some(pid)) if pid > 0 => Some(pid as u32),
+            _ => None,
+        })
+    }
+
     async fn build_image(
         &self,
         context: Vec<u8>,

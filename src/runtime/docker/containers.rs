@@ -36,6 +36,7 @@ impl DockerRuntime {
                         .and_then(|s| s.pid)
                         .and_then(|p| u32::try_from(p).ok())
                         .unwrap_or(0),
+                    image: c.image.unwrap_or_default(),
                 }))
             }
             Err(bollard::errors::Error::DockerResponseServerError {
@@ -75,6 +76,7 @@ impl DockerRuntime {
                     state,
                     labels: c.labels.unwrap_or_default().into_iter().collect(),
                     pid: 0,
+                    image: c.image_id.unwrap_or_default(),
                 }
             })
             .collect())

@@ -212,4 +212,37 @@ impl DockerRuntime {
             .map_err(|e| RuntimeError::engine(action(), e))?;
         Ok((inspect.exit_code.unwrap_or(-1), out))
     }
+
+    /// Starts `argv` detached (`docker exec -d`): the engine keeps no stream to moat, so the
+    /// command outlives this moat.
+    pub(super) async fn start_detached(
+        &self,
+        container: &str,
+        argv: Vec<String>,
+    ) -> Result<String, RuntimeError> {
+        let action = || format!("start a detached command in {container}");
+        let options = CreateExecOptions {
+            cmd: Some(argv),
+            attach_stdout: Some(false),
+            attach_stderr: Some(false),
+            ..Default::default()
+        };
+        let created = self
+            .docker
+            .create_exec(container, options)
+            .await
+            .map_err(|e| RuntimeError::engine(action(), e))?;
+        self.docker
+            .start_exec(
+                &created.id,
+                Some(StartExecOptions {
+                    detach: true,
+                    tty: false,
+                    output_capacity: None,
+                }),
+            )
+            .await
+            .map_err(|e| RuntimeError::engine(action(), e))?;
+        Ok(created.id)
+    }
 }

@@ -5,5 +5,6 @@ mod client;
 mod containers;
 mod exec;
 mod hijack;
+mod networks;
 
 pub use client::DockerRuntime;

@@ -4,8 +4,9 @@
 //!
 //! - `{"started": "<process id>"}` once the command runs (an interrupted CLI kills it by id);
 //! - `{"result": <tool result>}`, the same result an in-process call returns;
-//! - after an `approval-pending` result, `{"event": "<text>"}`: the approval's outcome
-//!   (`Exec denied …` or `Exec finished …`), as `moat events` shows it;
+//! - after an `approval-pending` result, `{"event": "<text>", "outcome": {…}}`: the
+//!   approval's outcome (`Exec denied …` or `Exec finished …`) as `moat events` shows it, and
+//!   as data (`kind`, `exitCode`, `exitSignal`, `timedOut`) that the CLI exits by;
 //! - `{"error": "failed to …", "status": N}` when the call failed (N is the HTTP status the
 //!   plain call would have had).
 //!
@@ -25,6 +26,7 @@ use tokio::sync::mpsc;
 
 use crate::daemon::WAIT_HEADER;
 use crate::exec::{Caller, ExecRequest};
+use crate::process::{EventKind, SessionEvent};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
@@ -73,10 +75,12 @@ pub fn answer(
         let result = match outcome {
             Ok(r) => r,
             Err(e) => {
-                let status = super::exec::status_of(&e).as_u16();
-                let _ = tx.send(line(
-                    json!({"error": format!("failed to {e}"), "status": status}),
-                ));
+                let kind = e.kind();
+                let _ = tx.send(line(json!({
+                    "error": format!("failed to {e}"),
+                    "status": kind.edges().http,
+                    "kind": kind,
+                })));
                 return;
             }
         };
@@ -85,13 +89,15 @@ pub fn answer(
             .flatten();
         let _ = tx.send(line(json!({ "result": result })));
         let Some(id) = pending else { return };
-        let needle = format!("id={id},");
         loop {
             match events.recv().await {
-                Ok(ev) if ev.session == session && ev.text.contains(&needle) => {
-                    let done =
-                        ev.text.starts_with("Exec denied") || ev.text.starts_with("Exec finished");
-                    let _ = tx.send(line(json!({ "event": ev.text })));
+                Ok(SessionEvent {
+                    session: s,
+                    text,
+                    outcome: Some(outcome),
+                }) if s == session && outcome.approval_id.as_deref() == Some(id.as_str()) => {
+                    let done = matches!(outcome.kind, EventKind::Denied | EventKind::Finished);
+                    let _ = tx.send(line(json!({ "event": text, "outcome": outcome })));
                     if done {
                         return;
                     }

@@ -32,9 +32,6 @@ pub async fn explain(
             "text": explain_text(&e.eval),
             "resolvedIn": e.resolved_in,
         }))),
-        Err(e) => Err(ApiError::new(
-            super::exec::status_of(&e),
-            format!("failed to {e}"),
-        )),
+        Err(e) => Err(super::exec::exec_failure(&e)),
     }
 }

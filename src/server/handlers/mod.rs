@@ -7,6 +7,7 @@ pub mod exec;
 mod exec_wait;
 pub mod explain;
 pub mod process;
+pub mod run;
 pub mod sessions;
 
 // The file tools (docs/http-api.md, "Endpoints").

@@ -35,7 +35,7 @@ pub async fn process(
     }
     if action != "list"
         && req
-            .session_id
+            .process_id
             .as_deref()
             .is_none_or(|s| s.trim().is_empty())
     {

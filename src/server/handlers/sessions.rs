@@ -5,11 +5,21 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 use serde_json::{json, Value};
 
-use super::{caller, PathParam};
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::Query;
+use serde::Deserialize;
+
+use super::{caller, json_body, PathParam};
+use crate::config::WorkspaceAccess;
+use crate::error_chain::error_chain;
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
+use crate::session::setup::inspect;
+use crate::session::SessionError;
 use crate::session::MOAT_LABEL;
+use crate::store::SessionSetup;
 
 /// `GET /v1/sessions`: the containers this moat manages (operator), or the caller's own.
 pub async fn list(
@@ -30,6 +40,7 @@ pub async fn list(
         .filter(|r| who.may_use(&r.key))
         .map(|r| {
             let c = containers.iter().find(|c| c.name == r.container);
+            let (workspace, read_only) = workspace_of(&state, &r.key);
             json!({
                 "session": r.key,
                 "container": r.container,
@@ -37,27 +48,162 @@ pub async fn list(
                 "state": c.map(|c| c.state.clone()),
                 "createdAtMs": r.created_at_ms,
                 "lastUsedAtMs": r.last_used_ms,
+                "workspace": workspace,
+                "workspaceReadOnly": read_only,
             })
         })
         .collect();
     Ok(Json(json!({ "sessions": sessions })))
 }
 
-/// `DELETE /v1/sessions/{session}`: removes the container (the workspace stays).
+/// The query of `DELETE /v1/sessions/{session}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveQuery {
+    /// Also delete the directories moat made for the session (its default workspace and its
+    /// run directory; never a host workspace). Operators only: `moat run` leaves nothing.
+    #[serde(default)]
+    pub purge: bool,
+}
+
+/// `DELETE /v1/sessions/{session}[?purge=true]`: removes the container (the workspace stays
+/// unless purged).
 pub async fn remove(
+    State(state): State<Arc<ServerState>>,
+    Extension(transport): Extension<Transport>,
+    PathParam(session): PathParam,
+    query: Result<Query<RemoveQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let who = caller(&state, transport, &headers, Some(&session))?;
+    let Query(query) = query.map_err(|e| {
+        ApiError::bad_request(format!("failed to read the query: {}", e.body_text()))
+    })?;
+    if query.purge {
+        who.require_operator()?;
+    }
+    let existed = state
+        .app
+        .sessions
+        .remove_with(&session, query.purge)
+        .await
+        .map_err(internal)?;
+    Ok(Json(json!({ "session": session, "removed": existed })))
+}
+
+/// `POST /v1/sessions/{session}/reset-state`: forgets the directory and variables a sticky
+/// session carries (docs/mcp.md, "Sticky cwd and env"); the next command starts afresh.
+/// An agent may reset its own session.
+pub async fn reset_state(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
     PathParam(session): PathParam,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     caller(&state, transport, &headers, Some(&session))?;
-    let existed = state
+    state
         .app
-        .sessions
-        .remove(&session)
-        .await
+        .store
+        .reset_sticky_state(&session, false)
         .map_err(internal)?;
-    Ok(Json(json!({ "session": session, "removed": existed })))
+    Ok(Json(json!({ "session": session, "reset": true })))
+}
+
+/// A session's host workspace, or the default directory moat made for it.
+fn workspace_of(state: &ServerState, session: &str) -> (String, bool) {
+    let sessions = &state.app.sessions;
+    match sessions.host_workspace(session).ok().flatten() {
+        Some(row) => (row.path, row.read_only),
+        None => {
+            let (_, names) = sessions.names(session);
+            let ro = state.app.config.sandbox.workspace_access == WorkspaceAccess::Ro;
+            (
+                sessions.workspace_dir(&names.slug).display().to_string(),
+                ro,
+            )
+        }
+    }
+}
+
+/// The body of `POST /v1/sessions`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateRequest {
+    pub session: String,
+    /// An absolute host directory to be the session's `/workspace`.
+    pub workspace: Option<String>,
+    /// Mount it read-only (only with `workspace`).
+    #[serde(default)]
+    pub read_only: bool,
+    /// The image instead of `sandbox.image`.
+    pub image: Option<String>,
+    /// `none` or `bridge` instead of `sandbox.network`.
+    pub network: Option<String>,
+}
+
+/// `POST /v1/sessions`: creates a session's container, with a host directory as its
+/// workspace when asked. Operators only: an agent never chooses a host path
+/// (docs/security.md, "Host workspaces").
+pub async fn create(
+    State(state): State<Arc<ServerState>>,
+    Extension(transport): Extension<Transport>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let who = caller(&state, transport, &headers, None)?;
+    who.require_operator()?;
+    let req: CreateRequest = json_body(body)?;
+    crate::session::validate_key(&req.session)
+        .map_err(|e| ApiError::bad_request(format!("failed to {e}")))?;
+    if req.read_only && req.workspace.is_none() {
+        return Err(ApiError::bad_request(
+            "failed to create the session: readOnly needs a workspace",
+        ));
+    }
+    let sessions = &state.app.sessions;
+    let workspace = match &req.workspace {
+        Some(dir) => {
+            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            let row = inspect(
+                std::path::Path::new(dir),
+                req.read_only,
+                &state.app.config.sandbox,
+                home.as_deref(),
+            )
+            .map_err(|e| session_error(SessionError::Choice(e)))?;
+            Some(row)
+        }
+        None => None,
+    };
+    let setup = SessionSetup {
+        workspace,
+        image: req.image,
+        network: req.network,
+    };
+    let c = sessions
+        .create(&req.session, &setup)
+        .await
+        .map_err(session_error)?;
+    let (workspace, read_only) = workspace_of(&state, &req.session);
+    let image = match state.app.runtime.inspect_container(&c.name).await {
+        Ok(Some(info)) => Some(info.image),
+        _ => None,
+    };
+    Ok(Json(json!({
+        "image": image,
+        "session": req.session,
+        "container": c.name,
+        "workspace": workspace,
+        "workspaceReadOnly": read_only,
+        "user": format!("{}:{}", c.owner.0, c.owner.1),
+        "warning": c.warning,
+    })))
+}
+
+/// A conflict with the session's workspace is a 409, a refused directory a 400 (the kind's
+/// row of the edge table, `crate::exec::FailureKind`).
+fn session_error(e: SessionError) -> ApiError {
+    ApiError::of_kind(e.kind(), format!("failed to {}", error_chain(&e)))
 }
 
 fn internal(e: impl std::fmt::Display) -> ApiError {

@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::error::ExecError;
 use super::prepare::Prepared;
-use super::tool::{ExecError, ExecTool};
+use super::tool::ExecTool;
 use crate::exec::{validate_env, ExecRequest, Target};
 use crate::policy::{Evaluation, Policy, Security};
 

@@ -9,8 +9,9 @@ use crate::exec::{
 use crate::process::limit::LEFTOVERS_NOTE;
 use crate::process::{Proc, ProcessError, RunFiles, StartSpec};
 
+use super::error::ExecError;
 use super::prepare::Prepared;
-use super::tool::{ExecError, ExecTool};
+use super::tool::ExecTool;
 
 impl ExecTool {
     /// Starts `command` (the plan) as prepared. `notify` is false for approved plans, whose
@@ -39,6 +40,8 @@ impl ExecTool {
             owner: p.owner,
             notify_exit: notify,
             shell: p.shell,
+            split_stderr: p.split_stderr,
+            sticky: p.sticky,
         };
         let proc = match self.registry.start(spec.clone()).await {
             Ok(p) => p,
@@ -117,6 +120,8 @@ impl ExecTool {
         // A foreground run's result is its whole record, unless the output cap cut it: then
         // the record stays (evicted like any finished process) so `process log` can page what
         // the result left out (docs/mcp.md, `log`).
+        // A sticky session keeps what the command left, before its files go.
+        self.capture_sticky(p, &proc, req);
         if !truncated {
             self.registry.forget(&proc);
         }

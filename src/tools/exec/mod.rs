@@ -3,13 +3,16 @@
 //! runs the approved plan later.
 
 mod analyse;
+mod error;
 mod explain;
 mod launch;
 mod prepare;
+mod sticky;
 mod tool;
 mod waiter;
 
 pub use analyse::{analyse, analyse_within};
+pub use error::ExecError;
 pub use explain::{ExplainRequest, Explained};
 pub use prepare::real_path;
-pub use tool::{ExecError, ExecTool};
+pub use tool::ExecTool;

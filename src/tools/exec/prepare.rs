@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use crate::exec::{map_workdir, merge_env, ExecRequest, Target};
 use crate::host::{self, HOST_CONTAINER};
 use crate::policy::{
-    env_findings, evaluate_parsed, pattern_words, raise_ask, source_words, tighten_security,
+    covered, judge, must_ask, pattern_words, raise_ask, source_words, tighten_security,
     with_override, Ask, Decision, Evaluation, MapResolver, Parsed, Policy,
-    Request as PolicyRequest, Security,
+    Request as PolicyRequest, Security, Standing,
 };
 
-use super::tool::{ExecError, ExecTool};
+use super::error::ExecError;
+use super::tool::ExecTool;
 use crate::process::script::Shell;
 
 /// Resolves command words in the sandbox: `$1` is the working directory, then the words. A bare
@@ -119,6 +120,10 @@ pub(super) struct Prepared {
     pub owner: (u32, u32),
     /// The login shell the run uses (`sandbox.shell` or `elevated.shell`), checked present.
     pub shell: Shell,
+    /// Keep stderr apart from the log (`moat run`); set by the caller after preparing.
+    pub split_stderr: bool,
+    /// Record where the command ends (a sticky session); set by the caller after preparing.
+    pub sticky: bool,
 }
 
 impl Prepared {
@@ -164,73 +169,55 @@ impl Prepared {
             .and_then(|w| w.reason(std::path::Path::new(&self.cwd), plan))
     }
 
-    /// Evaluates a parsed command. An exact command an operator allowed for good passes where
-    /// the allowlist alone would miss (never past a denied segment, a parsing bound,
-    /// `ask = always`, or inline eval, which asks every time: docs/approvals.md), but neither
-    /// passes a host run that touches a directory a sandbox can write: that asks.
+    /// The policy's inputs for this run, as `policy::judge` takes them.
+    fn request<'a>(&'a self, parsed: &'a Parsed) -> PolicyRequest<'a> {
+        PolicyRequest {
+            command: parsed.command(),
+            cwd: &self.cwd,
+            env: &self.request_env,
+        }
+    }
+
+    /// What the stored entries say about this exact command (an `=command:<sha256>` entry,
+    /// scoped to this session and working directory).
+    fn standing(&self, parsed: &Parsed) -> Standing {
+        Standing {
+            exact_allowed: self.exact.contains(&crate::approvals::command_entry(
+                &self.session,
+                &self.cwd,
+                parsed.command(),
+            )),
+        }
+    }
+
+    /// The verdict (`policy::judge`), then a host run that touches a directory a sandbox can
+    /// write asks however it was allowed (docs/security.md, "Host commands").
     pub fn evaluate(&self, parsed: &Parsed) -> Evaluation {
-        let command = parsed.command();
-        let mut eval = evaluate_parsed(
+        let eval = judge(
             parsed,
-            &PolicyRequest {
-                command,
-                cwd: &self.cwd,
-                env: &self.request_env,
-            },
+            &self.request(parsed),
             &self.policy,
             &self.resolver,
+            self.standing(parsed),
         );
-        // Only a miss refused because nobody is asked can be overridden; a deny pattern (also
-        // one found inside a substitution), a privilege wrapper or a refused env name cannot.
-        let refused_outright = match &eval.decision {
-            Decision::Allow => false,
-            Decision::Ask { .. } => false,
-            Decision::Deny { reason } => {
-                eval.segments.is_empty()
-                    || !reason.starts_with("allowlist miss: ")
-                    || eval
-                        .segments
-                        .iter()
-                        .any(|s| s.outcome == crate::policy::SegmentOutcome::Denied)
-            }
+        let why = match eval.decision {
+            Decision::Allow | Decision::Ask { .. } => self.writable_reason(&eval, parsed.command()),
+            Decision::Deny { .. } => None,
         };
-        let durable = self.exact.contains(&crate::approvals::command_entry(
-            &self.session,
-            &self.cwd,
-            command,
-        ));
-        if durable
-            && parsed.refusal().is_none()
-            && eval.inline_eval.is_empty()
-            && env_findings(&self.request_env, &self.policy).is_empty()
-            && !refused_outright
-            && eval.decision != Decision::Allow
-            && self.policy.ask != Ask::Always
-        {
-            eval.decision = Decision::Allow;
-            if eval.plan.is_none() {
-                eval.plan = Some(crate::policy::Plan {
-                    command: command.to_string(),
-                    rebuilt: false,
-                    segments: Vec::new(),
-                });
-            }
-        }
-        if let Decision::Allow | Decision::Ask { .. } = eval.decision {
-            if let Some(why) = self.writable_reason(&eval, command) {
-                let reason = match eval.decision {
-                    Decision::Ask { reason } => format!("{reason}; {why}"),
-                    _ => why,
-                };
-                // `ask = off` means nobody is asked: what would need an operator is refused.
-                eval.decision = if self.policy.ask == Ask::Off {
-                    Decision::Deny { reason }
-                } else {
-                    Decision::Ask { reason }
-                };
-            }
-        }
-        eval
+        must_ask(eval, why, self.policy.ask)
+    }
+
+    /// Whether the allowlist alone runs it when nobody is asked (`ask_fallback = allowlist`);
+    /// `eval` is this run's evaluation, whose plan says whether it must ask anyway.
+    pub fn covered(&self, parsed: &Parsed, eval: &Evaluation) -> bool {
+        covered(
+            parsed,
+            &self.request(parsed),
+            &self.policy,
+            &self.resolver,
+            self.standing(parsed),
+            self.writable_reason(eval, parsed.command()).is_some(),
+        )
     }
 }
 
@@ -360,8 +347,10 @@ impl ExecTool {
                 .into_iter()
                 .chain(self.sessions.over_disk(&container.name))
                 .collect(),
-            owner: sandbox.uid_gid(),
+            owner: container.owner,
             shell: sandbox.shell,
+            split_stderr: false,
+            sticky: false,
         };
         if allowlist {
             self.add_runtime_entries(&mut p, &skills);
@@ -445,6 +434,8 @@ impl ExecTool {
                 nix::unistd::getgid().as_raw(),
             ),
             shell: elevated.shell,
+            split_stderr: false,
+            sticky: false,
         };
         self.add_runtime_entries(&mut p, &skills);
         Ok(p)

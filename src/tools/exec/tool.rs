@@ -4,68 +4,17 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::error::ExecError;
 use crate::approvals::{
-    pending_result, persist_entries, ApprovalDecision, ApprovalError, Approvals, Binding,
-    NewApproval,
+    pending_result, persist_entries, ApprovalDecision, Approvals, Binding, NewApproval,
 };
 use crate::config::Config;
-use crate::exec::{
-    validate_env, Caller, ElevatedError, EnvError, ExecRequest, RequestError, ToolResult,
-    WorkdirError,
-};
+use crate::exec::{validate_env, Caller, ExecRequest, ToolResult};
 use crate::home::Home;
-use crate::host::HostEnvError;
 use crate::policy::{Ask, Decision};
-use crate::process::{ProcessError, Registry};
+use crate::process::Registry;
 use crate::secrets::Secrets;
-use crate::session::{SessionError, Sessions};
-
-#[derive(Debug, thiserror::Error)]
-pub enum ExecError {
-    #[error(transparent)]
-    Request(#[from] RequestError),
-    #[error(transparent)]
-    Env(#[from] EnvError),
-    #[error(transparent)]
-    Workdir(#[from] WorkdirError),
-    /// The command or an env string would not fit in one exec (docs/security.md).
-    #[error(transparent)]
-    ArgLimit(#[from] crate::exec::ArgLimitError),
-    #[error(transparent)]
-    Session(#[from] SessionError),
-    #[error(transparent)]
-    Process(#[from] ProcessError),
-    #[error(transparent)]
-    Elevated(#[from] ElevatedError),
-    /// `Security Violation: …`, naming every refused key.
-    #[error(transparent)]
-    HostEnv(#[from] HostEnvError),
-    #[error("use host workdir {dir}: {reason}")]
-    HostWorkdir { dir: String, reason: String },
-    #[error("prepare the host run directory {dir}")]
-    HostRunDir {
-        dir: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Approval(#[from] ApprovalError),
-    /// A file the plan runs cannot be bound to the approval.
-    #[error(transparent)]
-    HostFile(#[from] crate::host::BindError),
-    #[error(transparent)]
-    Secrets(#[from] crate::secrets::SecretsError),
-    /// `policy explain` was asked about a policy that is not valid (a bad allowlist entry).
-    #[error(transparent)]
-    Policy(#[from] crate::policy::PolicyError),
-    /// `sandbox.shell` / `elevated.shell` names a shell that is not there.
-    #[error("run with {key} = \"{shell}\": {place} has no `{shell}` on its PATH (install it, or set {key} = \"sh\")")]
-    NoShell {
-        key: &'static str,
-        shell: &'static str,
-        place: String,
-    },
-}
+use crate::session::Sessions;
 
 /// See the module docs. Cheap to clone: approval waiters keep a copy.
 #[derive(Clone)]
@@ -118,16 +67,54 @@ impl ExecTool {
         wait_to_end: bool,
         started: impl FnOnce(&str) + Send,
     ) -> Result<ToolResult, ExecError> {
+        self.run_inner(caller, session, req, wait_to_end, false, started)
+            .await
+    }
+
+    /// A foreground call to its end with stderr kept apart from the log in `<id>.err`, for
+    /// `moat run` (`server::handlers::run` streams both files as they grow). Policy, approval
+    /// and hardening are exactly those of [`run_observed`](Self::run_observed).
+    pub async fn run_split(
+        &self,
+        caller: &Caller,
+        session: &str,
+        req: &ExecRequest,
+        started: impl FnOnce(&str) + Send,
+    ) -> Result<ToolResult, ExecError> {
+        self.run_inner(caller, session, req, true, true, started)
+            .await
+    }
+
+    async fn run_inner(
+        &self,
+        caller: &Caller,
+        session: &str,
+        req: &ExecRequest,
+        wait_to_end: bool,
+        split_stderr: bool,
+        started: impl FnOnce(&str) + Send,
+    ) -> Result<ToolResult, ExecError> {
         req.validate()?;
         validate_env(&req.env)?;
         let target = crate::exec::target(req, &self.config.elevated, caller, session)?;
+        // A sticky session's carried directory and variables are the request's defaults.
+        let sticky = self.sticky(session, &target);
+        let with_state;
+        let req = if sticky {
+            with_state = self.with_sticky(session, req).await;
+            &with_state
+        } else {
+            req
+        };
         // Parsed once, bounded and off the async workers; a command past the bounds is
         // refused before any container or host state is touched.
         let parsed = super::analyse(&req.command).await;
         if let Some(why) = parsed.refusal() {
             return Ok(refusal_result(&target, &why.to_string(), &req.command));
         }
-        let prepared = self.prepare(session, req, target, &parsed).await?;
+        let mut prepared = self.prepare(session, req, target, &parsed).await?;
+        prepared.split_stderr = split_stderr && !prepared.on_host() && req.pty != Some(true);
+        prepared.sticky = sticky && !prepared.on_host();
         let eval = prepared.evaluate(&parsed);
         // What would run must fit in one exec; refused here, before an approval is asked for
         // something that could never start.
@@ -222,15 +209,7 @@ impl ExecTool {
                     files,
                 );
                 // Whether the allowlist alone covers it, for `ask_fallback = allowlist`.
-                let covered = {
-                    let mut quiet = prepared.policy.clone();
-                    quiet.ask = Ask::Off;
-                    let cheap = super::prepare::Prepared {
-                        policy: quiet,
-                        ..prepared.clone()
-                    };
-                    cheap.evaluate(&parsed).decision == Decision::Allow
-                };
+                let covered = prepared.covered(&parsed, &eval);
                 // Nothing reusable for a plan that runs a file (it could change) or touches a
                 // directory a sandbox writes (it asks every time anyway); and nothing to
                 // remember for inline eval alone: allow-always would be a lie.

@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::approvals::{denied_event, finished_event, running_event, Binding};
 use crate::exec::{ExecRequest, Target};
 use crate::policy::Security;
+use crate::process::{EventKind, EventOutcome};
 use crate::store::{now_ms, ApprovalRow};
 
 use super::tool::ExecTool;
@@ -80,9 +81,11 @@ impl ExecTool {
 
     fn deny(&self, row: &ApprovalRow, reason: &str) {
         let display = self.approvals.display(&row.command);
-        self.registry
-            .events()
-            .publish(&row.session, denied_event(row, reason, &display));
+        self.registry.events().publish(
+            &row.session,
+            denied_event(row, reason, &display),
+            EventOutcome::approval(EventKind::Denied, &row.id, None),
+        );
     }
 
     /// `ask_fallback`, never looser than the security level in force: `full` runs the plan,
@@ -211,22 +214,26 @@ impl ExecTool {
         if !ended && notice > 0 {
             let text = running_event(&row, &proc.info.id, notice, &display);
             let text = proc.lock().output.redact(&text);
-            self.registry.events().publish(&row.session, text);
+            let outcome = EventOutcome::approval(EventKind::Running, &row.id, Some(&proc.info.id));
+            self.registry.events().publish(&row.session, text, outcome);
         }
         while !ended {
             ended = proc.wait_exit(Duration::from_secs(3600)).await;
         }
         let _ = std::fs::remove_dir_all(&private);
-        let text = {
+        let (text, outcome) = {
             let st = proc.lock();
             let exit = st.exit.clone().expect("ended");
-            st.output.redact(&finished_event(
+            let text = st.output.redact(&finished_event(
                 &row,
                 &proc.info.id,
                 &exit,
                 &st.output.tail(400),
-            ))
+            ));
+            let outcome =
+                EventOutcome::ended(EventKind::Finished, &proc.info.id, &exit, Some(&row.id));
+            (text, outcome)
         };
-        self.registry.events().publish(&row.session, text);
+        self.registry.events().publish(&row.session, text, outcome);
     }
 }

@@ -1,0 +1,38 @@
+//! `[sandbox.egress]`: what a session with `sandbox.network = "egress"` may reach through its
+//! proxy (docs/security.md, "Network egress").
+
+use serde::{Deserialize, Serialize};
+
+use crate::egress::EgressAsk;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EgressConfig {
+    /// Host globs with optional ports the sandbox may reach (`pkgs.example.org`,
+    /// `*.files.example.net`, `host:8080`, `host:*`); an entry without a port covers 80 and
+    /// 443. Empty: nothing is allowed.
+    pub allow: Vec<String>,
+    /// Entries refused whatever `allow` or an operator's grant says.
+    pub deny: Vec<String>,
+    /// `off` refuses a host no entry covers; `on-miss` refuses it and files a pending
+    /// approval of kind network for an operator to decide.
+    pub ask: EgressAsk,
+    /// The Docker network the proxy reaches the outside through (the engine's default
+    /// `bridge` unless set): the only network besides the session's internal one that the
+    /// proxy joins, and one the sandbox never joins.
+    pub outbound_network: String,
+    /// Minutes an operator's allow-once decision on a network approval lasts.
+    pub grant_minutes: u64,
+}
+
+impl Default for EgressConfig {
+    fn default() -> Self {
+        Self {
+            allow: Vec::new(),
+            deny: Vec::new(),
+            ask: EgressAsk::Off,
+            outbound_network: "bridge".into(),
+            grant_minutes: 10,
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! The egress decision: pure, so every rule is table-tested (docs/security.md, "Network
+//! egress").
+//!
+//! In order: a `deny` entry wins; an exact entry (from the config or an operator's grant)
+//! allows; an IP literal is refused unless an exact entry named it; a glob allows only when
+//! every address the name resolved to is public (no rebinding into the host's network);
+//! otherwise the request is refused, or asked about with `ask = "on-miss"`.
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+use super::addr::is_public;
+use super::host::Host;
+use super::rules::Rule;
+use super::EgressError;
+
+/// What happens to a host no entry covers.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum EgressAsk {
+    /// Refused.
+    #[default]
+    Off,
+    /// Refused now, and a pending approval of kind network asks an operator.
+    OnMiss,
+}
+
+impl EgressAsk {
+    /// As written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EgressAsk::Off => "off",
+            EgressAsk::OnMiss => "on-miss",
+        }
+    }
+}
+
+/// The parsed policy of one session.
+#[derive(Debug, Clone, Default)]
+pub struct EgressPolicy {
+    /// Entries that allow.
+    pub allow: Vec<Rule>,
+    /// Entries that refuse, whatever else says.
+    pub deny: Vec<Rule>,
+    /// What a miss does.
+    pub ask: EgressAsk,
+}
+
+impl EgressPolicy {
+    /// Parses the config's entries; an entry that does not parse is an error naming it.
+    pub fn parse(allow: &[String], deny: &[String], ask: EgressAsk) -> Result<Self, EgressError> {
+        let parse = |v: &[String]| v.iter().map(|e| Rule::parse(e)).collect::<Result<_, _>>();
+        Ok(Self {
+            allow: parse(allow)?,
+            deny: parse(deny)?,
+            ask,
+        })
+    }
+}
+
+impl EgressAsk {
+    /// Reads `off` or `on-miss`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "off" => Some(EgressAsk::Off),
+            "on-miss" => Some(EgressAsk::OnMiss),
+            _ => None,
+        }
+    }
+}
+
+impl EgressPolicy {
+    /// The policy with an operator's per-session override: its allow and deny entries join
+    /// the config's (so a deny anywhere still wins), and its ask mode replaces the config's.
+    /// Entries that do not parse are left out (they are checked when the operator sets them).
+    pub fn with_override(&self, allow: &[String], deny: &[String], ask: Option<&str>) -> Self {
+        let mut p = self.clone();
+        p.allow
+            .extend(allow.iter().filter_map(|e| Rule::parse(e).ok()));
+        p.deny
+            .extend(deny.iter().filter_map(|e| Rule::parse(e).ok()));
+        if let Some(a) = ask.and_then(EgressAsk::parse) {
+            p.ask = a;
+        }
+        p
+    }
+}
+
+/// The outcome for one connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    Refuse(Refusal),
+    /// Refused for now; an operator is asked.
+    Ask,
+}
+
+/// Why a connection is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A `deny` entry covers it.
+    Denied,
+    /// No entry covers it.
+    NotAllowed,
+    /// An IP literal no exact entry names.
+    IpLiteral,
+    /// A glob covers the name, but it resolved to this non-public address.
+    Internal(IpAddr),
+}
+
+impl Refusal {
+    /// Short tag for the audit log.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Refusal::Denied => "denied",
+            Refusal::NotAllowed => "not-allowed",
+            Refusal::IpLiteral => "ip-literal",
+            Refusal::Internal(_) => "internal-address",
+        }
+    }
+}
+
+/// Decides a connection to `host:port`, which resolved to `addrs` (empty for an IP literal),
+/// under `policy` plus the exact entries operators granted.
+pub fn decide(
+    policy: &EgressPolicy,
+    grants: &[Rule],
+    host: &Host,
+    port: u16,
+    addrs: &[IpAddr],
+) -> Verdict {
+    if policy.deny.iter().any(|r| r.matches(host, port)) {
+        return Verdict::Refuse(Refusal::Denied);
+    }
+    let exact = policy
+        .allow
+        .iter()
+        .chain(grants)
+        .any(|r| r.is_exact() && r.matches(host, port));
+    if exact {
+        return Verdict::Allow;
+    }
+    if let Host::Ip(_) = host {
+        return miss(policy, Refusal::IpLiteral);
+    }
+    if policy.allow.iter().any(|r| r.matches(host, port)) {
+        return match addrs.iter().find(|a| !is_public(**a)) {
+            Some(a) => Verdict::Refuse(Refusal::Internal(*a)),
+            None => Verdict::Allow,
+        };
+    }
+    miss(policy, Refusal::NotAllowed)
+}
+
+fn miss(policy: &EgressPolicy, refusal: Refusal) -> Verdict {
+    match policy.ask {
+        EgressAsk::Off => Verdict::Refuse(refusal),
+        EgressAsk::OnMiss => Verdict::Ask,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(allow: &[&str], deny: &[&str], ask: EgressAsk) -> EgressPolicy {
+        let v = |s: &[&str]| s.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+        EgressPolicy::parse(&v(allow), &v(deny), ask).unwrap()
+    }
+
+    #[test]
+    fn table() {
+        use EgressAsk::*;
+        use Verdict::*;
+        let pub_ip = "151.101.0.223";
+        let allow = &[
+            "pkgs.example.org",
+            "*.files.example.net",
+            "up-allowed:8080",
+            "10.9.9.9",
+        ];
+        let deny = &["bad.files.example.net", "pkgs.example.org:80"];
+        // (ask, grants, host, port, addrs, verdict)
+        type Row<'a> = (
+            EgressAsk,
+            &'a [&'a str],
+            &'a str,
+            u16,
+            &'a [&'a str],
+            Verdict,
+        );
+        let rows: &[Row] = &[
+            (Off, &[], "pkgs.example.org", 443, &[pub_ip], Allow),
+            // Deny wins over an exact allow.
+            (
+                Off,
+                &[],
+                "pkgs.example.org",
+                80,
+                &[pub_ip],
+                Refuse(Refusal::Denied),
+            ),
+            (Off, &[], "files.files.example.net", 443, &[pub_ip], Allow),
+            (
+                Off,
+                &[],
+                "bad.files.example.net",
+                443,
+                &[pub_ip],
+                Refuse(Refusal::Denied),
+            ),
+            // Deny wins over a grant too.
+            (
+                Off,
+                &["bad.files.example.net:443"],
+                "bad.files.example.net",
+                443,
+                &[pub_ip],
+                Refuse(Refusal::Denied),
+            ),
+            (
+                Off,
+                &[],
+                "example.com",
+                443,
+                &[pub_ip],
+                Refuse(Refusal::NotAllowed),
+            ),
+            (OnMiss, &[], "example.com", 443, &[pub_ip], Ask),
+            (
+                OnMiss,
+                &[],
+                "bad.files.example.net",
+                443,
+                &[pub_ip],
+                Refuse(Refusal::Denied),
+            ),
+            // A glob never leads to a private, loopback or link-local address.
+            (
+                Off,
+                &[],
+                "evil.files.example.net",
+                443,
+                &["127.0.0.1"],
+                Refuse(Refusal::Internal("127.0.0.1".parse().unwrap())),
+            ),
+            (
+                Off,
+                &[],
+                "evil.files.example.net",
+                443,
+                &[pub_ip, "169.254.169.254"],
+                Refuse(Refusal::Internal("169.254.169.254".parse().unwrap())),
+            ),
+            (
+                Off,
+                &[],
+                "evil.files.example.net",
+                443,
+                &["fd00::1"],
+                Refuse(Refusal::Internal("fd00::1".parse().unwrap())),
+            ),
+            // An exact entry may name an internal host on purpose.
+            (Off, &[], "up-allowed", 8080, &["172.18.0.2"], Allow),
+            (
+                Off,
+                &[],
+                "up-allowed",
+                443,
+                &["172.18.0.2"],
+                Refuse(Refusal::NotAllowed),
+            ),
+            // IP literals: only by exact entry, never by a glob or `*`.
+            (Off, &[], "10.9.9.9", 443, &[], Allow),
+            (Off, &[], "10.9.9.8", 443, &[], Refuse(Refusal::IpLiteral)),
+            (OnMiss, &[], "10.9.9.8", 443, &[], Ask),
+            // An operator's grant is exact.
+            (
+                Off,
+                &["example.com:443"],
+                "example.com",
+                443,
+                &["10.0.0.1"],
+                Allow,
+            ),
+            (
+                Off,
+                &["example.com:443"],
+                "example.com",
+                8443,
+                &[pub_ip],
+                Refuse(Refusal::NotAllowed),
+            ),
+        ];
+        let p_off = policy(allow, deny, Off);
+        let p_ask = policy(allow, deny, OnMiss);
+        for (ask, grants, host, port, addrs, want) in rows {
+            let p = if *ask == Off { &p_off } else { &p_ask };
+            let grants: Vec<Rule> = grants.iter().map(|g| Rule::parse(g).unwrap()).collect();
+            let addrs: Vec<IpAddr> = addrs.iter().map(|a| a.parse().unwrap()).collect();
+            let host = Host::parse(host).unwrap();
+            assert_eq!(
+                &decide(p, &grants, &host, *port, &addrs),
+                want,
+                "{ask:?} {grants:?} {host:?}:{port} {addrs:?}"
+            );
+        }
+        // An operator's override adds entries and sets ask; a config deny still wins.
+        let host = |h: &str| Host::parse(h).unwrap();
+        let public: Vec<IpAddr> = vec![pub_ip.parse().unwrap()];
+        let o = p_off.with_override(
+            &[
+                "example.com".into(),
+                "bad.files.example.net".into(),
+                "py*".into(),
+            ],
+            &["files.files.example.net".into()],
+            Some("on-miss"),
+        );
+        assert_eq!(decide(&o, &[], &host("example.com"), 443, &public), Allow);
+        assert_eq!(
+            decide(&o, &[], &host("bad.files.example.net"), 443, &public),
+            Refuse(Refusal::Denied)
+        );
+        assert_eq!(
+            decide(&o, &[], &host("files.files.example.net"), 443, &public),
+            Refuse(Refusal::Denied)
+        );
+        assert_eq!(decide(&o, &[], &host("other.test"), 443, &public), Ask);
+        let same = p_ask.with_override(&[], &[], Some("nonsense"));
+        assert_eq!(same.ask, OnMiss);
+        assert_eq!(p_ask.with_override(&[], &[], Some("off")).ask, Off);
+        // `*` allows public names, never literals or internal answers.
+        let all = policy(&["*"], &[], Off);
+        let name = Host::parse("x.example").unwrap();
+        let public = [pub_ip.parse().unwrap()];
+        assert_eq!(decide(&all, &[], &name, 443, &public), Allow);
+        let lit = Host::parse("1.1.1.1").unwrap();
+        assert_eq!(
+            decide(&all, &[], &lit, 443, &[]),
+            Refuse(Refusal::IpLiteral)
+        );
+    }
+}

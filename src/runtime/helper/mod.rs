@@ -1,0 +1,25 @@
+//! The helper transport: commands start through `moat-helper`, a static program moat puts in
+//! each session's run directory and starts once per container, instead of one engine exec
+//! each (docs/helper.md).
+//!
+//! - `frame`: the wire format, shared with the helper's source.
+//! - `binary`: the embedded helper and its installation into a run directory.
+//! - `target`: which containers have a run directory, and where.
+//! - `socket`: reaching the helper's socket without following anything the sandbox controls.
+//! - `conn`: one connection: handshake, requests in flight, bounded reads.
+//! - `runtime`: [`HelperRuntime`], the [`crate::runtime::Runtime`] that routes through it and
+//!   falls back to the engine's exec.
+
+mod binary;
+mod conn;
+mod error;
+pub mod frame;
+mod runtime;
+mod socket;
+mod target;
+
+#[cfg(test)]
+mod frame_tests;
+
+pub use error::HelperError;
+pub use runtime::{probe, HelperRuntime};

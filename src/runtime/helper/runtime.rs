@@ -1,0 +1,605 @@
+//! [`HelperRuntime`]: a [`Runtime`] that starts commands in session containers through their
+//! helper, and everything else (and anything the helper cannot take) through the engine.
+//!
+//! Semantics stay the engine path's: the command given is the same wrapper argv, with the
+//! same env laid over the container's, in the same workdir, as the container's user; the
+//! wrapper still writes the run files, which stay the source of truth (docs/helper.md). What
+//! changes is only who forks it, and how moat learns that it ended: the helper's `Exited`
+//! instead of the exec stream closing.
+//!
+//! When the helper goes away with commands in flight, their `finished` channel is dropped
+//! unsent: the registry then watches their run files as after a restart of moat. The next
+//! request restarts the helper; if that fails, the container's commands go through the engine
+//! for [`RETRY_AFTER`], and each switch is logged once.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use tokio::io::AsyncReadExt;
+use tokio::sync::{mpsc, oneshot};
+
+use super::conn::{Conn, Event};
+use super::frame::{Msg, Spawn, MAX_CHUNK};
+use super::{binary, socket, target, HelperError};
+use crate::home::Home;
+use crate::process::script::RUN_DIR;
+use crate::runtime::{
+    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, Progress, Runtime,
+    RuntimeError, Transport,
+};
+
+/// How long a container whose helper could not be started uses the engine before moat tries
+/// the helper again.
+const RETRY_AFTER: Duration = Duration::from_secs(30);
+/// How long a started helper has to show its pid and open its socket.
+const START_WAIT: Duration = Duration::from_secs(5);
+/// How long the helper has to say a command started.
+const SPAWN_WAIT: Duration = Duration::from_secs(10);
+/// The most a short helper command may print (the engine path's bound, `docker::exec`).
+const MAX_CAPTURE_BYTES: usize = 1 << 20;
+/// Exit codes kept for commands whose code nobody asked for yet; past it the oldest finished
+/// ones are dropped (their wrapper recorded the exit in the run files anyway).
+const MAX_EXITS: usize = 4096;
+/// Prefix of the exec ids this transport hands out (engine ids are hex).
+const ID_PREFIX: &str = "helper-";
+
+/// One container's helper state.
+#[derive(Default)]
+struct Slot {
+    conn: Option<Arc<Conn>>,
+    /// While set, the engine takes this container's commands.
+    retry_at: Option<Instant>,
+    /// The transport the last command took (`moat doctor`).
+    last: Option<Transport>,
+}
+
+/// A command started through a helper.
+struct HelperExec {
+    conn: Weak<Conn>,
+    request: u32,
+    /// Its status once the helper reported it.
+    exit: Option<i64>,
+}
+
+pub struct HelperRuntime {
+    inner: Arc<dyn Runtime>,
+    home: Home,
+    /// The sandbox user (uid, gid): the helper runs as it, and its socket must be its.
+    owner: (u32, u32),
+    slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
+    last: Mutex<HashMap<String, Transport>>,
+    execs: Arc<Mutex<HashMap<String, HelperExec>>>,
+    seq: AtomicU64,
+}
+
+/// Where the helper lives inside the container.
+fn helper_path() -> String {
+    format!("{RUN_DIR}/{}", binary::FILE_NAME)
+}
+
+fn socket_path() -> String {
+    format!("{RUN_DIR}/{}/{}", socket::DIR, socket::SOCKET)
+}
+
+/// Whether a helper answers for `container` now, without starting one (`moat doctor`).
+pub async fn probe(home: &Home, container: &str, owner: (u32, u32)) -> bool {
+    let Some(slug) = target::slug_of(container) else {
+        return false;
+    };
+    let Ok(dir) = crate::process::open_dir(&home.run_dir(slug)) else {
+        return false;
+    };
+    let Some(pid) = socket::read_pid(&dir) else {
+        return false;
+    };
+    match socket::connect(&dir, owner.0, pid).await {
+        Ok(stream) => Conn::open(stream).await.is_ok(),
+        Err(_) => false,
+    }
+}
+
+impl HelperRuntime {
+    pub fn new(inner: Arc<dyn Runtime>, home: Home, owner: (u32, u32)) -> Self {
+        Self {
+            inner,
+            home,
+            owner,
+            slots: Mutex::default(),
+            last: Mutex::default(),
+            execs: Arc::default(),
+            seq: AtomicU64::new(1),
+        }
+    }
+
+    fn note(&self, container: &str, transport: Transport) {
+        self.last
+            .lock()
+            .unwrap()
+            .insert(container.to_string(), transport);
+    }
+
+    /// A live connection to `container`'s helper, starting the helper when there is none;
+    /// `None` when the engine should take the command.
+    async fn conn_for(&self, container: &str) -> Option<Arc<Conn>> {
+        let slug = target::slug_of(container)?;
+        let slot = self
+            .slots
+            .lock()
+            .unwrap()
+            .entry(container.to_string())
+            .or_default()
+            .clone();
+        let mut slot = slot.lock().await;
+        if let Some(conn) = &slot.conn {
+            if conn.is_alive() {
+                return Some(conn.clone());
+            }
+            tracing::warn!(%container, "the helper went away; restarting it");
+            slot.conn = None;
+        }
+        if slot.retry_at.is_some_and(|at| Instant::now() < at) {
+            return None;
+        }
+        match self.attach(container, slug).await {
+            Ok(conn) => {
+                if slot.retry_at.take().is_some() || slot.last == Some(Transport::Exec) {
+                    tracing::info!(%container, "commands go through the helper again");
+                }
+                slot.last = Some(Transport::Helper);
+                slot.conn = Some(conn.clone());
+                Some(conn)
+            }
+            Err(e) => {
+                tracing::warn!(
+                    %container,
+                    error = %crate::error_chain::error_chain(&e),
+                    "failed to use the helper; commands go through docker exec for now"
+                );
+                slot.last = Some(Transport::Exec);
+                slot.retry_at = Some(Instant::now() + RETRY_AFTER);
+                None
+            }
+        }
+    }
+
+    /// Connects to the running helper moat recorded, or starts a new one.
+    async fn attach(&self, container: &str, slug: &str) -> Result<Arc<Conn>, HelperError> {
+        let run_dir = self.home.run_dir(slug);
+        let dir = crate::process::open_dir(&run_dir)
+            .map_err(HelperError::io("open the run directory"))?;
+        if let Some(pid) = socket::read_pid(&dir) {
+            if let Ok(stream) = socket::connect(&dir, self.owner.0, pid).await {
+                if let Ok(conn) = Conn::open(stream).await {
+                    return Ok(conn);
+                }
+            }
+        }
+        binary::install(&dir)?;
+        socket::prepare_dir(&dir, self.owner.0, self.owner.1)?;
+        let exec_id = self
+            .inner
+            .exec_detached(container, vec![helper_path(), socket_path()])
+            .await
+            .map_err(|e| HelperError::Start(crate::error_chain::error_chain(&e)))?;
+        let deadline = Instant::now() + START_WAIT;
+        let pid = loop {
+            match self.inner.exec_pid(&exec_id).await {
+                Ok(Some(pid)) => break pid,
+                Ok(None) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(5)).await
+                }
+                Ok(None) => {
+                    return Err(HelperError::Start(
+                        "it ended at once, or the engine reports no pid for it".into(),
+                    ))
+                }
+                Err(e) => return Err(HelperError::Start(crate::error_chain::error_chain(&e))),
+            }
+        };
+        socket::write_pid(&dir, pid)?;
+        let stream = self.wait_for_socket(&dir, pid, deadline).await?;
+        Conn::open(stream).await
+    }
+
+    async fn wait_for_socket(
+        &self,
+        dir: &OwnedFd,
+        pid: u32,
+        deadline: Instant,
+    ) -> Result<tokio::net::UnixStream, HelperError> {
+        loop {
+            match socket::connect(dir, self.owner.0, pid).await {
+                Ok(stream) => return Ok(stream),
+                Err(e) if Instant::now() >= deadline => return Err(e),
+                Err(_) => tokio::time::sleep(Duration::from_millis(2)).await,
+            }
+        }
+    }
+
+    /// Sends `spawn` and waits for the helper to start it: `Ok(None)` when the request never
+    /// left moat or the helper said it started nothing (so the engine may take it), `Err`
+    /// when what happened to it is unknown.
+    async fn spawn(
+        &self,
+        container: &str,
+        conn: &Arc<Conn>,
+        spawn: Spawn,
+    ) -> Result<Option<(u32, mpsc::Receiver<Event>)>, RuntimeError> {
+        let action = || format!("start a command in {container} through its helper");
+        let (id, mut rx) = match conn.request(|id| Msg::Spawn(Spawn { id, ..spawn })).await {
+            Ok(r) => r,
+            Err(_) => return Ok(None),
+        };
+        match tokio::time::timeout(SPAWN_WAIT, rx.recv()).await {
+            Ok(Some(Event::Started)) => Ok(Some((id, rx))),
+            // The helper started nothing, so the engine may try: at the pids limit the helper
+            // cannot fork, while the engine still starts an exec (it moves the new process
+            // into the cgroup, which the limit does not refuse), and that is how a kill still
+            // gets through a fork bomb (docs/helper.md, "Fallback").
+            Ok(Some(Event::Failed(message))) => {
+                tracing::debug!(%container, %message, "the helper could not start a command; the engine takes it");
+                Ok(None)
+            }
+            Ok(Some(_)) => {
+                conn.close();
+                Err(RuntimeError::Other {
+                    action: action(),
+                    message: "the helper answered out of order".into(),
+                })
+            }
+            Ok(None) => Err(RuntimeError::Other {
+                action: action(),
+                message: "the helper went away while starting it".into(),
+            }),
+            Err(_) => {
+                conn.close();
+                Err(RuntimeError::Other {
+                    action: action(),
+                    message: "the helper did not answer in time".into(),
+                })
+            }
+        }
+    }
+
+    fn remember(&self, exec_id: &str, conn: &Arc<Conn>, request: u32) {
+        let mut execs = self.execs.lock().unwrap();
+        if execs.len() >= MAX_EXITS {
+            execs.retain(|_, e| e.exit.is_none());
+        }
+        execs.insert(
+            exec_id.to_string(),
+            HelperExec {
+                conn: Arc::downgrade(conn),
+                request,
+                exit: None,
+            },
+        );
+    }
+}
+
+/// Carries a command's answers: terminal output to `tty`, the exit to `finished` (dropped
+/// unsent when the helper goes away, see the module docs).
+async fn follow(
+    mut rx: mpsc::Receiver<Event>,
+    tty: Option<mpsc::Sender<std::io::Result<bytes::Bytes>>>,
+    finished: oneshot::Sender<()>,
+    exec_id: String,
+    execs: Arc<Mutex<HashMap<String, HelperExec>>>,
+) {
+    let mut tty = tty;
+    while let Some(event) = rx.recv().await {
+        match event {
+            Event::Output(data) => {
+                if let Some(tx) = &tty {
+                    // Once nobody listens, keep reading anyway: the exit follows.
+                    if tx.send(Ok(data.into())).await.is_err() {
+                        tty = None;
+                    }
+                }
+            }
+            Event::Exited(status) => {
+                if let Some(e) = execs.lock().unwrap().get_mut(&exec_id) {
+                    e.exit = Some(i64::from(status));
+                }
+                drop(tty);
+                let _ = finished.send(());
+                return;
+            }
+            Event::Started | Event::Failed(_) => break,
+        }
+    }
+}
+
+#[async_trait]
+impl Runtime for HelperRuntime {
+    async fn ping(&self) -> Result<EngineInfo, RuntimeError> {
+        self.inner.ping().await
+    }
+    async fn image_exists(&self, image: &str) -> Result<bool, RuntimeError> {
+        self.inner.image_exists(image).await
+    }
+    async fn inspect_container(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
+        self.inner.inspect_container(name).await
+    }
+    async fn list_containers(&self, label: &str) -> Result<Vec<ContainerInfo>, RuntimeError> {
+        self.inner.list_containers(label).await
+    }
+    async fn create_container(&self, spec: &ContainerSpec) -> Result<String, RuntimeError> {
+        self.inner.create_container(spec).await
+    }
+    async fn start_container(&self, id: &str) -> Result<(), RuntimeError> {
+        self.inner.start_container(id).await
+    }
+    async fn remove_container(&self, id: &str) -> Result<(), RuntimeError> {
+        // A new container of the same name gets a new helper.
+        if let Some(slot) = self.slots.lock().unwrap().remove(id) {
+            if let Ok(slot) = slot.try_lock() {
+                if let Some(c) = &slot.conn {
+                    c.close();
+                }
+            }
+        }
+        self.inner.remove_container(id).await
+    }
+    async fn set_pids_limit(&self, name: &str, limit: i64) -> Result<(), RuntimeError> {
+        self.inner.set_pids_limit(name, limit).await
+    }
+    // Networks, runtimes and images are the engine's alone (docs/security.md, "Network
+    // egress"): the helper only runs commands.
+    async fn ensure_network(
+        &self,
+        name: &str,
+        internal: bool,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Vec<String>, RuntimeError> {
+        self.inner.ensure_network(name, internal, labels).await
+    }
+    async fn remove_network(&self, name: &str) -> Result<(), RuntimeError> {
+        self.inner.remove_network(name).await
+    }
+    async fn list_networks(&self, label: &str) -> Result<Vec<String>, RuntimeError> {
+        self.inner.list_networks(label).await
+    }
+    async fn connect_network(&self, network: &str, container: &str) -> Result<(), RuntimeError> {
+        self.inner.connect_network(network, container).await
+    }
+    async fn runtimes(&self) -> Result<Vec<String>, RuntimeError> {
+        self.inner.runtimes().await
+    }
+    async fn image_tags(&self, repository: &str) -> Result<Vec<String>, RuntimeError> {
+        self.inner.image_tags(repository).await
+    }
+    async fn remove_image(&self, tag: &str) -> Result<(), RuntimeError> {
+        self.inner.remove_image(tag).await
+    }
+
+    async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
+        // The helper is the container's user: another user's command takes the engine.
+        let conn = match spec.user {
+            None => self.conn_for(container).await,
+            Some(_) => None,
+        };
+        let Some(conn) = conn else {
+            self.note(container, Transport::Exec);
+            return self.inner.exec(container, spec).await;
+        };
+        let (rows, cols) = spec.console_size.unwrap_or((0, 0));
+        let request = Spawn {
+            id: 0,
+            tty: spec.tty,
+            capture: false,
+            rows,
+            cols,
+            workdir: spec.workdir.clone().unwrap_or_default(),
+            argv: spec.argv.clone(),
+            env: spec.env.clone(),
+        };
+        let Some((request, rx)) = self.spawn(container, &conn, request).await? else {
+            self.note(container, Transport::Exec);
+            return self.inner.exec(container, spec).await;
+        };
+        self.note(container, Transport::Helper);
+        let exec_id = format!("{ID_PREFIX}{}", self.seq.fetch_add(1, Ordering::Relaxed));
+        self.remember(&exec_id, &conn, request);
+        let (done_tx, done_rx) = oneshot::channel();
+        let mut tty = None;
+        let mut out_tx = None;
+        if spec.tty {
+            let (tx, out_rx) = mpsc::channel(64);
+            out_tx = Some(tx);
+            let (ours, theirs) = tokio::io::duplex(MAX_CHUNK);
+            tokio::spawn(forward_input(theirs, Arc::downgrade(&conn), request));
+            tty = Some(ExecTty {
+                output: Box::pin(tokio_stream::wrappers::ReceiverStream::new(out_rx)),
+                input: Box::pin(ours),
+            });
+        }
+        tokio::spawn(follow(
+            rx,
+            out_tx,
+            done_tx,
+            exec_id.clone(),
+            self.execs.clone(),
+        ));
+        Ok(ExecStarted {
+            id: exec_id,
+            finished: done_rx,
+            tty,
+        })
+    }
+
+    async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>, RuntimeError> {
+        if !exec_id.starts_with(ID_PREFIX) {
+            return self.inner.exec_exit_code(exec_id).await;
+        }
+        let mut execs = self.execs.lock().unwrap();
+        let code = execs.get(exec_id).and_then(|e| e.exit);
+        if code.is_some() {
+            execs.remove(exec_id);
+        }
+        Ok(code)
+    }
+
+    async fn resize_exec(&self, exec_id: &str, rows: u16, cols: u16) -> Result<(), RuntimeError> {
+        if !exec_id.starts_with(ID_PREFIX) {
+            return self.inner.resize_exec(exec_id, rows, cols).await;
+        }
+        let target = {
+            let execs = self.execs.lock().unwrap();
+            execs
+                .get(exec_id)
+                .and_then(|e| Some((e.conn.upgrade()?, e.request)))
+        };
+        if let Some((conn, id)) = target {
+            let _ = conn.send(&Msg::Resize { id, rows, cols }).await;
+        }
+        Ok(())
+    }
+
+    async fn exec_capture(
+        &self,
+        container: &str,
+        argv: Vec<String>,
+        user: Option<String>,
+    ) -> Result<(i64, Vec<u8>), RuntimeError> {
+        let conn = match user {
+            None => self.conn_for(container).await,
+            Some(_) => None,
+        };
+        let Some(conn) = conn else {
+            return self.inner.exec_capture(container, argv, user).await;
+        };
+        let request = Spawn {
+            argv: argv.clone(),
+            capture: true,
+            ..Default::default()
+        };
+        let action = || format!("run a helper command in {container}");
+        let Some((_, mut rx)) = self.spawn(container, &conn, request).await? else {
+            return self.inner.exec_capture(container, argv, user).await;
+        };
+        let mut out = Vec::new();
+        while let Some(event) = rx.recv().await {
+            match event {
+                Event::Output(data) => {
+                    if out.len() + data.len() > MAX_CAPTURE_BYTES {
+                        return Err(RuntimeError::Other {
+                            action: action(),
+                            message: format!("its output passed {MAX_CAPTURE_BYTES} bytes"),
+                        });
+                    }
+                    out.extend_from_slice(&data);
+                }
+                Event::Exited(status) => return Ok((i64::from(status), out)),
+                Event::Started | Event::Failed(_) => break,
+            }
+        }
+        // The helper went away mid-command. These commands are checks and signals, safe to
+        // run again: the engine takes this one.
+        self.inner.exec_capture(container, argv, user).await
+    }
+
+    async fn build_image(
+        &self,
+        context: Vec<u8>,
+        tag: &str,
+        build_args: Vec<(String, String)>,
+        progress: Progress,
+    ) -> Result<(), RuntimeError> {
+        self.inner
+            .build_image(context, tag, build_args, progress)
+            .await
+    }
+
+    async fn exec_detached(
+        &self,
+        container: &str,
+        argv: Vec<String>,
+    ) -> Result<String, RuntimeError> {
+        self.inner.exec_detached(container, argv).await
+    }
+
+    async fn exec_pid(&self, exec_id: &str) -> Result<Option<u32>, RuntimeError> {
+        self.inner.exec_pid(exec_id).await
+    }
+
+    fn transport_of(&self, container: &str) -> &'static str {
+        self.last
+            .lock()
+            .unwrap()
+            .get(container)
+            .copied()
+            .unwrap_or(Transport::Helper)
+            .name()
+    }
+}
+
+/// Sends what is written to a PTY command's terminal as `Input` frames until the writer closes
+/// or the helper goes away.
+async fn forward_input(mut from: tokio::io::DuplexStream, conn: Weak<Conn>, id: u32) {
+    let mut buf = vec![0u8; MAX_CHUNK];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let Some(conn) = conn.upgrade() else { return };
+        let msg = Msg::Input {
+            id,
+            data: buf[..n].to_vec(),
+        };
+        if conn.send(&msg).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::fake::{Call, FakeRuntime};
+
+    fn spec() -> ExecSpec {
+        ExecSpec {
+            argv: vec!["true".into()],
+            ..Default::default()
+        }
+    }
+
+    /// Whatever the helper cannot take goes to the engine, and says so: a name that is not a
+    /// session container's, another user, an engine that cannot start the helper.
+    #[tokio::test]
+    async fn what_the_helper_cannot_take_goes_to_the_engine() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        std::fs::create_dir_all(home.run_dir("main-1a2b3c4d")).unwrap();
+        let fake = FakeRuntime::new();
+        let rt = HelperRuntime::new(Arc::new(fake.clone()), home, (1000, 1000));
+        rt.exec("0123abcd", spec()).await.unwrap();
+        let other_user = ExecSpec {
+            user: Some("0".into()),
+            ..spec()
+        };
+        rt.exec("moat-main-1a2b3c4d", other_user).await.unwrap();
+        // The fake engine starts no detached helper: the container falls back.
+        rt.exec("moat-main-1a2b3c4d", spec()).await.unwrap();
+        rt.exec_capture("moat-main-1a2b3c4d", vec!["true".into()], None)
+            .await
+            .unwrap();
+        assert_eq!(rt.transport_of("moat-main-1a2b3c4d"), "exec");
+        let execs = fake
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, Call::Exec { .. } | Call::Capture { .. }))
+            .count();
+        assert_eq!(execs, 4, "{:?}", fake.calls());
+        // The helper binary was put in place before the engine refused to start it.
+        assert!(dir.path().join("run/main-1a2b3c4d/moat-helper").is_file());
+        // Helper exec ids are told apart from the engine's.
+        assert_eq!(rt.exec_exit_code("helper-999").await.unwrap(), None);
+    }
+}

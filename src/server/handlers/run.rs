@@ -1,0 +1,239 @@
+//! `POST /v1/sessions/{session}/run` (the unix socket, operators): the command of `moat run`,
+//! with its stdout and stderr streamed live and apart (docs/http-api.md, "moat run's
+//! stream"). The body is an `exec` request (foreground only: no `background`, `yieldMs` or
+//! `pty`); the answer is lines of JSON:
+//!
+//! - `{"started": "<process id>"}` once the command runs;
+//! - `{"stdout": "<text>"}` and `{"stderr": "<text>"}` as the command writes, whole (not
+//!   capped), sanitized and redacted like any output ([`LiveText`]);
+//! - `{"result": <tool result>}` after the last output line, as `exec` answers it;
+//! - `{"error": "failed to …", "status": N}` when the call failed.
+//!
+//! The command writes stdout to its log and stderr to `<id>.err` in the run directory (the
+//! split wrapper, `process::script`); both files are read here through descriptors opened
+//! beneath the run directory, as every run file is (docs/security.md, "Run directory and
+//! workspace files"). The call runs inside the response body, as `exec_wait`'s does: a
+//! client that goes away ends the command.
+
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::{caller, exec_caller, json_body, PathParam};
+use crate::exec::{Caller, ExecRequest};
+use crate::output::LiveText;
+use crate::process::RunFiles;
+use crate::server::auth::Transport;
+use crate::server::error::ApiError;
+use crate::server::ServerState;
+
+/// How often the two files are looked at for new bytes while the command runs.
+const POLL: Duration = Duration::from_millis(50);
+/// The most read from one file at a time, so one line of JSON stays bounded.
+const CHUNK: usize = 256 << 10;
+
+pub async fn run(
+    State(state): State<Arc<ServerState>>,
+    Extension(transport): Extension<Transport>,
+    PathParam(session): PathParam,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let who = caller(&state, transport, &headers, Some(&session))?;
+    who.require_operator()?;
+    if transport != Transport::Unix {
+        return Err(ApiError::bad_request(
+            "failed to run: moat run is served on the unix socket only",
+        ));
+    }
+    let req: ExecRequest = json_body(body)?;
+    if req.background == Some(true) || req.pty == Some(true) || req.yield_ms.is_some() {
+        return Err(ApiError::bad_request(
+            "failed to run: a run is in the foreground without a terminal (no background, yieldMs or pty)",
+        ));
+    }
+    let caller = exec_caller(&who, transport, &headers, &session)?;
+    Ok(answer(state, caller, session, req))
+}
+
+fn line(v: Value) -> Bytes {
+    let mut b = serde_json::to_vec(&v).unwrap_or_default();
+    b.push(b'\n');
+    Bytes::from(b)
+}
+
+fn answer(state: Arc<ServerState>, caller: Caller, session: String, req: ExecRequest) -> Response {
+    // Bounded: a slow reader slows the reading of the files, not moat's memory.
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let drive = async move {
+        let (id_tx, id_rx) = oneshot::channel::<String>();
+        let (done_tx, done_rx) = watch::channel(false);
+        let started = tx.clone();
+        let run = async {
+            let outcome = state
+                .app
+                .exec
+                .run_split(&caller, &session, &req, move |id| {
+                    let _ = started.try_send(line(json!({ "started": id })));
+                    let _ = id_tx.send(id.to_string());
+                })
+                .await;
+            let _ = done_tx.send(true);
+            outcome
+        };
+        let tail = follow(&state, &session, id_rx, done_rx, &tx);
+        let (outcome, ()) = tokio::join!(run, tail);
+        let last = match outcome {
+            Ok(result) => json!({ "result": result }),
+            Err(e) => {
+                let kind = e.kind();
+                json!({"error": format!("failed to {e}"), "status": kind.edges().http, "kind": kind})
+            }
+        };
+        let _ = tx.send(line(last)).await;
+    };
+    let lines = tokio_stream::wrappers::ReceiverStream::new(rx);
+    let driver = futures::stream::once(drive).filter_map(|_| async { None::<Bytes> });
+    let body = futures::stream::select(lines, driver).map(Ok::<_, std::convert::Infallible>);
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/x-ndjson")],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// One of the command's two files, read from where the last read stopped.
+struct Tail {
+    key: &'static str,
+    file: File,
+    offset: u64,
+    text: LiveText,
+    /// For the log (stdout): the process, told how far the stream got, so the spill bound
+    /// frees nothing not yet passed on (`ProcState::stream_hold`).
+    holds: Option<Arc<crate::process::Proc>>,
+}
+
+impl Tail {
+    /// The lines of JSON for what was written since the last call.
+    fn read(&mut self) -> Vec<Bytes> {
+        let mut lines = Vec::new();
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            // Bytes the log's spill bound freed before they were read are said, not shown as
+            // zeros (docs/ARCHITECTURE.md, "moat run").
+            if let Ok(data) = nix::unistd::lseek(
+                self.file.as_fd(),
+                self.offset as i64,
+                nix::unistd::Whence::SeekData,
+            ) {
+                let data = data as u64;
+                if data > self.offset {
+                    lines.push(line(json!({ "stderr": format!(
+                        "\n[moat] {} bytes of {} were freed (exec.spill_max_bytes) before they could be passed on\n",
+                        data - self.offset, self.key
+                    )})));
+                    self.offset = data;
+                }
+            }
+            let n = match self.file.read_at(&mut buf, self.offset) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            self.offset += n as u64;
+            if let Some(proc) = &self.holds {
+                proc.lock().stream_hold = Some(self.offset);
+            }
+            let text = self.text.push(&buf[..n]);
+            if !text.is_empty() {
+                lines.push(line(json!({ self.key: text })));
+            }
+            if n < CHUNK {
+                break;
+            }
+        }
+        lines
+    }
+
+    fn finish(&mut self) -> Option<Bytes> {
+        let text = self.text.finish();
+        (!text.is_empty()).then(|| line(json!({ self.key: text })))
+    }
+}
+
+/// Passes the command's output on as it grows, until the call has ended and all of it was
+/// read.
+async fn follow(
+    state: &ServerState,
+    session: &str,
+    id: oneshot::Receiver<String>,
+    mut done: watch::Receiver<bool>,
+    tx: &mpsc::Sender<Bytes>,
+) {
+    // No id: the command never started (refused, or an approval is pending).
+    let Ok(id) = id.await else { return };
+    let Ok(container) = state.app.sessions.ensure(session).await else {
+        return;
+    };
+    let files = match RunFiles::open(&container.run_dir, &id, Some(container.owner)) {
+        Ok(f) => f,
+        Err(e) => {
+            let note = format!("[moat] failed to open the output of {id}: {e}\n");
+            let _ = tx.send(line(json!({ "stderr": note }))).await;
+            return;
+        }
+    };
+    let secrets = state.app.secrets.for_target(session, false);
+    let proc = state.app.registry.get(session, &id);
+    let mut tails = Vec::new();
+    for key in ["stdout", "stderr"] {
+        let ext = if key == "stdout" { "out" } else { "err" };
+        match files.open_stream(ext) {
+            Ok(file) => tails.push(Tail {
+                key,
+                file,
+                offset: 0,
+                text: LiveText::new(secrets.clone()),
+                holds: (key == "stdout").then(|| proc.clone()).flatten(),
+            }),
+            Err(e) => {
+                let note = format!("[moat] failed to open the {key} of {id}: {e}\n");
+                let _ = tx.send(line(json!({ "stderr": note }))).await;
+            }
+        }
+    }
+    loop {
+        // Read after seeing the end: what the command wrote last is read in this round.
+        let ended = *done.borrow();
+        for t in &mut tails {
+            for l in t.read() {
+                if tx.send(l).await.is_err() {
+                    return;
+                }
+            }
+        }
+        if ended {
+            for t in &mut tails {
+                if let Some(l) = t.finish() {
+                    let _ = tx.send(l).await;
+                }
+            }
+            return;
+        }
+        tokio::select! {
+            _ = done.changed() => {}
+            _ = tokio::time::sleep(POLL) => {}
+        }
+    }
+}

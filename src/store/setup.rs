@@ -1,0 +1,156 @@
+//! What a session was created with (`moat sessions create NAME --workspace DIR`, `moat run
+//! --image … --network …`): chosen once, when the session is created, and kept until the
+//! session is removed (docs/security.md, "Host workspaces").
+
+use rusqlite::{params, OptionalExtension};
+
+use super::error::SqlContext;
+use super::{Store, StoreError};
+
+/// The host directory a session's `/workspace` is, as recorded when the session was created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceRow {
+    /// The directory, resolved (no symlink left) when it was checked, so the container
+    /// mounts what was checked.
+    pub path: String,
+    /// Mounted read-only: the sandbox and the file tools may read but not write it.
+    pub read_only: bool,
+    /// `uid:gid` the container runs as: the directory's owner when it was created (or
+    /// `sandbox.user` when set), so files made inside belong to whoever owns the checkout.
+    pub user: String,
+}
+
+impl WorkspaceRow {
+    /// `user` as numbers (it was made from numbers, or from the validated `sandbox.user`).
+    pub fn owner(&self) -> Option<(u32, u32)> {
+        let (uid, gid) = self
+            .user
+            .split_once(':')
+            .unwrap_or((&self.user, &self.user));
+        Some((uid.parse().ok()?, gid.parse().ok()?))
+    }
+}
+
+/// A session's own choices over the configuration; `None` fields follow `moat.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionSetup {
+    /// A host directory as `/workspace` instead of the default one under the home.
+    pub workspace: Option<WorkspaceRow>,
+    /// The image instead of `sandbox.image`.
+    pub image: Option<String>,
+    /// The network mode instead of `sandbox.network` (`none` or `bridge`).
+    pub network: Option<String>,
+}
+
+impl SessionSetup {
+    /// Nothing chosen: the session is the configuration's.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl Store {
+    /// Records `key`'s setup, unless it already has one: returns the one in force.
+    pub fn claim_session_setup(
+        &self,
+        key: &str,
+        setup: &SessionSetup,
+    ) -> Result<SessionSetup, StoreError> {
+        let ws = setup.workspace.as_ref();
+        self.conn()
+            .execute(
+                "INSERT INTO session_setup (key, workspace, read_only, user, image, network)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(key) DO NOTHING",
+                params![
+                    key,
+                    ws.map(|w| &w.path),
+                    ws.is_some_and(|w| w.read_only),
+                    ws.map(|w| &w.user),
+                    setup.image,
+                    setup.network
+                ],
+            )
+            .ctx("record session setup")?;
+        Ok(self.session_setup(key)?.unwrap_or_else(|| setup.clone()))
+    }
+
+    pub fn session_setup(&self, key: &str) -> Result<Option<SessionSetup>, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT workspace, read_only, user, image, network FROM session_setup
+                 WHERE key = ?1",
+                [key],
+                |r| {
+                    let path: Option<String> = r.get(0)?;
+                    let user: Option<String> = r.get(2)?;
+                    let workspace = match (path, user) {
+                        (Some(path), Some(user)) => Some(WorkspaceRow {
+                            path,
+                            read_only: r.get(1)?,
+                            user,
+                        }),
+                        _ => None,
+                    };
+                    Ok(SessionSetup {
+                        workspace,
+                        image: r.get(3)?,
+                        network: r.get(4)?,
+                    })
+                },
+            )
+            .optional()
+            .ctx("read session setup")
+    }
+
+    /// The host workspace recorded for `key`, if any.
+    pub fn session_workspace(&self, key: &str) -> Result<Option<WorkspaceRow>, StoreError> {
+        Ok(self.session_setup(key)?.and_then(|s| s.workspace))
+    }
+
+    pub fn forget_session_setup(&self, key: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute("DELETE FROM session_setup WHERE key = ?1", [key])
+            .ctx("forget session setup")?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_setup_stays() {
+        let s = Store::in_memory().unwrap();
+        let a = SessionSetup {
+            workspace: Some(WorkspaceRow {
+                path: "/srv/a".into(),
+                read_only: false,
+                user: "1000:1000".into(),
+            }),
+            image: None,
+            network: Some("bridge".into()),
+        };
+        let b = SessionSetup {
+            workspace: None,
+            image: Some("img:1".into()),
+            network: None,
+        };
+        assert_eq!(s.claim_session_setup("k", &a).unwrap(), a);
+        assert_eq!(s.claim_session_setup("k", &b).unwrap(), a);
+        assert_eq!(s.session_workspace("k").unwrap(), a.workspace);
+        s.forget_session_setup("k").unwrap();
+        assert_eq!(s.session_setup("k").unwrap(), None);
+        assert_eq!(s.claim_session_setup("k", &b).unwrap(), b);
+        assert_eq!(s.session_workspace("k").unwrap(), None);
+        let w = |user: &str| WorkspaceRow {
+            path: "/w".into(),
+            read_only: false,
+            user: user.into(),
+        };
+        assert_eq!(w("2000:3000").owner(), Some((2000, 3000)));
+        assert_eq!(w("1234").owner(), Some((1234, 1234)));
+        assert_eq!(w("x:1").owner(), None);
+    }
+}

@@ -1,0 +1,561 @@
+//! `sandbox.network = "egress"` against the real engine, with no traffic leaving the machine:
+//! stand-in upstreams (busybox httpd in a scratch image built here) run on an internal
+//! network that only the sessions' proxies join (docs/security.md, "Network egress").
+//! Driven through the `moat` binary, since the proxy image packs that binary.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::cli_home::{text, wait_until, TestHome};
+
+const UPSTREAM_IMAGE: &str = "moat-test-upstream:busybox";
+const BODY: &str = "hello from upstream";
+
+fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+fn docker(args: &[&str]) -> (bool, String) {
+    let out = Command::new("docker").args(args).output().unwrap();
+    let mut s = String::from_utf8_lossy(&out.stdout).into_owned();
+    s.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), s)
+}
+
+/// The upstream image: a static busybox and one page, from scratch (no registry).
+fn upstream_image() -> bool {
+    if docker(&["image", "inspect", UPSTREAM_IMAGE]).0 {
+        return true;
+    }
+    let busybox = std::path::Path::new("/bin/busybox");
+    let is_static = Command::new("sh")
+        .arg("-c")
+        .arg("file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' || ldd /bin/busybox 2>&1 | grep -q 'not a dynamic'")
+        .status()
+        .is_ok_and(|s| s.success());
+    if !busybox.exists() || !is_static {
+        assert!(
+            !ci(),
+            "a static /bin/busybox is missing under CI=true: apt-get install busybox-static"
+        );
+        eprintln!("skipping: no static /bin/busybox (apt-get install busybox-static)");
+        return false;
+    }
+    let ctx = tempfile::tempdir().unwrap();
+    std::fs::copy(busybox, ctx.path().join("busybox")).unwrap();
+    std::fs::create_dir(ctx.path().join("www")).unwrap();
+    std::fs::write(ctx.path().join("www/index.html"), format!("{BODY}\n")).unwrap();
+    std::fs::write(
+        ctx.path().join("Dockerfile"),
+        "FROM scratch\nCOPY busybox /bin/busybox\nCOPY www /www\nENTRYPOINT [\"/bin/busybox\"]\n",
+    )
+    .unwrap();
+    let (ok, out) = docker(&[
+        "build",
+        "-q",
+        "-t",
+        UPSTREAM_IMAGE,
+        &ctx.path().display().to_string(),
+    ]);
+    assert!(ok, "build the upstream image: {out}");
+    true
+}
+
+/// An internal network with two upstreams; removed (with this test's moat networks) on drop.
+struct Upstreams {
+    prefix: String,
+    net: String,
+    /// Allowed by exact entry.
+    allowed: String,
+    /// Allowed by nobody.
+    other: String,
+}
+
+impl Upstreams {
+    async fn start(prefix: &str) -> Option<Self> {
+        common::engine().await?;
+        if !upstream_image() {
+            return None;
+        }
+        let u = Self {
+            prefix: prefix.to_string(),
+            net: format!("{prefix}-out"),
+            allowed: format!("{prefix}-allowed"),
+            other: format!("{prefix}-other"),
+        };
+        // What a killed earlier run of this test left behind would make every create fail.
+        docker(&["rm", "-f", &u.allowed, &u.other]);
+        docker(&["network", "rm", &u.net]);
+        let (ok, out) = docker(&["network", "create", "--internal", &u.net]);
+        assert!(ok, "{out}");
+        // `other` also answers to a name under a glob of the config: it resolves to a private
+        // address, so the glob must not reach it.
+        let rebind = format!("evil.{prefix}.rebind.test");
+        for (name, alias) in [(&u.allowed, None), (&u.other, Some(rebind.as_str()))] {
+            let mut args = vec!["run", "-d", "--name", name, "--network", &u.net];
+            if let Some(a) = alias {
+                args.extend(["--network-alias", a]);
+            }
+            args.extend([UPSTREAM_IMAGE, "httpd", "-f", "-p", "80", "-h", "/www"]);
+            let (ok, out) = docker(&args);
+            assert!(ok, "{out}");
+        }
+        Some(u)
+    }
+
+    fn ip(&self, container: &str) -> String {
+        let (ok, out) = docker(&[
+            "inspect",
+            "-f",
+            "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+            container,
+        ]);
+        assert!(ok, "{out}");
+        out.split_whitespace().next().unwrap().to_string()
+    }
+
+    fn config(&self, ask: &str) -> String {
+        format!(
+            "[sandbox]\nnetwork = \"egress\"\n[sandbox.egress]\nallow = [\"{}\", \"*.rebind.test\"]\nask = \"{ask}\"\noutbound_network = \"{}\"\n",
+            self.allowed, self.net
+        )
+    }
+}
+
+impl Drop for Upstreams {
+    fn drop(&mut self) {
+        let _ = docker(&["rm", "-f", &self.allowed, &self.other]);
+        let _ = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "docker ps -aq --filter name=moat-{p}- | xargs -r docker rm -f >/dev/null 2>&1; \
+                 docker network ls -q --filter name=moat-{p}- | xargs -r docker network rm >/dev/null 2>&1",
+                p = self.prefix
+            ))
+            .status();
+        let _ = docker(&["network", "rm", &self.net]);
+    }
+}
+
+fn home_with(prefix: &str, config: &str) -> TestHome {
+    let home = TestHome::new(prefix);
+    std::fs::write(home.path().join("moat.toml"), config).unwrap();
+    home
+}
+
+/// Runs `script` in `session`'s sandbox through moat; returns stdout and stderr.
+fn sh(home: &TestHome, session: &str, script: &str) -> String {
+    let out = home.run(&["exec", "--session", &home.key(session), "--", script]);
+    text(&out)
+}
+
+fn audit(home: &TestHome) -> Vec<serde_json::Value> {
+    let out = home.run(&["approvals", "audit", "--json", "--limit", "500"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    rows.into_iter()
+        .filter(|r| r["kind"] == "egress")
+        .map(|r| serde_json::from_str(r["detail"].as_str().unwrap()).unwrap())
+        .collect()
+}
+
+fn networks(prefix: &str) -> String {
+    docker(&[
+        "network",
+        "ls",
+        "--format",
+        "{{.Name}}",
+        "--filter",
+        &format!("name=moat-{prefix}-"),
+    ])
+    .1
+}
+
+#[tokio::test]
+async fn allowed_hosts_work_others_are_refused_and_every_connection_is_audited() {
+    let Some(up) = Upstreams::start("egress-a").await else {
+        return;
+    };
+    let home = home_with("egress-a", &up.config("off"));
+
+    // Plain HTTP proxying and a CONNECT tunnel (`-p`) to the allowed host.
+    let t = sh(
+        &home,
+        "s",
+        &format!("curl -sS -m 20 http://{}/", up.allowed),
+    );
+    assert!(t.contains(BODY), "{t}");
+    let t = sh(
+        &home,
+        "s",
+        &format!("curl -sS -p -m 20 http://{}/", up.allowed),
+    );
+    assert!(t.contains(BODY), "through CONNECT: {t}");
+
+    // The other host: a 403 whose body is the one sentence, over both kinds.
+    let t = sh(
+        &home,
+        "s",
+        &format!(
+            "curl -sS -m 20 -w ' code=%{{http_code}}' http://{}/",
+            up.other
+        ),
+    );
+    assert!(
+        t.contains(&format!(
+            "moat's egress policy does not allow {}:80; an operator can allow it",
+            up.other
+        )) && t.contains("code=403")
+            && !t.contains(BODY),
+        "{t}"
+    );
+    let t = sh(
+        &home,
+        "s",
+        &format!("curl -sS -p -m 20 http://{}/; echo rc=$?", up.other),
+    );
+    assert!(
+        t.contains("403") && !t.contains(BODY) && !t.contains("rc=0"),
+        "{t}"
+    );
+
+    // A name the glob `*.rebind.test` covers, resolving to a private address: refused.
+    let rebind = format!("evil.{}.rebind.test", up.prefix);
+    let t = sh(
+        &home,
+        "s",
+        &format!("curl -sS -m 20 -w ' code=%{{http_code}}' http://{rebind}/"),
+    );
+    assert!(t.contains("code=403") && !t.contains(BODY), "{t}");
+    // And an IP literal no exact entry names, although `*.rebind.test` is allowed.
+    let ip = up.ip(&up.allowed);
+    let t = sh(
+        &home,
+        "s",
+        &format!("curl -sS -m 20 -w ' code=%{{http_code}}' http://{ip}/"),
+    );
+    assert!(t.contains("code=403") && !t.contains(BODY), "{t}");
+
+    // Around the proxy there is no route: not by name, not by address, not raw TCP.
+    let t = sh(
+        &home,
+        "s",
+        &format!(
+            "curl -sS -m 5 --noproxy '*' http://{a}/; echo rc=$?; \
+             curl -sS -m 5 --noproxy '*' http://{ip}/; echo rc=$?; \
+             timeout 5 bash -c 'echo > /dev/tcp/{ip}/80' && echo raw-connected",
+            a = up.allowed
+        ),
+    );
+    assert!(
+        !t.contains(BODY) && !t.contains("rc=0") && !t.contains("raw-connected"),
+        "{t}"
+    );
+
+    // A container on the outbound network cannot use the session's proxy: the proxy serves
+    // only the session's internal subnet.
+    let (_, proxy) = docker(&[
+        "ps",
+        "-q",
+        "--filter",
+        "label=dev.moat.egress-for",
+        "--filter",
+        &format!("name=moat-{}-", up.prefix),
+    ]);
+    let proxy = proxy.trim();
+    assert!(!proxy.is_empty(), "the proxy runs");
+    let (_, proxy_ip) = docker(&[
+        "inspect",
+        "-f",
+        &format!(
+            "{{{{(index .NetworkSettings.Networks \"{}\").IPAddress}}}}",
+            up.net
+        ),
+        proxy,
+    ]);
+    assert!(
+        proxy_ip.trim().parse::<std::net::IpAddr>().is_ok(),
+        "{proxy_ip}"
+    );
+    // busybox's static wget crashes here, so the request is written by hand; stdin stays
+    // open long enough for an answer to come back.
+    let stranger = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "(printf 'GET http://{}/ HTTP/1.0\\r\\n\\r\\n'; sleep 2) | docker exec -i {} busybox nc -w 5 {} 3128",
+            up.allowed,
+            up.other,
+            proxy_ip.trim()
+        ))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&stranger.stdout);
+    assert!(!out.contains(BODY), "a stranger used the proxy: {out}");
+
+    // Every connection is in the audit log, with its bytes.
+    let rows = audit(&home);
+    let allowed: Vec<_> = rows
+        .iter()
+        .filter(|r| r["host"] == up.allowed.as_str() && r["decision"] == "allow")
+        .collect();
+    assert_eq!(allowed.len(), 2, "{rows:#?}");
+    for r in &allowed {
+        assert!(r["bytes_down"].as_u64().unwrap() > BODY.len() as u64, "{r}");
+        assert!(r["bytes_up"].as_u64().unwrap() > 0, "{r}");
+    }
+    assert!(
+        allowed.iter().any(|r| r["method"] == "CONNECT"),
+        "{rows:#?}"
+    );
+    let refused = |host: &str, decision: &str| {
+        rows.iter()
+            .filter(|r| r["host"] == host && r["decision"] == decision)
+            .count()
+    };
+    assert_eq!(refused(&up.other, "not-allowed"), 2, "{rows:#?}");
+    assert_eq!(refused(&rebind, "internal-address"), 1, "{rows:#?}");
+    assert_eq!(refused(&ip, "ip-literal"), 1, "{rows:#?}");
+}
+
+#[tokio::test]
+async fn a_refused_host_becomes_a_network_approval_an_operator_allows() {
+    let Some(up) = Upstreams::start("egress-b").await else {
+        return;
+    };
+    let home = home_with("egress-b", &up.config("on-miss"));
+    let url = format!("http://{}/", up.other);
+    let t = sh(&home, "s", &format!("curl -sS -m 20 {url}"));
+    assert!(
+        t.contains("an operator can allow it by deciding approval"),
+        "{t}"
+    );
+
+    let out = home.run(&["approvals", "list", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pending: Vec<_> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["host"] == "network")
+        .collect();
+    assert_eq!(pending.len(), 1, "{list:#}");
+    let row = pending[0];
+    assert_eq!(row["command"], format!("{}:80", up.other));
+    assert_eq!(row["session"], home.key("s"));
+    assert_eq!(row["status"], "pending");
+    let id = row["slug"].as_str().unwrap().to_string();
+    assert!(t.contains(&id), "the 403 names the approval: {t}");
+
+    // Asking again files no second approval.
+    sh(&home, "s", &format!("curl -sS -m 20 {url}"));
+    let out = home.run(&["approvals", "list", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list:#}");
+
+    let out = home.run(&["approvals", "approve", &id]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = sh(&home, "s", &format!("curl -sS -m 20 {url}"));
+    assert!(t.contains(BODY), "after allow-once: {t}");
+    // The grant is for that host and port only.
+    let t = sh(
+        &home,
+        "s",
+        &format!("curl -sS -m 20 http://{}:8080/", up.other),
+    );
+    assert!(!t.contains(BODY), "{t}");
+
+    // The operator's per-session override: a deny there wins over the grant, at once; an
+    // allow there lets a host through without asking.
+    let out = home.run(&["sessions", "egress", &home.key("s"), "--deny", &up.other]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = sh(
+        &home,
+        "s",
+        &format!("curl -sS -m 20 -w ' code=%{{http_code}}' {url}"),
+    );
+    assert!(t.contains("code=403") && !t.contains(BODY), "{t}");
+    let out = home.run(&[
+        "sessions",
+        "egress",
+        &home.key("s"),
+        "--clear",
+        "--allow",
+        &format!("{}:8080", up.other),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = sh(&home, "s", &format!("curl -sS -m 20 {url}"));
+    assert!(t.contains(BODY), "the grant holds again after --clear: {t}");
+    let bad = home.run(&["sessions", "egress", &home.key("s"), "--allow", "py*.org"]);
+    assert!(!bad.status.success(), "{}", text(&bad));
+}
+
+#[tokio::test]
+async fn sessions_cannot_reach_each_other_and_nothing_outlives_them() {
+    let Some(up) = Upstreams::start("egress-c").await else {
+        return;
+    };
+    let home = home_with("egress-c", &up.config("off"));
+    let t = sh(
+        &home,
+        "b",
+        "nohup python3 -m http.server 8000 >/dev/null 2>&1 & sleep 1; echo started",
+    );
+    assert!(t.contains("started"), "{t}");
+    let b = home
+        .containers(&home.key("b"))
+        .pop()
+        .expect("b's container");
+    let b_ip = up.ip(&b);
+    let t = sh(
+        &home,
+        "a",
+        &format!(
+            "curl -sS -m 5 --noproxy '*' http://{b_ip}:8000/; echo rc=$?; \
+             curl -sS -m 10 -w ' code=%{{http_code}}' http://{b_ip}:8000/; echo; \
+             timeout 5 bash -c 'echo > /dev/tcp/{b_ip}/8000' && echo raw-connected"
+        ),
+    );
+    assert!(
+        t.contains("rc=")
+            && !t.contains("rc=0")
+            && t.contains("code=403")
+            && !t.contains("raw-connected"),
+        "{t}"
+    );
+
+    // A new daemon adopts the running proxy and serves its control socket again.
+    let pid = home.daemon_pid().expect("a daemon");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    wait_until("the daemon ends", Duration::from_secs(20), || {
+        !common::cli_home::alive(pid)
+    });
+    // The new daemon starts for session b; a's proxy is answered without a command in a
+    // (curl through plain `docker exec`, past moat).
+    let t = sh(&home, "b", "echo b-again");
+    assert!(t.contains("b-again"), "{t}");
+    let a = home
+        .containers(&home.key("a"))
+        .pop()
+        .expect("a's container");
+    let url = format!("http://{}/", up.allowed);
+    let mut last = String::new();
+    wait_until(
+        "a's proxy answered after a daemon restart",
+        Duration::from_secs(20),
+        || {
+            last = docker(&["exec", &a, "curl", "-sS", "-m", "5", &url]).1;
+            last.contains(BODY)
+        },
+    );
+    let t = sh(
+        &home,
+        "a",
+        &format!("curl -sS -m 20 http://{}/", up.allowed),
+    );
+    assert!(t.contains(BODY), "after a daemon restart: {t}");
+
+    assert!(
+        networks("egress-c").lines().count() == 2,
+        "{}",
+        networks("egress-c")
+    );
+    for s in ["a", "b"] {
+        let out = home.run(&["sessions", "rm", &home.key(s)]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let (_, left) = docker(&[
+        "ps",
+        "-a",
+        "--format",
+        "{{.Names}}",
+        "--filter",
+        "name=moat-egress-c-",
+    ]);
+    assert!(left.trim().is_empty(), "containers left: {left}");
+    assert!(
+        networks("egress-c").trim().is_empty(),
+        "networks left: {}",
+        networks("egress-c")
+    );
+}
+
+#[tokio::test]
+async fn egress_works_with_the_sandbox_under_runsc() {
+    let Some(up) = Upstreams::start("egress-d").await else {
+        return;
+    };
+    let (_, runtimes) = docker(&["info", "--format", "{{json .Runtimes}}"]);
+    if !runtimes.contains("\"runsc\"") {
+        assert!(
+            !ci(),
+            "the engine offers no runsc under CI=true: run scripts/setup-runsc"
+        );
+        eprintln!("skipping: no runsc (run scripts/setup-runsc)");
+        return;
+    }
+    let config = up
+        .config("off")
+        .replace("[sandbox]\n", "[sandbox]\nruntime = \"runsc\"\n");
+    let home = home_with("egress-d", &config);
+    let t = sh(
+        &home,
+        "s",
+        &format!(
+            "curl -sS -m 20 http://{}/; curl -sS -p -m 20 http://{}/",
+            up.allowed, up.allowed
+        ),
+    );
+    assert_eq!(t.matches(BODY).count(), 2, "{t}");
+    let t = sh(
+        &home,
+        "s",
+        &format!(
+            "curl -sS -m 20 -w ' code=%{{http_code}}' http://{}/",
+            up.other
+        ),
+    );
+    assert!(t.contains("code=403") && !t.contains(BODY), "{t}");
+    let ip = up.ip(&up.allowed);
+    let t = sh(
+        &home,
+        "s",
+        &format!("curl -sS -m 5 --noproxy '*' http://{ip}/; echo rc=$?"),
+    );
+    assert!(!t.contains(BODY) && !t.contains("rc=0"), "{t}");
+    let id = home.containers(&home.key("s")).pop().unwrap();
+    let (_, rt) = docker(&["inspect", "-f", "{{.HostConfig.Runtime}}", &id]);
+    assert_eq!(rt.trim(), "runsc");
+}
+
+#[tokio::test]
+async fn a_session_that_fails_to_start_leaves_no_proxy_or_network() {
+    let Some(up) = Upstreams::start("egress-e").await else {
+        return;
+    };
+    let config = up
+        .config("off")
+        .replace("[sandbox]\n", "[sandbox]\nsetup_command = \"exit 3\"\n");
+    let home = home_with("egress-e", &config);
+    let t = sh(&home, "s", "echo never");
+    assert!(t.contains("setup_command") && !t.contains("never\n"), "{t}");
+    let (_, left) = docker(&[
+        "ps",
+        "-a",
+        "--format",
+        "{{.Names}}",
+        "--filter",
+        "name=moat-egress-e-",
+    ]);
+    assert!(left.trim().is_empty(), "containers left: {left}");
+    assert!(
+        networks("egress-e").trim().is_empty(),
+        "networks left: {}",
+        networks("egress-e")
+    );
+}

@@ -1,0 +1,390 @@
+//! The helper transport against the real engine (docs/helper.md): commands go through it, and
+//! the attacks a sandboxed command can make on it (kill it mid-command, talk garbage to its
+//! socket, put its own listener in its place) cost no output, no exit status and no caller.
+
+mod common;
+
+use std::time::Duration;
+
+use moat::config::Config;
+use moat::runtime::Transport;
+use moat::tools::ProcessRequest;
+
+fn helper_config() -> Config {
+    let mut config = Config::default();
+    config.sandbox.transport = Transport::Helper;
+    config
+}
+
+fn run_dir(m: &common::TestMoat, session: &str) -> std::path::PathBuf {
+    let name = m.container(session);
+    m.app.home.run_dir(name.strip_prefix("moat-").unwrap())
+}
+
+/// The helper's host pid as moat recorded it.
+fn helper_pid(m: &common::TestMoat, session: &str) -> u32 {
+    std::fs::read_to_string(run_dir(m, session).join("helper.pid"))
+        .expect("moat records the helper it started")
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn is_helper(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.starts_with(b"/run/moat/moat-helper\0"))
+}
+
+/// Kills every helper in the container; the pattern is split so this script's own command
+/// line never matches it.
+const KILL_HELPER: &str = r#"h=moat-help; for p in /proc/[0-9]*; do if grep -q "/run/moat/${h}er" "$p/cmdline" 2>/dev/null; then kill -9 "${p#/proc/}" && echo killed; fi; done"#;
+
+#[tokio::test]
+async fn commands_run_through_the_helper_with_the_engine_paths_results() {
+    let Some(m) = common::moat_as_configured("t-hlp-basic", helper_config()).await else {
+        return;
+    };
+    let r = m
+        .exec("a", "echo out; echo err >&2; pwd; id -u; exit 3")
+        .await;
+    assert_eq!(r.details["exitCode"], 3, "{}", r.text());
+    assert!(
+        r.text().starts_with("out\nerr\n/workspace\n1000"),
+        "{}",
+        r.text()
+    );
+    let container = m.container("a");
+    assert_eq!(m.app.runtime.transport_of(&container), "helper");
+    let pid = helper_pid(&m, "a");
+    assert!(is_helper(pid), "pid {pid} is the helper");
+    // Many at once, each with its own output and status.
+    let commands: Vec<String> = (0..24)
+        .map(|i| format!("echo n{i}; exit {}", i % 5))
+        .collect();
+    let runs = commands.iter().map(|c| m.exec("a", c));
+    for (i, r) in futures::future::join_all(runs)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(r.details["aggregated"], format!("n{i}\n"), "{}", r.details);
+        assert_eq!(r.details["exitCode"], i % 5, "{}", r.text());
+    }
+    assert_eq!(helper_pid(&m, "a"), pid, "one helper served them all");
+    // `moat doctor`, another process, finds the helper answering.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
+        .arg("doctor")
+        .env("MOAT_HOME", m.dir.path())
+        .output()
+        .unwrap();
+    let doctor = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        doctor.contains(&format!("{container}: commands go through the helper")),
+        "{doctor}"
+    );
+    // A terminal's hangup at a PTY command's end is not the helper's.
+    let req = moat::exec::ExecRequest {
+        command: "echo tty; exit 2".into(),
+        pty: Some(true),
+        ..Default::default()
+    };
+    let r = m.exec_req("a", req).await;
+    assert_eq!(r.details["exitCode"], 2, "{}", r.details);
+    assert!(r.text().starts_with("tty"), "{}", r.text());
+    assert!(is_helper(pid), "the helper outlives a PTY command");
+    assert_eq!(m.exec("a", "echo still").await.text(), "still");
+    assert_eq!(helper_pid(&m, "a"), pid);
+}
+
+fn preq(action: &str, id: &str) -> ProcessRequest {
+    ProcessRequest {
+        action: action.into(),
+        process_id: Some(id.into()),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_helper_killed_mid_command_loses_no_output_and_no_status() {
+    let Some(m) = common::moat_as_configured("t-hlp-kill", helper_config()).await else {
+        return;
+    };
+    let id = m
+        .background("a", "echo first; sleep 2; echo second; exit 7")
+        .await;
+    let first = helper_pid(&m, "a");
+    // A sandboxed command kills the helper, its own parent among them.
+    let r = m.exec("a", KILL_HELPER).await;
+    assert!(r.text().contains("killed"), "{}", r.text());
+    assert_eq!(r.details["exitCode"], 0, "{}", r.text());
+    assert!(!is_helper(first));
+    // The background command ran on, and its output and status arrive complete.
+    let p = m.app.registry.get(&m.key("a"), &id).unwrap();
+    assert!(p.wait_exit(Duration::from_secs(30)).await, "it ends");
+    let log = m.process("a", &preq("log", &id)).await;
+    assert_eq!(log.text(), "first\nsecond", "{}", log.details);
+    assert_eq!(log.details["exitCode"], 7, "{}", log.details);
+    // The next command restarts the helper.
+    let r = m.exec("a", "echo again").await;
+    assert_eq!(r.text(), "again", "{}", r.details);
+    let second = helper_pid(&m, "a");
+    assert_ne!(second, first);
+    assert!(is_helper(second));
+    assert_eq!(m.app.runtime.transport_of(&m.container("a")), "helper");
+}
+
+/// Python: connect to the helper's socket and send what a hostile command would.
+const GARBAGE: &str = r#"
+import socket, struct
+p = '/run/moat/helper/sock'
+def conn():
+    s = socket.socket(socket.AF_UNIX); s.connect(p); return s
+def frame(kind, rid, payload):
+    body = struct.pack('>BI', kind, rid) + payload
+    return struct.pack('>I', len(body)) + body
+hello = frame(1, 0, struct.pack('>I', 11) + b'moat-helper' + struct.pack('>I', 1))
+attacks = [
+    b'GET / HTTP/1.1\r\n\r\n',
+    struct.pack('>I', 0xffffffff) + b'x' * 64,
+    hello + struct.pack('>I', 0x7fffffff),
+    hello + frame(2, 1, b'\x00\x00\x00\x00\x00' + struct.pack('>I', 0) + struct.pack('>I', 0xffffffff)),
+    hello + frame(16, 1, struct.pack('>I', 1)),
+    hello + frame(2, 1, b'\xff'),
+]
+for a in attacks:
+    s = conn()
+    try:
+        s.sendall(a)
+        s.settimeout(2)
+        s.recv(100)
+    except Exception:
+        pass
+    s.close()
+held = [conn() for _ in range(50)]
+print('sent')
+"#;
+
+#[tokio::test]
+async fn garbage_on_the_helpers_socket_harms_no_command() {
+    let Some(m) = common::moat_as_configured("t-hlp-garbage", helper_config()).await else {
+        return;
+    };
+    let id = m.background("a", "sleep 2; echo survived; exit 6").await;
+    let pid = helper_pid(&m, "a");
+    let r = m
+        .exec(
+            "a",
+            &format!("python3 -c \"$(cat <<'EOF'\n{GARBAGE}\nEOF\n)\""),
+        )
+        .await;
+    assert_eq!(r.text(), "sent", "{}", r.details);
+    // The helper dropped each bad connection and serves on.
+    assert_eq!(helper_pid(&m, "a"), pid);
+    assert!(is_helper(pid));
+    let r = m.exec("a", "echo fine; exit 4").await;
+    assert_eq!(r.details["aggregated"], "fine\n", "{}", r.details);
+    assert_eq!(r.details["exitCode"], 4, "{}", r.details);
+    let p = m.app.registry.get(&m.key("a"), &id).unwrap();
+    assert!(p.wait_exit(Duration::from_secs(20)).await);
+    let log = m.process("a", &preq("log", &id)).await;
+    assert_eq!(log.text(), "survived");
+    assert_eq!(log.details["exitCode"], 6);
+}
+
+/// Python: kill the helper and listen in its place, answering as a helper would, lying.
+const IMPOSTOR: &str = r#"
+import os, socket, struct
+p = '/run/moat/helper/sock'
+for d in os.listdir('/proc'):
+    if d.isdigit():
+        try:
+            if open('/proc/%s/cmdline' % d, 'rb').read().split(b'\0')[0] == b'/run/moat/moat-helper':
+                os.kill(int(d), 9)
+        except Exception:
+            pass
+try:
+    os.unlink(p)
+except FileNotFoundError:
+    pass
+s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(16)
+open('/tmp/impostor.ready', 'w').close()
+def frame(kind, rid, payload):
+    body = struct.pack('>BI', kind, rid) + payload
+    return struct.pack('>I', len(body)) + body
+hello = frame(1, 0, struct.pack('>I', 11) + b'moat-helper' + struct.pack('>I', 1))
+while True:
+    c, _ = s.accept()
+    try:
+        c.sendall(hello)
+        data = c.recv(65536)
+    except OSError:
+        data = b''
+    with open('/tmp/impostor.log', 'ab') as f:
+        f.write(b'conn %d\n' % len(data))
+    try:
+        for rid in range(1, 64):
+            c.sendall(frame(16, rid, struct.pack('>I', 1)) + frame(18, rid, struct.pack('>I', 0)))
+    except OSError:
+        pass
+    c.close()
+"#;
+
+#[tokio::test]
+async fn a_listener_in_the_helpers_place_is_never_believed() {
+    let Some(m) = common::moat_as_configured("t-hlp-impostor", helper_config()).await else {
+        return;
+    };
+    assert_eq!(m.exec("a", "true").await.status(), "completed");
+    let first = helper_pid(&m, "a");
+    // The sandbox user, from outside moat's view, kills the helper and takes its socket.
+    let container = m.container("a");
+    let status = std::process::Command::new("docker")
+        .args(["exec", "-d", &container, "python3", "-c", IMPOSTOR])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for _ in 0..100 {
+        if m.docker_exec("a", "ls /tmp/impostor.ready 2>/dev/null")
+            .contains("ready")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!is_helper(first));
+    // The impostor says every command exited 0; the real status arrives.
+    let r = m.exec("a", "echo real; exit 5").await;
+    assert_eq!(r.details["aggregated"], "real\n", "{}", r.details);
+    assert_eq!(r.details["exitCode"], 5, "{}", r.details);
+    // moat connected, saw a listener that is not its helper, and sent it nothing.
+    let log = m.docker_exec("a", "cat /tmp/impostor.log 2>/dev/null");
+    assert!(
+        log.contains("conn"),
+        "moat tried the socket it found: {log:?}"
+    );
+    assert!(
+        log.lines().all(|l| l == "conn 0"),
+        "the impostor was sent something: {log:?}"
+    );
+    let second = helper_pid(&m, "a");
+    assert_ne!(second, first);
+    assert!(is_helper(second), "a new helper took the socket back");
+}
+
+#[tokio::test]
+async fn a_kill_9_of_moat_loses_nothing_the_helper_runs() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let h = common::cli_home::TestHome::new("t-hlp-durable");
+    let session = h.key("a");
+    let out = h
+        .moat()
+        .env("MOAT_SANDBOX_TRANSPORT", "helper")
+        .args([
+            "exec",
+            "--session",
+            &session,
+            "--background",
+            "--json",
+            "--",
+        ])
+        .arg("for i in 1 2 3; do echo line$i; sleep 1; done; exit 7")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::cli_home::text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = v["details"]["sessionId"].as_str().unwrap().to_string();
+    let daemon = h.daemon_pid().expect("a daemon serves the home");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    // A new daemon finds the process complete, and the helper still running.
+    let log = h
+        .moat()
+        .env("MOAT_SANDBOX_TRANSPORT", "helper")
+        .args([
+            "process",
+            "log",
+            "--session",
+            &session,
+            "--id",
+            &id,
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&log.stdout)
+        .unwrap_or_else(|_| panic!("{}", common::cli_home::text(&log)));
+    assert!(v.to_string().contains("line1\\nline2\\nline3"), "{v}");
+    assert_eq!(v["details"]["exitCode"], 7, "{v}");
+    let r = h
+        .moat()
+        .env("MOAT_SANDBOX_TRANSPORT", "helper")
+        .args(["exec", "--session", &session, "--", "echo after"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&r.stdout).trim(), "after");
+    assert!(
+        h.ps(&session).contains("/run/moat/moat-helper"),
+        "{}",
+        h.ps(&session)
+    );
+}
+
+/// Python: a client of the helper's own protocol, from inside: two requests in flight, a
+/// captured output, and a signal for a process group.
+const CLIENT: &str = r#"
+import socket, struct
+def frame(kind, rid, payload):
+    body = struct.pack('>BI', kind, rid) + payload
+    return struct.pack('>I', len(body)) + body
+def s_(b): return struct.pack('>I', len(b)) + b
+def lst(items): return struct.pack('>I', len(items)) + b''.join(s_(i) for i in items)
+def spawn(rid, argv, flags):
+    return frame(2, rid, bytes([flags]) + struct.pack('>HH', 0, 0) + s_(b'') + lst(argv) + lst([b'GREETING=hi']))
+c = socket.socket(socket.AF_UNIX); c.connect('/run/moat/helper/sock')
+c.sendall(frame(1, 0, s_(b'moat-helper') + struct.pack('>I', 1)))
+buf = b''
+def read():
+    global buf
+    while True:
+        if len(buf) >= 4:
+            n = struct.unpack('>I', buf[:4])[0]
+            if len(buf) >= 4 + n:
+                body = buf[4:4 + n]; buf = buf[4 + n:]
+                return body[0], struct.unpack('>I', body[1:5])[0], body[5:]
+        buf += c.recv(65536)
+assert read()[0] == 1
+c.sendall(spawn(1, [b'sleep', b'100'], 0))
+c.sendall(spawn(2, [b'sh', b'-c', b'echo $GREETING; exit 3'], 2))
+out, done = b'', {}
+while len(done) < 2:
+    kind, rid, p = read()
+    if kind == 16 and rid == 1:
+        c.sendall(frame(5, 1, struct.pack('>I', 15)))
+    elif kind == 17:
+        out += p[4:]
+    elif kind == 18:
+        done[rid] = struct.unpack('>i', p)[0]
+print(out.decode().strip(), done[1], done[2])
+"#;
+
+#[tokio::test]
+async fn the_protocol_runs_requests_side_by_side_and_signals_groups() {
+    let Some(m) = common::moat_as_configured("t-hlp-proto", helper_config()).await else {
+        return;
+    };
+    m.exec("a", "true").await;
+    let r = m
+        .exec(
+            "a",
+            &format!("python3 -c \"$(cat <<'EOF'\n{CLIENT}\nEOF\n)\""),
+        )
+        .await;
+    // `echo` saw the env laid over the helper's; SIGTERM ended `sleep` (128 + 15).
+    assert_eq!(r.text(), "hi 143 3", "{}", r.details);
+}

@@ -1,0 +1,103 @@
+//! gVisor: `sandbox.runtime = "runsc"` really runs sessions under it, and a runtime the
+//! engine lacks is refused with the fix named (docs/security.md, "runc or runsc").
+//! scripts/setup-runsc makes runsc available; under CI=true its absence is a failure.
+
+mod common;
+
+use moat::config::Config;
+
+/// Whether the engine offers runsc; panics under CI=true when it does not.
+async fn has_runsc(m: &common::TestMoat) -> bool {
+    let offered = m.app.runtime.runtimes().await.unwrap();
+    if offered.iter().any(|r| r == "runsc") {
+        return true;
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    assert!(
+        !ci,
+        "the engine offers no runsc under CI=true ({offered:?}): run scripts/setup-runsc"
+    );
+    eprintln!("skipping: the engine offers no runsc (run scripts/setup-runsc)");
+    false
+}
+
+#[tokio::test]
+async fn a_session_runs_under_gvisor() {
+    let mut config = Config::default();
+    config.sandbox.runtime = "runsc".into();
+    let Some(m) = common::moat("t-runsc", config).await else {
+        return;
+    };
+    if !has_runsc(&m).await {
+        return;
+    }
+    let r = m.exec("a", "uname -r; echo done").await;
+    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(m.inspect("a")["HostConfig"]["Runtime"], "runsc");
+    // gVisor's own kernel answers, not the host's.
+    let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let inside = r.details["aggregated"].as_str().unwrap().to_string();
+    assert!(!inside.contains(host.trim()), "{inside}");
+    // A background process and the kill of its whole tree work as under runc.
+    let id = m.background("a", "sleep 300 & sleep 300; echo never").await;
+    let count = "ps -eo args | grep -c '^sleep 300' || true";
+    let mut running = String::new();
+    for _ in 0..50 {
+        running = m.docker_exec("a", count);
+        if running.trim() == "2" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(running.trim(), "2", "both sleeps run before the kill");
+    let kill = moat::tools::ProcessRequest {
+        action: "kill".into(),
+        process_id: Some(id),
+        ..Default::default()
+    };
+    let r = m.process("a", &kill).await;
+    assert!(!r.text().is_empty());
+    let mut left = String::new();
+    for _ in 0..50 {
+        left = m.docker_exec("a", count);
+        if left.trim() == "0" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(left.trim(), "0", "the whole tree is gone");
+}
+
+#[tokio::test]
+async fn a_runtime_the_engine_lacks_is_refused_naming_the_fix() {
+    let mut config = Config::default();
+    config.sandbox.runtime = "no-such-runtime".into();
+    let Some(m) = common::moat("t-noruntime", config).await else {
+        return;
+    };
+    let err = m
+        .app
+        .exec
+        .run(
+            &m.key("a"),
+            &moat::exec::ExecRequest {
+                command: "true".into(),
+                ..Default::default()
+            },
+            true,
+        )
+        .await
+        .expect_err("refused");
+    let text = moat::error_chain::error_chain(&err);
+    assert!(
+        text.contains("no-such-runtime") && text.contains("scripts/setup-runsc"),
+        "{text}"
+    );
+    assert!(m
+        .app
+        .runtime
+        .inspect_container(&m.container("a"))
+        .await
+        .unwrap()
+        .is_none());
+}
