@@ -30,6 +30,8 @@ const CLEAR: &[&str] = &[
     "not a FIFO",
 ];
 
+/// The script goes inside single quotes: it must hold none.
+///
 /// The racer: a tight loop (perl, so no fork per attempt) that replaces every entry of
 /// `/run/moat` that is not yet a symlink (nor a directory, which `unlink` never removes) with a symlink to one of the canaries. It counts its
 /// attempts (so the test knows it ran), keeps its last refusal and logs every replacement that
@@ -44,7 +46,7 @@ while (1) {
   for my $e (readdir $d) {
     next if $e eq "." || $e eq "..";
     my $f = "/run/moat/$e";
-    # Directories (the helper's) cannot be unlinked at all: no race to win there.
+    # Directories (the helper socket dir) cannot be unlinked at all: no race to win there.
     next if -l $f || -d $f;
     $n++;
     if (unlink($f) && symlink($t[$n % 2], $f)) {
@@ -57,6 +59,7 @@ while (1) {
   }
   closedir $d;
 }"#;
+    assert!(!script.contains('\''), "the racer script must hold no single quote");
     format!(
         "exec perl -e '{script}' '{}' '{}'",
         root_canary.display(),
