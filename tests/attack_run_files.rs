@@ -59,7 +59,10 @@ while (1) {
   }
   closedir $d;
 }"#;
-    assert!(!script.contains('\''), "the racer script must hold no single quote");
+    assert!(
+        !script.contains('\''),
+        "the racer script must hold no single quote"
+    );
     format!(
         "exec perl -e '{script}' '{}' '{}'",
         root_canary.display(),
