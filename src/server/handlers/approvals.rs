@@ -57,7 +57,7 @@ pub async fn list(
         Some(s) => Some(s),
     };
     let approvals = &state.app.approvals;
-    let rows = approvals.list(status).map_err(api)?;
+    let rows = approvals.list_named(status).map_err(api)?;
     Ok(Json(
         json!({ "approvals": rows.iter().map(|r| approvals.to_json(r)).collect::<Vec<_>>() }),
     ))
