@@ -43,5 +43,5 @@ pub async fn process(
             "sessionId is required for this action.",
         ));
     }
-    Ok(Json(state.process.run(&session, &req).await))
+    Ok(Json(state.app.process.run(&session, &req).await))
 }
