@@ -3,12 +3,10 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::{Extension, Json};
+use axum::Json;
 
-use super::{caller, json_body, PathParam};
+use super::{json_body, InSession};
 use crate::exec::ToolResult;
-use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 use crate::tools::{ProcessRequest, ACTIONS};
@@ -18,12 +16,9 @@ use crate::tools::{ProcessRequest, ACTIONS};
 /// a process that does not exist is a 200 with a failed result, as the tool says.
 pub async fn process(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    PathParam(session): PathParam,
-    headers: HeaderMap,
+    InSession { session, .. }: InSession,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<ToolResult>, ApiError> {
-    caller(&state, transport, &headers, Some(&session))?;
     let req: ProcessRequest = json_body(body)?;
     let action = req.action.trim().to_ascii_lowercase();
     if !ACTIONS.contains(&action.as_str()) {
