@@ -11,7 +11,7 @@ use crate::runtime::{Runtime, RuntimeError};
 use crate::secrets::Secrets;
 use crate::session::Sessions;
 use crate::store::{Store, StoreError};
-use crate::tools::ExecTool;
+use crate::tools::{ExecTool, ProcessTool};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -47,6 +47,9 @@ pub struct App {
     pub approvals: Arc<Approvals>,
     pub secrets: Arc<Secrets>,
     pub exec: ExecTool,
+    /// The `process` tool, built once here so every edge (HTTP, MCP, `moat bench`) calls the
+    /// same one.
+    pub process: ProcessTool,
     /// The file tools (`read_file`, `write_file`, `list_dir`, `apply_patch`).
     pub files: crate::files::FilesTool,
 }
@@ -125,6 +128,9 @@ impl App {
             home: home.clone(),
             shells_seen: Default::default(),
         };
+        let process = ProcessTool {
+            registry: registry.clone(),
+        };
         let files = crate::files::FilesTool {
             sessions: sessions.clone(),
             config: config.clone(),
@@ -141,6 +147,7 @@ impl App {
             approvals,
             secrets,
             exec,
+            process,
             files,
         })
     }

@@ -357,9 +357,6 @@ pub async fn run_processes(
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let tool = crate::tools::ProcessTool {
-        registry: app.registry.clone(),
-    };
     let mut latencies = Vec::new();
     loop {
         let poll = crate::tools::ProcessRequest {
@@ -368,7 +365,7 @@ pub async fn run_processes(
             timeout: Some(5000),
             ..Default::default()
         };
-        let p = tool.run(&key, &poll).await;
+        let p = app.process.run(&key, &poll).await;
         let now_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as i128)

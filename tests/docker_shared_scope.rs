@@ -132,9 +132,7 @@ async fn a_container_secret_and_its_processes_are_shared_by_the_sessions_in_it()
     // are per container, as documented, and the tool says so instead of hiding them.
     let r = run(x.clone(), "sleep 60", true).await;
     let id = r.details["sessionId"].as_str().unwrap().to_string();
-    let tool = moat::tools::ProcessTool {
-        registry: m.app.registry.clone(),
-    };
+    let tool = &m.app.process;
     let list = tool
         .run(
             &y,

@@ -6,6 +6,7 @@ mod common;
 use common::host::{config, event_with, moat, moat_in, req};
 use moat::approvals::{ApprovalDecision, ApprovalError, Decider};
 use moat::config::ElevatedLevel;
+use moat::store::{ApprovalStatus, RecordedDecision};
 
 fn op() -> Decider {
     Decider::operator("alice", "cli")
@@ -55,7 +56,7 @@ async fn approve_runs_exactly_the_plan_once() {
     assert!(done.contains("code 0)\nmade-once"), "{done}");
     assert!(marker.exists());
     let row = m.app.approvals.get(&id).unwrap();
-    assert_eq!(row.status, "used");
+    assert_eq!(row.status, ApprovalStatus::Used);
     assert!(row.process_id.is_some());
     let again = m
         .app
@@ -111,7 +112,10 @@ async fn expiry_applies_ask_fallback_deny() {
         ev.split(": ").next().unwrap(),
         format!("Exec denied (host id={id}, approval-timeout)")
     );
-    assert_eq!(m.app.approvals.get(&id).unwrap().status, "expired");
+    assert_eq!(
+        m.app.approvals.get(&id).unwrap().status,
+        ApprovalStatus::Expired
+    );
     let late = m
         .app
         .approvals
@@ -225,7 +229,10 @@ async fn an_agent_cannot_decide() {
         .unwrap_err();
     // Over HTTP this is a 403: tests/http_api.rs `only_the_operator_can_decide_an_approval`.
     assert_eq!(err.http_status(), 403);
-    assert_eq!(m.app.approvals.get(id).unwrap().status, "pending");
+    assert_eq!(
+        m.app.approvals.get(id).unwrap().status,
+        ApprovalStatus::Pending
+    );
 }
 
 /// A restart: the first moat runs on its own async runtime, which is dropped with every
@@ -269,10 +276,13 @@ fn pending_approvals_survive_a_restart_and_run_after_it() {
         );
         drop(m);
         let m = common::host::moat_at(&state, config(ElevatedLevel::Off));
-        assert_eq!(m.app.approvals.get(&id).unwrap().status, "pending");
         assert_eq!(
-            m.app.approvals.get(&denied).unwrap().decision.as_deref(),
-            Some("deny")
+            m.app.approvals.get(&id).unwrap().status,
+            ApprovalStatus::Pending
+        );
+        assert_eq!(
+            m.app.approvals.get(&denied).unwrap().decision,
+            Some(RecordedDecision::Deny)
         );
         assert!(!marker.exists());
         let mut events = m.events();
@@ -342,8 +352,8 @@ async fn expiry_with_fallback_full_or_allowlist() {
     assert!(ev.starts_with("Exec finished"), "{ev}");
     assert!(marker.exists());
     assert_eq!(
-        m.app.approvals.get(&id).unwrap().decision.as_deref(),
-        Some("fallback")
+        m.app.approvals.get(&id).unwrap().decision,
+        Some(RecordedDecision::Fallback)
     );
 
     // allowlist (and full clamped to the allowlist mode in force): only what the allowlist

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::host::{config, moat, req};
 use moat::config::{Config, ElevatedLevel};
 use moat::exec::{Caller, ExecRequest};
-use moat::tools::{ExecError, ProcessRequest, ProcessTool};
+use moat::tools::{ExecError, ProcessRequest};
 
 #[tokio::test]
 async fn elevated_is_refused_with_every_failing_gate() {
@@ -126,9 +126,7 @@ async fn a_timeout_leaves_no_process_of_the_group() {
     assert_eq!(started.status(), "running", "{}", started.text());
     let pgid = started.details["pid"].as_i64().expect("pgid") as i32;
     let id = started.details["sessionId"].as_str().unwrap().to_string();
-    let tool = ProcessTool {
-        registry: m.app.registry.clone(),
-    };
+    let tool = &m.app.process;
     let polled = tool
         .run(
             "main",
@@ -157,9 +155,7 @@ async fn host_processes_take_stdin_poll_and_kill() {
     let started = m.exec(r).await;
     let id = started.details["sessionId"].as_str().unwrap().to_string();
     let pgid = started.details["pid"].as_i64().unwrap() as i32;
-    let tool = ProcessTool {
-        registry: m.app.registry.clone(),
-    };
+    let tool = &m.app.process;
     let call = |action: &str, data: Option<&str>| ProcessRequest {
         action: action.into(),
         process_id: Some(id.clone()),

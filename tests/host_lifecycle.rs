@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::host::{config, moat, req};
 use moat::config::ElevatedLevel;
 use moat::exec::Caller;
-use moat::tools::{ProcessRequest, ProcessTool};
+use moat::tools::ProcessRequest;
 
 /// Whether a process whose command line contains `needle` runs on this machine.
 fn running(needle: &str) -> bool {
@@ -43,9 +43,7 @@ async fn a_dropped_host_call_ends_its_process_group_and_lists_it() {
         _ = waited => {}
     }
     // The call is dropped here, as an MCP cancellation or a disconnect drops it.
-    let tool = ProcessTool {
-        registry: m.app.registry.clone(),
-    };
+    let tool = &m.app.process;
     let list = tool
         .run(
             "main",

@@ -6,7 +6,7 @@ mod common;
 use common::host::{config, event_with, moat, req};
 use moat::config::{ElevatedLevel, SecretConfig, SkillConfig};
 use moat::policy::Ask;
-use moat::tools::{ProcessRequest, ProcessTool};
+use moat::tools::ProcessRequest;
 
 const VALUE: &str = "hs-9f8e7d6c5b4a";
 
@@ -66,9 +66,7 @@ async fn exit_events_and_logs_are_redacted() {
         ev.contains("key=[REDACTED:DEPLOY_KEY]") && !ev.contains(VALUE),
         "{ev}"
     );
-    let tool = ProcessTool {
-        registry: m.app.registry.clone(),
-    };
+    let tool = &m.app.process;
     let log = tool
         .run(
             "main",

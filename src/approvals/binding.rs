@@ -5,11 +5,12 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::policy::Evaluation;
+use crate::store::ApprovalTarget;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Binding {
-    /// Where it runs: `sandbox`, `host` or `host-full`.
-    pub target: String,
+    /// Where it runs (`sandbox`, `host` or `host-full`; `network` for a connection).
+    pub target: ApprovalTarget,
     /// The text that runs.
     pub plan: String,
     /// Each segment's argv after quote removal.
@@ -46,7 +47,7 @@ pub struct BoundFile {
 impl Binding {
     /// `redact` turns a value into what operators may see (secrets replaced).
     pub fn new(
-        target: &str,
+        target: ApprovalTarget,
         plan: &str,
         eval: &Evaluation,
         cwd: &str,
@@ -56,7 +57,7 @@ impl Binding {
     ) -> Self {
         let (env_hash, env) = hash_and_show(env, redact);
         Self {
-            target: target.to_string(),
+            target,
             plan: plan.to_string(),
             argv: eval.segments.iter().map(|s| s.argv.clone()).collect(),
             resolved: eval.segments.iter().map(|s| s.resolved.clone()).collect(),
@@ -121,7 +122,7 @@ mod tests {
         let env: Vec<String> = env.iter().map(|s| s.to_string()).collect();
         let (env_hash, env) = hash_and_show(&env, &|v| v.replace("s3cr3t", "[REDACTED:T]"));
         Binding {
-            target: "host".into(),
+            target: ApprovalTarget::Host,
             plan: plan.into(),
             argv: vec![plan.split(' ').map(str::to_string).collect()],
             resolved: vec![resolved.map(str::to_string)],

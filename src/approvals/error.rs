@@ -10,7 +10,7 @@ pub enum ApprovalError {
     #[error("decide approval {id}: it is {status} already{detail}")]
     NotPending {
         id: String,
-        status: String,
+        status: crate::store::ApprovalStatus,
         detail: String,
     },
     #[error("decide approval {id}: `{decision}` is not offered (allowed: {allowed})")]
@@ -22,7 +22,10 @@ pub enum ApprovalError {
     #[error("parse decision `{0}`: use allow-once, allow-always or deny")]
     UnknownDecision(String),
     #[error("run approval {id}: it was {status}, not approved and unused")]
-    NotUsable { id: String, status: String },
+    NotUsable {
+        id: String,
+        status: crate::store::ApprovalStatus,
+    },
     #[error("run approval {id}: the {what} changed since it was approved")]
     PlanChanged { id: String, what: String },
     #[error("add allowlist entry `{0}`: a shell or interpreter runs any program; allow the exact command instead")]

@@ -12,7 +12,9 @@ use super::persist::{is_interpreter, PersistEntry};
 use super::wake::Wakeups;
 use crate::output::Redactor;
 use crate::policy::escape_display;
-use crate::store::{now_ms, AllowlistRow, ApprovalRow, AuditRow, Store};
+use crate::store::{
+    now_ms, AllowlistRow, ApprovalRow, ApprovalStatus, AuditRow, RecordedDecision, Store,
+};
 
 /// An operator's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +40,16 @@ impl ApprovalDecision {
             "allow-always" | "always" => Ok(Self::AllowAlways),
             "deny" => Ok(Self::Deny),
             _ => Err(ApprovalError::UnknownDecision(s.to_string())),
+        }
+    }
+}
+
+impl From<ApprovalDecision> for RecordedDecision {
+    fn from(d: ApprovalDecision) -> Self {
+        match d {
+            ApprovalDecision::AllowOnce => Self::AllowOnce,
+            ApprovalDecision::AllowAlways => Self::AllowAlways,
+            ApprovalDecision::Deny => Self::Deny,
         }
     }
 }
@@ -101,7 +113,8 @@ pub struct Approvals {
     max_pending: u32,
 }
 
-/// `host` for both host targets, `sandbox` otherwise: allowlist entries are per machine.
+/// `host` for both host targets, `sandbox` otherwise: allowlist entries are per machine. For a
+/// target an operator typed; a stored approval's is `ApprovalTarget::machine`.
 pub fn allowlist_target(target: &str) -> &'static str {
     if target.starts_with("host") {
         "host"
@@ -147,7 +160,7 @@ impl Approvals {
             session: n.session,
             requester: n.requester,
             agent: n.agent,
-            target: n.binding.target.clone(),
+            target: n.binding.target,
             command: n.command,
             plan: n.binding.plan.clone(),
             binding: serde_json::to_string(&n.binding).unwrap_or_default(),
@@ -163,7 +176,7 @@ impl Approvals {
             covered: n.covered,
             created_at_ms: now,
             expires_at_ms: now + n.timeout_ms,
-            status: "pending".into(),
+            status: ApprovalStatus::Pending,
             decision: None,
             decided_by: None,
             decided_at_ms: None,
@@ -198,17 +211,30 @@ impl Approvals {
         Ok(row)
     }
 
-    /// Approvals, newest first (`status` filters: pending, approved, denied, expired, used).
-    /// Pending approvals past their expiry are marked expired first, so the list never offers
-    /// one that can no longer be decided.
-    pub fn list(&self, status: Option<&str>) -> Result<Vec<ApprovalRow>, ApprovalError> {
+    /// Approvals, newest first, only those in `status` when given. Pending approvals past
+    /// their expiry are marked expired first, so the list never offers one that can no longer
+    /// be decided.
+    pub fn list(&self, status: Option<ApprovalStatus>) -> Result<Vec<ApprovalRow>, ApprovalError> {
         let now = now_ms();
-        for row in self.store.approvals(Some("pending"), 500)? {
+        for row in self.store.approvals(Some(ApprovalStatus::Pending), 500)? {
             if now >= row.expires_at_ms {
                 self.expire(&row.id)?;
             }
         }
         Ok(self.store.approvals(status, 500)?)
+    }
+
+    /// [`Self::list`] for a status as an operator typed it (`moat approvals list --status`,
+    /// `GET /v1/approvals?status=`): a text that names no status matches no approval, so the
+    /// answer is an empty list, not an error.
+    pub fn list_named(&self, status: Option<&str>) -> Result<Vec<ApprovalRow>, ApprovalError> {
+        match status {
+            None => self.list(None),
+            Some(text) => match ApprovalStatus::parse(text) {
+                Some(status) => self.list(Some(status)),
+                None => Ok(Vec::new()),
+            },
+        }
     }
 
     /// By full id or a unique prefix (the 8-character slug).
@@ -249,11 +275,11 @@ impl Approvals {
         }
         let row = self.get(id)?;
         let now = now_ms();
-        if row.status == "pending" && now >= row.expires_at_ms {
+        if row.status == ApprovalStatus::Pending && now >= row.expires_at_ms {
             self.expire(&row.id)?;
             return Err(self.not_pending(&self.get(&row.id)?));
         }
-        if row.status != "pending" {
+        if row.status != ApprovalStatus::Pending {
             return Err(self.not_pending(&row));
         }
         if !row.allowed.split(',').any(|d| d == decision.as_str()) {
@@ -264,15 +290,19 @@ impl Approvals {
             });
         }
         let to = if decision == ApprovalDecision::Deny {
-            "denied"
+            ApprovalStatus::Denied
         } else {
-            "approved"
+            ApprovalStatus::Approved
         };
         let by = decider.label();
-        if !self
-            .store
-            .transition_approval(&row.id, "pending", to, decision.as_str(), &by, now)?
-        {
+        if !self.store.transition_approval(
+            &row.id,
+            ApprovalStatus::Pending,
+            to,
+            decision.into(),
+            &by,
+            now,
+        )? {
             return Err(self.not_pending(&self.get(&row.id)?));
         }
         // Allow-always entries below are written before the waiter reads the row again: it
@@ -289,13 +319,7 @@ impl Approvals {
             let entries: Vec<PersistEntry> = serde_json::from_str(&row.persist)
                 .map_err(|_| ApprovalError::Corrupt(row.id.clone()))?;
             for e in entries {
-                self.add_entry(
-                    allowlist_target(&row.target),
-                    &e,
-                    "allow-always",
-                    Some(&row.id),
-                    &by,
-                )?;
+                self.add_entry(row.target.machine(), &e, "allow-always", Some(&row.id), &by)?;
             }
         }
         drop(wake);
@@ -309,7 +333,7 @@ impl Approvals {
         };
         ApprovalError::NotPending {
             id: row.id.clone(),
-            status: row.status.clone(),
+            status: row.status,
             detail,
         }
     }
@@ -317,14 +341,14 @@ impl Approvals {
     /// Marks a due pending approval expired; true when this call did it.
     pub fn expire(&self, id: &str) -> Result<bool, ApprovalError> {
         let row = self.get(id)?;
-        if row.status != "pending" || now_ms() < row.expires_at_ms {
+        if row.status != ApprovalStatus::Pending || now_ms() < row.expires_at_ms {
             return Ok(false);
         }
         let done = self.store.transition_approval(
             &row.id,
-            "pending",
-            "expired",
-            "timeout",
+            ApprovalStatus::Pending,
+            ApprovalStatus::Expired,
+            RecordedDecision::Timeout,
             "moat",
             now_ms(),
         )?;
@@ -345,9 +369,9 @@ impl Approvals {
     pub fn approve_by_fallback(&self, id: &str, fallback: &str) -> Result<bool, ApprovalError> {
         let ok = self.store.transition_approval(
             id,
-            "expired",
-            "approved",
-            "fallback",
+            ApprovalStatus::Expired,
+            ApprovalStatus::Approved,
+            RecordedDecision::Fallback,
             &format!("ask_fallback={fallback}"),
             now_ms(),
         )?;
@@ -357,7 +381,7 @@ impl Approvals {
                 Some(id),
                 None,
                 &format!("ask_fallback={fallback}"),
-                "fallback",
+                RecordedDecision::Fallback.as_str(),
             )?;
         }
         Ok(ok)
@@ -367,7 +391,7 @@ impl Approvals {
     /// approved one, and each approval runs once.
     pub fn consume(&self, id: &str, binding: &Binding) -> Result<ApprovalRow, ApprovalError> {
         let row = self.get(id)?;
-        if row.status != "approved" {
+        if row.status != ApprovalStatus::Approved {
             return Err(ApprovalError::NotUsable {
                 id: row.id,
                 status: row.status,
@@ -378,9 +402,9 @@ impl Approvals {
         if let Some(what) = approved.difference(binding) {
             let _ = self.store.transition_approval(
                 &row.id,
-                "approved",
-                "denied",
-                "plan-changed",
+                ApprovalStatus::Approved,
+                ApprovalStatus::Denied,
+                RecordedDecision::PlanChanged,
                 "moat",
                 now_ms(),
             );
@@ -406,7 +430,7 @@ impl Approvals {
     /// Records the process an approved plan runs as, and audits the run.
     pub fn record_run(&self, row: &ApprovalRow, process: &str) -> Result<(), ApprovalError> {
         self.store.set_approval_process(&row.id, process)?;
-        let kind = if row.target.starts_with("host") {
+        let kind = if row.target.on_host() {
             "elevated-run"
         } else {
             "approved-run"

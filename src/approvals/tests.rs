@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::store::Store;
+use crate::store::{ApprovalStatus, ApprovalTarget, RecordedDecision, Store};
 
 fn binding(cwd: &str, env: &[&str], argv: &[&str]) -> Binding {
     let env: Vec<String> = env.iter().map(|s| s.to_string()).collect();
     Binding {
-        target: "host".into(),
+        target: ApprovalTarget::Host,
         plan: argv.join(" "),
         argv: vec![argv.iter().map(|s| s.to_string()).collect()],
         resolved: vec![Some(format!("/usr/bin/{}", argv[0]))],
@@ -63,7 +63,7 @@ fn only_operators_decide() {
         )
         .unwrap_err();
     assert_eq!(err.http_status(), 403, "{err}");
-    assert_eq!(a.get(&row.id).unwrap().status, "pending");
+    assert_eq!(a.get(&row.id).unwrap().status, ApprovalStatus::Pending);
     assert!(a
         .audit_log(Some(&row.id), 10)
         .unwrap()
@@ -78,13 +78,13 @@ fn an_approval_is_decided_once_and_used_once() {
     let row = a.create(new(&b, 60_000)).unwrap();
     let slug: String = row.id.chars().take(8).collect();
     let decided = a.decide(&slug, ApprovalDecision::AllowOnce, &op()).unwrap();
-    assert_eq!(decided.status, "approved");
+    assert_eq!(decided.status, ApprovalStatus::Approved);
     assert_eq!(decided.decided_by.as_deref(), Some("cli:alice"));
     let again = a
         .decide(&row.id, ApprovalDecision::AllowOnce, &op())
         .unwrap_err();
     assert!(again.to_string().contains("approved already"), "{again}");
-    assert_eq!(a.consume(&row.id, &b).unwrap().status, "used");
+    assert_eq!(a.consume(&row.id, &b).unwrap().status, ApprovalStatus::Used);
     let reuse = a.consume(&row.id, &b).unwrap_err();
     assert!(matches!(reuse, ApprovalError::NotUsable { .. }), "{reuse}");
     let late = a
@@ -126,7 +126,7 @@ fn expired_approvals_cannot_be_decided() {
         .decide(&row.id, ApprovalDecision::AllowOnce, &op())
         .unwrap_err();
     assert!(err.to_string().contains("expired"), "{err}");
-    assert_eq!(a.get(&row.id).unwrap().status, "expired");
+    assert_eq!(a.get(&row.id).unwrap().status, ApprovalStatus::Expired);
     assert!(a.approve_by_fallback(&row.id, "full").unwrap());
     assert!(!a.approve_by_fallback(&row.id, "full").unwrap());
 }
@@ -181,11 +181,11 @@ fn pending_approvals_and_decisions_survive_a_restart() {
         (p.id, d.id)
     };
     let a = Approvals::new(Arc::new(Store::open(&path).unwrap()), vec![]);
-    assert_eq!(a.get(&pending).unwrap().status, "pending");
+    assert_eq!(a.get(&pending).unwrap().status, ApprovalStatus::Pending);
     let d = a.get(&decided).unwrap();
     assert_eq!(
-        (d.status.as_str(), d.decision.as_deref()),
-        ("denied", Some("deny"))
+        (d.status, d.decision),
+        (ApprovalStatus::Denied, Some(RecordedDecision::Deny))
     );
     let kinds: Vec<String> = a
         .audit_log(None, 50)

@@ -10,7 +10,7 @@ use crate::store::ApprovalRow;
 /// (escaped, secrets replaced, never truncated).
 pub fn pending_result(row: &ApprovalRow, display: &str, cwd: &str) -> ToolResult {
     let slug: String = row.id.chars().take(8).collect();
-    let host = host_label(&row.target);
+    let host = row.target.machine();
     let allowed: Vec<&str> = row.allowed.split(',').collect();
     let text = format!(
         "Approval required (id {slug}). Approve to run; updates will arrive after completion.\n\
@@ -35,14 +35,6 @@ pub fn pending_result(row: &ApprovalRow, display: &str, cwd: &str) -> ToolResult
     )
 }
 
-fn host_label(target: &str) -> &'static str {
-    if target.starts_with("host") {
-        "host"
-    } else {
-        "sandbox"
-    }
-}
-
 /// `Exec finished (host id=<id>, session=<pid>, code N)` and the compacted output tail.
 pub fn finished_event(row: &ApprovalRow, process: &str, exit: &ExitInfo, tail: &str) -> String {
     let label = if exit.timed_out {
@@ -57,7 +49,7 @@ pub fn finished_event(row: &ApprovalRow, process: &str, exit: &ExitInfo, tail: &
     };
     let head = format!(
         "Exec finished ({} id={}, session={process}, {label})",
-        host_label(&row.target),
+        row.target.machine(),
         row.id
     );
     let tail = tail.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -72,7 +64,7 @@ pub fn finished_event(row: &ApprovalRow, process: &str, exit: &ExitInfo, tail: &
 pub fn denied_event(row: &ApprovalRow, reason: &str, display: &str) -> String {
     format!(
         "Exec denied ({} id={}, {reason}): {display}",
-        host_label(&row.target),
+        row.target.machine(),
         row.id
     )
 }
@@ -81,7 +73,7 @@ pub fn denied_event(row: &ApprovalRow, reason: &str, display: &str) -> String {
 pub fn running_event(row: &ApprovalRow, process: &str, secs: u64, display: &str) -> String {
     format!(
         "Exec running ({} id={}, session={process}, >{secs}s): {display}",
-        host_label(&row.target),
+        row.target.machine(),
         row.id
     )
 }

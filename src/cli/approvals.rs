@@ -70,7 +70,7 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
                 (None, true) => None,
                 (None, false) => Some("pending"),
             };
-            let rows = a.list(filter)?;
+            let rows = a.list_named(filter)?;
             if json {
                 let v: Vec<_> = rows.iter().map(|r| a.to_json(r)).collect();
                 super::term::json_pretty(&v)?;

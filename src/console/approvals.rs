@@ -18,11 +18,9 @@ use super::page::{command, form, html, plain, see_other, Chrome};
 use super::sign_in::Operator;
 use super::text::{has_hidden, Piece};
 use super::time::When;
-use crate::approvals::{
-    allowlist_target, ApprovalDecision, Approvals, Binding, Decider, PersistEntry,
-};
+use crate::approvals::{ApprovalDecision, Approvals, Binding, Decider, PersistEntry};
 use crate::server::ServerState;
-use crate::store::{now_ms, ApprovalRow};
+use crate::store::{now_ms, ApprovalRow, ApprovalStatus, ApprovalTarget, RecordedDecision};
 
 /// Statuses the lower list can be narrowed to.
 pub const FILTERS: &[&str] = &["all", "approved", "used", "denied", "expired"];
@@ -64,16 +62,16 @@ pub struct ApprovalView {
     pub id: String,
     /// The first 8 characters, as the CLI and the events name it.
     pub slug: String,
-    /// `pending`, `approved`, `used`, `denied` or `expired`: also the style.
-    pub status: String,
+    /// Where it stands; its text is also the style.
+    pub status: ApprovalStatus,
     /// The session it belongs to (a checked key).
     pub session: String,
     /// Who asked (`provider:sender`): an operator weighs a request by its source.
     pub requester: Vec<Piece>,
     /// The agent behind the request, when its token names one.
     pub agent: Option<Vec<Piece>>,
-    /// `sandbox`, `host` or `host-full`.
-    pub target: String,
+    /// `sandbox`, `host`, `host-full` or `network`: the badge and its style.
+    pub target: ApprovalTarget,
     /// Whether the plan runs on moat's own machine, outside any container.
     pub on_host: bool,
     /// Why it needs a decision (the policy's verdict).
@@ -107,8 +105,8 @@ pub struct ApprovalView {
     pub allow_always: bool,
     /// Whether it offers deny.
     pub deny: bool,
-    /// The decision once made (`allow-once`, `allow-always`, `deny`, `timeout`, `fallback`).
-    pub decision: Option<String>,
+    /// The decision once made (an operator's, or `timeout`, `fallback`, `plan-changed`).
+    pub decision: Option<RecordedDecision>,
     /// Who decided (`web:operator`, `cli:…`, `http:operator`).
     pub decided_by: Option<Vec<Piece>>,
     /// When it was decided.
@@ -149,12 +147,12 @@ pub fn approval_view(approvals: &Approvals, r: &ApprovalRow, now: i64) -> Approv
     ApprovalView {
         id: r.id.clone(),
         slug: r.id.chars().take(8).collect(),
-        status: r.status.clone(),
+        status: r.status,
         session: r.session.clone(),
         requester: plain(&r.requester),
         agent: r.agent.as_deref().map(plain),
-        target: r.target.clone(),
-        on_host: r.target.starts_with("host"),
+        target: r.target,
+        on_host: r.target.on_host(),
         reason: plain(&red(&r.reason)),
         command: command(&red(&r.command)),
         command_differs: r.command != r.plan,
@@ -192,13 +190,13 @@ pub fn approval_view(approvals: &Approvals, r: &ApprovalRow, now: i64) -> Approv
         allow_once: allowed.contains(&"allow-once"),
         allow_always: allowed.contains(&"allow-always"),
         deny: allowed.contains(&"deny"),
-        decision: r.decision.clone(),
+        decision: r.decision,
         decided_by: r.decided_by.as_deref().map(plain),
         decided: r.decided_at_ms.map(|ms| When::at(ms, now)),
         entries: persist
             .iter()
             .map(|e| EntryView {
-                target: allowlist_target(&r.target),
+                target: r.target.machine(),
                 entry: command(&red(e.command.as_deref().unwrap_or(&e.entry))),
                 scope: match (&e.command, &e.session, &e.cwd) {
                     (Some(_), Some(s), Some(c)) => Some((plain(s), command(c))),
@@ -242,8 +240,9 @@ pub async fn list(
     // `list` marks overdue pending approvals expired first, so none offered here is stale.
     let rows = approvals.list(None)?;
     let now = now_ms();
-    let (pending, others): (Vec<&ApprovalRow>, Vec<&ApprovalRow>) =
-        rows.iter().partition(|r| r.status == "pending");
+    let (pending, others): (Vec<&ApprovalRow>, Vec<&ApprovalRow>) = rows
+        .iter()
+        .partition(|r| r.status == ApprovalStatus::Pending);
     let page = ApprovalsPage {
         chrome: Chrome::new(&state, &op, "Approvals", "approvals"),
         pending: pending
@@ -252,7 +251,7 @@ pub async fn list(
             .collect(),
         others: others
             .into_iter()
-            .filter(|r| filter == "all" || r.status == filter)
+            .filter(|r| filter == "all" || r.status.as_str() == filter)
             .map(|r| approval_view(approvals, r, now))
             .collect(),
         filter,

@@ -32,7 +32,7 @@ fn fingerprint(state: &ServerState) -> [u8; 32] {
     // expiry shows up here even when no waiter is left to notice it.
     let pending = app
         .approvals
-        .list(Some("pending"))
+        .list(Some(crate::store::ApprovalStatus::Pending))
         .map(|r| r.len())
         .unwrap_or(0);
     h.update(pending.to_le_bytes());

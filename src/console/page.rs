@@ -42,7 +42,7 @@ impl Chrome {
         let pending = state
             .app
             .approvals
-            .list(Some("pending"))
+            .list(Some(crate::store::ApprovalStatus::Pending))
             .map(|r| r.len())
             .unwrap_or(0);
         Self {

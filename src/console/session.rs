@@ -142,7 +142,7 @@ pub async fn page(
                 limit: Some(TAIL_LINES),
                 ..Default::default()
             };
-            let result = state.process.run(&key, &req).await;
+            let result = state.app.process.run(&key, &req).await;
             Some(TailView {
                 id: id.to_string(),
                 running: p.is_running(),
@@ -179,7 +179,7 @@ pub async fn kill(
         process_id: Some(id.clone()),
         ..Default::default()
     };
-    state.process.run(&key, &req).await;
+    state.app.process.run(&key, &req).await;
     Ok(see_other(&format!("/ui/sessions/{key}?process={id}#tail")))
 }
 

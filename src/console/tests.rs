@@ -8,7 +8,7 @@ use askama::Template;
 
 use super::approvals::{approval_view, ApprovalView};
 use crate::approvals::{Approvals, Binding, PersistEntry};
-use crate::store::{ApprovalRow, Store};
+use crate::store::{ApprovalRow, ApprovalStatus, ApprovalTarget, Store};
 
 /// The approval as the approvals page and the allow-always page show it.
 #[derive(Template)]
@@ -19,7 +19,7 @@ struct One {
 
 fn row(command: &str, argv: Vec<Vec<String>>, env: Vec<String>) -> ApprovalRow {
     let binding = Binding {
-        target: "host".into(),
+        target: ApprovalTarget::Host,
         plan: command.into(),
         argv,
         resolved: vec![Some("/usr/bin/echo".into())],
@@ -33,7 +33,7 @@ fn row(command: &str, argv: Vec<Vec<String>>, env: Vec<String>) -> ApprovalRow {
         session: "s1".into(),
         requester: "slack:<b>U1</b>".into(),
         agent: Some("a1\u{200B}".into()),
-        target: "host".into(),
+        target: ApprovalTarget::Host,
         command: command.into(),
         plan: command.into(),
         binding: serde_json::to_string(&binding).unwrap(),
@@ -44,7 +44,7 @@ fn row(command: &str, argv: Vec<Vec<String>>, env: Vec<String>) -> ApprovalRow {
         covered: false,
         created_at_ms: 1_000,
         expires_at_ms: 61_000,
-        status: "pending".into(),
+        status: ApprovalStatus::Pending,
         decision: None,
         decided_by: None,
         decided_at_ms: None,

@@ -16,10 +16,8 @@ use tokio::net::UnixListener;
 use super::control::{self, ConnectionRecord, ControlAnswer, ControlRequest, MAX_ADDRS};
 use super::{decide, grant_entry, EgressError, EgressPolicy, Host, Refusal, Rule, Verdict};
 use crate::approvals::{ApprovalDecision, Approvals, Binding, NewApproval};
-use crate::store::{now_ms, Store};
+use crate::store::{now_ms, ApprovalStatus, ApprovalTarget, RecordedDecision, Store};
 
-/// The approvals target (kind) of a network approval.
-pub const NETWORK_TARGET: &str = "network";
 /// How long a message may take to arrive once the proxy connected.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -49,12 +47,18 @@ impl Gate {
         let now = now_ms();
         let rows = self
             .store()
-            .approvals_of(&self.session, NETWORK_TARGET, "approved")
+            .approvals_of(
+                &self.session,
+                ApprovalTarget::Network,
+                ApprovalStatus::Approved,
+            )
             .unwrap_or_default();
         rows.into_iter()
-            .filter(|r| match r.decision.as_deref() {
-                Some("allow-always") => true,
-                Some("allow-once") => r.decided_at_ms.is_some_and(|t| now - t < self.grant_ms),
+            .filter(|r| match r.decision {
+                Some(RecordedDecision::AllowAlways) => true,
+                Some(RecordedDecision::AllowOnce) => {
+                    r.decided_at_ms.is_some_and(|t| now - t < self.grant_ms)
+                }
                 _ => false,
             })
             .filter_map(|r| Rule::parse(&r.command).ok())
@@ -108,7 +112,11 @@ impl Gate {
         let entry = grant_entry(host, port);
         let pending = self
             .store()
-            .approvals_of(&self.session, NETWORK_TARGET, "pending")
+            .approvals_of(
+                &self.session,
+                ApprovalTarget::Network,
+                ApprovalStatus::Pending,
+            )
             .unwrap_or_default();
         let now = now_ms();
         if let Some(row) = pending
@@ -123,7 +131,7 @@ impl Gate {
             agent: None,
             command: entry.clone(),
             binding: Binding {
-                target: NETWORK_TARGET.into(),
+                target: ApprovalTarget::Network,
                 plan: entry,
                 argv: Vec::new(),
                 resolved: Vec::new(),

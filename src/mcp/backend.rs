@@ -18,7 +18,7 @@ use crate::error_chain::error_chain;
 use crate::exec::{Caller, ExecRequest, ToolResult};
 use crate::files::FileCall;
 use crate::process::SessionEvent;
-use crate::tools::{ProcessRequest, ProcessTool};
+use crate::tools::ProcessRequest;
 
 /// How often an idle event follower checks whether anyone still listens.
 const FOLLOWER_CHECK: Duration = Duration::from_secs(30);
@@ -44,7 +44,6 @@ pub trait Backend: Send + Sync {
 /// The tools in this process (`moat serve`).
 pub struct Local {
     pub app: Arc<App>,
-    pub process: ProcessTool,
 }
 
 #[async_trait]
@@ -63,7 +62,7 @@ impl Backend for Local {
     }
 
     async fn process(&self, session: &str, req: &ProcessRequest) -> ToolResult {
-        self.process.run(session, req).await
+        self.app.process.run(session, req).await
     }
 
     async fn files(&self, session: &str, call: &FileCall) -> ToolResult {

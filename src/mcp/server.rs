@@ -31,7 +31,7 @@ use crate::daemon::DaemonClient;
 use crate::exec::{Caller, ExecRequest, ToolResult};
 use crate::files::FileCall;
 use crate::session::validate_key;
-use crate::tools::{ProcessRequest, ProcessTool};
+use crate::tools::ProcessRequest;
 
 /// Maps one HTTP request to the moat session it acts in, or says why it may not act at all.
 /// `moat serve` builds it from its token table; the message reaches the client.
@@ -47,11 +47,8 @@ pub struct McpContext {
 impl McpContext {
     /// The tools of this process's own moat (`moat serve`).
     pub fn new(app: Arc<App>) -> Arc<Self> {
-        let process = ProcessTool {
-            registry: app.registry.clone(),
-        };
         Arc::new(Self {
-            backend: Arc::new(Local { app, process }),
+            backend: Arc::new(Local { app }),
         })
     }
 

@@ -15,7 +15,6 @@ use crate::exec::Caller;
 use crate::mcp::{
     http_config, http_service, live_sessions, McpContext, McpHttpService, McpSessions,
 };
-use crate::tools::ProcessTool;
 
 /// Request bodies above this are refused with 413 (a command is at most a few KiB; env is
 /// capped at 256 KiB by the exec rules).
@@ -24,7 +23,6 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 /// What every handler shares.
 pub struct ServerState {
     pub app: Arc<App>,
-    pub process: ProcessTool,
     /// MCP over streamable HTTP at `/mcp`; its sessions end when `shutdown` is cancelled.
     pub mcp: McpHttpService,
     /// rmcp's live MCP sessions, to bound `mcp_owners` by them.
@@ -64,9 +62,6 @@ impl ServerState {
     /// `auto_started`: started on demand by a client (see [`DaemonInfo`]).
     pub fn with_origin(app: App, shutdown: CancellationToken, auto_started: bool) -> Arc<Self> {
         let app = Arc::new(app);
-        let process = ProcessTool {
-            registry: app.registry.clone(),
-        };
         let (mcp, mcp_sessions) = http_service(
             McpContext::new(app.clone()),
             Arc::new(mcp_identity),
@@ -79,7 +74,6 @@ impl ServerState {
         };
         Arc::new(Self {
             app,
-            process,
             mcp,
             mcp_sessions,
             mcp_owners: Default::default(),

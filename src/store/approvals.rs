@@ -4,6 +4,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
+use super::approval_kinds::{ApprovalStatus, ApprovalTarget, RecordedDecision};
 use super::error::SqlContext;
 use super::{Store, StoreError};
 
@@ -16,8 +17,9 @@ pub struct ApprovalRow {
     /// `provider:sender` and agent of the requester.
     pub requester: String,
     pub agent: Option<String>,
-    /// `sandbox`, `host` or `host-full`.
-    pub target: String,
+    /// Where the command runs (`sandbox`, `host`, `host-full`), or `network` for a
+    /// connection the egress proxy asked about.
+    pub target: ApprovalTarget,
     /// The command as the agent sent it.
     pub command: String,
     /// The exact text that runs once approved.
@@ -35,10 +37,10 @@ pub struct ApprovalRow {
     pub covered: bool,
     pub created_at_ms: i64,
     pub expires_at_ms: i64,
-    /// `pending`, `approved`, `denied`, `expired` or `used`.
-    pub status: String,
-    /// `allow-once`, `allow-always`, `deny`, or `fallback` when `ask_fallback` ran it.
-    pub decision: Option<String>,
+    /// Where it stands: only a pending approval can be decided, only an approved one run.
+    pub status: ApprovalStatus,
+    /// The operator's answer, or what moat decided itself (timeout, fallback, plan changed).
+    pub decision: Option<RecordedDecision>,
     pub decided_by: Option<String>,
     pub decided_at_ms: Option<i64>,
     pub used_at_ms: Option<i64>,
@@ -105,13 +107,13 @@ impl Store {
                     "INSERT INTO approvals ({COLUMNS})
                      SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21
                      WHERE (SELECT COUNT(*) FROM approvals
-                            WHERE session = ?2 AND status = 'pending' AND expires_at_ms > ?14) < ?22"
+                            WHERE session = ?2 AND status = ?23 AND expires_at_ms > ?14) < ?22"
                 ),
                 params![
                     a.id, a.session, a.requester, a.agent, a.target, a.command, a.plan, a.binding,
                     a.request, a.reason, a.allowed, a.persist, a.covered, a.created_at_ms,
                     a.expires_at_ms, a.status, a.decision, a.decided_by, a.decided_at_ms,
-                    a.used_at_ms, a.process_id, max_pending
+                    a.used_at_ms, a.process_id, max_pending, ApprovalStatus::Pending
                 ],
             )
             .ctx("record approval")?;
@@ -122,10 +124,10 @@ impl Store {
     pub fn pending_approval_ids(&self) -> Result<std::collections::HashSet<String>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
-            .prepare_cached("SELECT id FROM approvals WHERE status = 'pending'")
+            .prepare_cached("SELECT id FROM approvals WHERE status = ?1")
             .ctx("list pending approvals")?;
         let rows = stmt
-            .query_map([], |r| r.get(0))
+            .query_map([ApprovalStatus::Pending], |r| r.get(0))
             .ctx("list pending approvals")?;
         rows.collect::<Result<_, _>>().ctx("list pending approvals")
     }
@@ -158,7 +160,7 @@ impl Store {
     /// Approvals, newest first; only those in `status` when given.
     pub fn approvals(
         &self,
-        status: Option<&str>,
+        status: Option<ApprovalStatus>,
         limit: usize,
     ) -> Result<Vec<ApprovalRow>, StoreError> {
         let conn = self.conn();
@@ -178,8 +180,8 @@ impl Store {
     pub fn approvals_of(
         &self,
         session: &str,
-        target: &str,
-        status: &str,
+        target: ApprovalTarget,
+        status: ApprovalStatus,
     ) -> Result<Vec<ApprovalRow>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
@@ -198,9 +200,9 @@ impl Store {
     pub fn transition_approval(
         &self,
         id: &str,
-        from: &str,
-        to: &str,
-        decision: &str,
+        from: ApprovalStatus,
+        to: ApprovalStatus,
+        decision: RecordedDecision,
         by: &str,
         at_ms: i64,
     ) -> Result<bool, StoreError> {
@@ -220,8 +222,8 @@ impl Store {
         let n = self
             .conn()
             .execute(
-                "UPDATE approvals SET status = 'used', used_at_ms = ?2 WHERE id = ?1 AND status = 'approved'",
-                params![id, at_ms],
+                "UPDATE approvals SET status = ?3, used_at_ms = ?2 WHERE id = ?1 AND status = ?4",
+                params![id, at_ms, ApprovalStatus::Used, ApprovalStatus::Approved],
             )
             .ctx("record approval use")?;
         Ok(n == 1)

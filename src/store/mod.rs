@@ -5,6 +5,7 @@
 //! `.await`, and WAL lets a second moat (the CLI next to `moat serve`) read concurrently.
 
 mod allowlist;
+mod approval_kinds;
 mod approvals;
 mod audit;
 mod db;
@@ -16,6 +17,7 @@ mod setup;
 mod sticky;
 
 pub use allowlist::AllowlistRow;
+pub use approval_kinds::{ApprovalStatus, ApprovalTarget, RecordedDecision, UnknownValue};
 pub use approvals::ApprovalRow;
 pub use audit::AuditRow;
 pub use db::{now_ms, Store};

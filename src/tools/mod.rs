@@ -7,4 +7,4 @@ mod process;
 pub use exec::{
     analyse, analyse_within, real_path, ExecError, ExecTool, ExplainRequest, Explained,
 };
-pub use process::{ProcessRequest, ProcessTool, ACTIONS};
+pub use process::{CallError, ProcessAction, ProcessCall, ProcessRequest, ProcessTool, ACTIONS};

@@ -18,7 +18,7 @@ use moat::exec::{ExecRequest, ToolResult};
 use moat::home::Home;
 use moat::runtime::docker::DockerRuntime;
 use moat::runtime::Runtime;
-use moat::tools::{ProcessRequest, ProcessTool};
+use moat::tools::ProcessRequest;
 
 pub struct TestMoat {
     pub app: App,
@@ -155,10 +155,7 @@ impl TestMoat {
 
     /// One `process` tool call in `session`.
     pub async fn process(&self, session: &str, req: &ProcessRequest) -> ToolResult {
-        let tool = ProcessTool {
-            registry: self.app.registry.clone(),
-        };
-        tool.run(&self.key(session), req).await
+        self.app.process.run(&self.key(session), req).await
     }
 
     pub fn container(&self, session: &str) -> String {

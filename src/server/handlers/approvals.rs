@@ -7,14 +7,13 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::{Extension, Json};
+use axum::http::StatusCode;
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{caller, json_body, PathParam};
+use super::{json_body, PathParam, Who};
 use crate::approvals::{ApprovalDecision, ApprovalError};
-use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 
@@ -39,11 +38,10 @@ fn api(e: ApprovalError) -> ApiError {
 /// `GET /v1/approvals[?status=pending|all|…]`.
 pub async fn list(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    headers: HeaderMap,
+    Who(who): Who,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    caller(&state, transport, &headers, None)?.require_operator()?;
+    who.require_operator()?;
     // axum's own rejection is plain text; every error here is JSON.
     let Query(q) = query.map_err(|r| {
         ApiError::new(
@@ -57,7 +55,7 @@ pub async fn list(
         Some(s) => Some(s),
     };
     let approvals = &state.app.approvals;
-    let rows = approvals.list(status).map_err(api)?;
+    let rows = approvals.list_named(status).map_err(api)?;
     Ok(Json(
         json!({ "approvals": rows.iter().map(|r| approvals.to_json(r)).collect::<Vec<_>>() }),
     ))
@@ -66,11 +64,10 @@ pub async fn list(
 /// `GET /v1/approvals/{id}` (an id or its 8-character slug).
 pub async fn show(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
     PathParam(id): PathParam,
-    headers: HeaderMap,
+    Who(who): Who,
 ) -> Result<Json<Value>, ApiError> {
-    caller(&state, transport, &headers, None)?.require_operator()?;
+    who.require_operator()?;
     let approvals = &state.app.approvals;
     let row = approvals.get(&id).map_err(api)?;
     Ok(Json(approvals.to_json(&row)))
@@ -80,12 +77,10 @@ pub async fn show(
 /// The service itself refuses non-operators, so the check holds whatever route reaches it.
 pub async fn decide(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
     PathParam(id): PathParam,
-    headers: HeaderMap,
+    Who(who): Who,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let who = caller(&state, transport, &headers, None)?;
     let body: DecisionBody = json_body(body)?;
     let decision = ApprovalDecision::parse(&body.decision).map_err(api)?;
     let approvals = &state.app.approvals;

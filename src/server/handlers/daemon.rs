@@ -5,12 +5,12 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{caller, json_body};
+use super::{json_body, Who};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
@@ -48,10 +48,10 @@ struct StopRequest {
 pub async fn stop(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
-    headers: HeaderMap,
+    Who(who): Who,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    caller(&state, transport, &headers, None)?.require_operator()?;
+    who.require_operator()?;
     if transport != Transport::Unix {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,

@@ -2,14 +2,11 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::Extension;
 use futures::{Stream, StreamExt};
 use tokio_stream::wrappers::BroadcastStream;
 
-use super::{caller, PathParam};
-use crate::server::auth::Transport;
+use super::InSession;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 
@@ -17,11 +14,8 @@ use crate::server::ServerState;
 /// `data: Exec completed (…) :: …`). A subscriber that falls behind skips old events.
 pub async fn events(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    PathParam(session): PathParam,
-    headers: HeaderMap,
+    InSession { session, .. }: InSession,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    caller(&state, transport, &headers, Some(&session))?;
     let rx = state.app.registry.events().subscribe();
     let stream = BroadcastStream::new(rx).filter_map(move |ev| {
         let session = session.clone();

@@ -8,7 +8,7 @@ use axum::{Extension, Json};
 
 use axum::response::{IntoResponse, Response};
 
-use super::{caller, exec_caller, json_body, PathParam};
+use super::{exec_caller, json_body, InSession};
 use crate::exec::{ExecRequest, ToolResult};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
@@ -21,11 +21,10 @@ use crate::tools::ExecError;
 pub async fn exec(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
-    PathParam(session): PathParam,
+    InSession { who, session }: InSession,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let who = caller(&state, transport, &headers, Some(&session))?;
     let req: ExecRequest = json_body(body)?;
     let exec_caller = exec_caller(&who, transport, &headers, &session)?;
     if super::exec_wait::wanted(transport, &headers)? {

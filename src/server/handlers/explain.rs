@@ -3,13 +3,11 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::{Extension, Json};
+use axum::Json;
 use serde_json::{json, Value};
 
-use super::{caller, json_body, PathParam};
+use super::{json_body, InSession};
 use crate::policy::{explain_json, explain_text};
-use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 use crate::tools::ExplainRequest;
@@ -19,12 +17,10 @@ use crate::tools::ExplainRequest;
 /// JSON and as the text `moat policy explain` prints (docs/policy.md, "Explain").
 pub async fn explain(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    PathParam(session): PathParam,
-    headers: HeaderMap,
+    InSession { who, session }: InSession,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    caller(&state, transport, &headers, Some(&session))?.require_operator()?;
+    who.require_operator()?;
     let req: ExplainRequest = json_body(body)?;
     match state.app.exec.explain(&session, &req).await {
         Ok(e) => Ok(Json(json!({

@@ -6,14 +6,13 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::{Extension, Json};
+use axum::http::StatusCode;
+use axum::Json;
 
-use super::{caller, json_body, PathParam};
+use super::{json_body, InSession};
 use crate::error_chain::error_chain;
 use crate::exec::ToolResult;
 use crate::files::{FileCall, FilesError, ListRequest, PatchRequest, ReadRequest, WriteRequest};
-use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 
@@ -30,16 +29,13 @@ fn answer(outcome: Result<ToolResult, FilesError>) -> Result<Json<ToolResult>, A
     })
 }
 
-/// One file call: the caller may use `session`, the body is that tool's request.
+/// One file call in `session` (which the caller may use), the body that tool's request.
 async fn serve_call<R: serde::de::DeserializeOwned>(
     state: Arc<ServerState>,
-    transport: Transport,
     session: String,
-    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
     call: fn(R) -> FileCall,
 ) -> Result<Json<ToolResult>, ApiError> {
-    caller(&state, transport, &headers, Some(&session))?;
     let req: R = json_body(body)?;
     answer(state.app.files.call(&session, &call(req)).await)
 }
@@ -49,12 +45,10 @@ macro_rules! file_endpoint {
     ($name:ident, $request:ty, $variant:path) => {
         pub async fn $name(
             State(state): State<Arc<ServerState>>,
-            Extension(transport): Extension<Transport>,
-            PathParam(session): PathParam,
-            headers: HeaderMap,
+            InSession { session, .. }: InSession,
             body: Result<Bytes, BytesRejection>,
         ) -> Result<Json<ToolResult>, ApiError> {
-            serve_call::<$request>(state, transport, session, headers, body, $variant).await
+            serve_call::<$request>(state, session, body, $variant).await
         }
     };
 }

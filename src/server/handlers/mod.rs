@@ -18,7 +18,7 @@ mod caller;
 mod path_param;
 
 pub use body::json_body;
-pub use caller::{caller, exec_caller};
+pub use caller::{exec_caller, InSession, Who};
 pub use path_param::PathParam;
 
 use axum::http::StatusCode;

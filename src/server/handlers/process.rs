@@ -3,45 +3,31 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::{Extension, Json};
+use axum::Json;
 
-use super::{caller, json_body, PathParam};
+use super::{json_body, InSession};
 use crate::exec::ToolResult;
-use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
-use crate::tools::{ProcessRequest, ACTIONS};
+use crate::tools::{CallError, ProcessRequest, ACTIONS};
 
 /// `POST /v1/sessions/{session}/process` with a `process` request; answers the tool result.
 /// Malformed calls (unknown action, missing `sessionId`) are 400s; a well-formed call about
 /// a process that does not exist is a 200 with a failed result, as the tool says.
 pub async fn process(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    PathParam(session): PathParam,
-    headers: HeaderMap,
+    InSession { session, .. }: InSession,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<ToolResult>, ApiError> {
-    caller(&state, transport, &headers, Some(&session))?;
     let req: ProcessRequest = json_body(body)?;
-    let action = req.action.trim().to_ascii_lowercase();
-    if !ACTIONS.contains(&action.as_str()) {
-        return Err(ApiError::bad_request(format!(
-            "Unknown action {} (one of: {})",
-            req.action,
+    // The tool answers these as failed results; over HTTP a malformed call is the client's
+    // error, with the names it could have used.
+    let call = req.parse().map_err(|e| match e {
+        CallError::UnknownAction(action) => ApiError::bad_request(format!(
+            "Unknown action {action} (one of: {})",
             ACTIONS.join(", ")
-        )));
-    }
-    if action != "list"
-        && req
-            .process_id
-            .as_deref()
-            .is_none_or(|s| s.trim().is_empty())
-    {
-        return Err(ApiError::bad_request(
-            "sessionId is required for this action.",
-        ));
-    }
-    Ok(Json(state.process.run(&session, &req).await))
+        )),
+        CallError::MissingId => ApiError::bad_request(e.to_string()),
+    })?;
+    Ok(Json(state.app.process.call(&session, call).await))
 }

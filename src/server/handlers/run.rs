@@ -31,7 +31,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::{caller, exec_caller, json_body, PathParam};
+use super::{exec_caller, json_body, InSession};
 use crate::exec::{Caller, ExecRequest};
 use crate::output::LiveText;
 use crate::process::RunFiles;
@@ -47,11 +47,10 @@ const CHUNK: usize = 256 << 10;
 pub async fn run(
     State(state): State<Arc<ServerState>>,
     Extension(transport): Extension<Transport>,
-    PathParam(session): PathParam,
+    InSession { who, session }: InSession,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let who = caller(&state, transport, &headers, Some(&session))?;
     who.require_operator()?;
     if transport != Transport::Unix {
         return Err(ApiError::bad_request(

@@ -1,8 +1,8 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::{Extension, Json};
+use axum::http::StatusCode;
+use axum::Json;
 use serde_json::{json, Value};
 
 use axum::body::Bytes;
@@ -10,10 +10,9 @@ use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::Query;
 use serde::Deserialize;
 
-use super::{caller, json_body, PathParam};
+use super::{json_body, InSession, Who};
 use crate::config::WorkspaceAccess;
 use crate::error_chain::error_chain;
-use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 use crate::session::setup::inspect;
@@ -24,10 +23,8 @@ use crate::store::SessionSetup;
 /// `GET /v1/sessions`: the containers this moat manages (operator), or the caller's own.
 pub async fn list(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    headers: HeaderMap,
+    Who(who): Who,
 ) -> Result<Json<Value>, ApiError> {
-    let who = caller(&state, transport, &headers, None)?;
     let rows = state.app.store.sessions().map_err(internal)?;
     let containers = state
         .app
@@ -70,12 +67,9 @@ pub struct RemoveQuery {
 /// unless purged).
 pub async fn remove(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    PathParam(session): PathParam,
+    InSession { who, session }: InSession,
     query: Result<Query<RemoveQuery>, QueryRejection>,
-    headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    let who = caller(&state, transport, &headers, Some(&session))?;
     let Query(query) = query.map_err(|e| {
         ApiError::bad_request(format!("failed to read the query: {}", e.body_text()))
     })?;
@@ -96,11 +90,8 @@ pub async fn remove(
 /// An agent may reset its own session.
 pub async fn reset_state(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    PathParam(session): PathParam,
-    headers: HeaderMap,
+    InSession { session, .. }: InSession,
 ) -> Result<Json<Value>, ApiError> {
-    caller(&state, transport, &headers, Some(&session))?;
     state
         .app
         .store
@@ -146,11 +137,9 @@ pub struct CreateRequest {
 /// (docs/security.md, "Host workspaces").
 pub async fn create(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
-    headers: HeaderMap,
+    Who(who): Who,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let who = caller(&state, transport, &headers, None)?;
     who.require_operator()?;
     let req: CreateRequest = json_body(body)?;
     crate::session::validate_key(&req.session)

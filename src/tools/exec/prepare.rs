@@ -15,6 +15,7 @@ use crate::policy::{
 use super::error::ExecError;
 use super::tool::ExecTool;
 use crate::process::script::Shell;
+use crate::store::ApprovalTarget;
 
 /// Resolves command words in the sandbox: `$1` is the working directory, then the words. A bare
 /// name is looked up by walking the login PATH for an executable file; a path is taken relative
@@ -128,11 +129,11 @@ pub(super) struct Prepared {
 
 impl Prepared {
     /// `sandbox`, `host` or `host-full`: what an approval is bound to.
-    pub fn label(&self) -> &'static str {
+    pub fn approval_target(&self) -> ApprovalTarget {
         match self.target {
-            Target::Sandbox => "sandbox",
-            Target::Host { full: false } => "host",
-            Target::Host { full: true } => "host-full",
+            Target::Sandbox => ApprovalTarget::Sandbox,
+            Target::Host { full: false } => ApprovalTarget::Host,
+            Target::Host { full: true } => ApprovalTarget::HostFull,
         }
     }
 

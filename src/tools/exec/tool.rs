@@ -200,7 +200,7 @@ impl ExecTool {
                 };
                 let redact = |v: &str| self.approvals.redact(v);
                 let binding = Binding::new(
-                    prepared.label(),
+                    prepared.approval_target(),
                     &plan,
                     &eval,
                     &prepared.cwd,

@@ -14,7 +14,7 @@ use crate::approvals::{denied_event, finished_event, running_event, Binding};
 use crate::exec::{ExecRequest, Target};
 use crate::policy::Security;
 use crate::process::{EventKind, EventOutcome};
-use crate::store::{now_ms, ApprovalRow};
+use crate::store::{now_ms, ApprovalRow, ApprovalStatus, ApprovalTarget, RecordedDecision};
 
 use super::tool::ExecTool;
 
@@ -29,7 +29,11 @@ impl ExecTool {
     /// runs at most once: claiming it is atomic in the store.
     pub fn recover_approvals(&self) -> usize {
         let mut n = 0;
-        for status in ["pending", "approved", "expired"] {
+        for status in [
+            ApprovalStatus::Pending,
+            ApprovalStatus::Approved,
+            ApprovalStatus::Expired,
+        ] {
             for row in self.approvals.list(Some(status)).unwrap_or_default() {
                 self.spawn_waiter(row.id);
                 n += 1;
@@ -51,7 +55,7 @@ impl ExecTool {
                     return;
                 }
             };
-            if row.status != "pending" {
+            if row.status != ApprovalStatus::Pending {
                 break row;
             }
             let left = row.expires_at_ms.saturating_sub(now_ms());
@@ -65,17 +69,17 @@ impl ExecTool {
             }
         };
         wakeups.unregister(&id);
-        match row.status.as_str() {
-            "approved" => self.run_approved(row).await,
-            "denied" => {
-                let reason = match row.decision.as_deref() {
-                    Some("plan-changed") => "plan-changed",
+        match row.status {
+            ApprovalStatus::Approved => self.run_approved(row).await,
+            ApprovalStatus::Denied => {
+                let reason = match row.decision {
+                    Some(RecordedDecision::PlanChanged) => "plan-changed",
                     _ => "user-denied",
                 };
                 self.deny(&row, reason)
             }
-            "expired" => self.apply_fallback(row).await,
-            _ => {}
+            ApprovalStatus::Expired => self.apply_fallback(row).await,
+            ApprovalStatus::Pending | ApprovalStatus::Used => {}
         }
     }
 
@@ -128,10 +132,10 @@ impl ExecTool {
     ) -> Option<(ExecRequest, super::prepare::Prepared, crate::policy::Parsed)> {
         let req: ExecRequest = serde_json::from_str(&row.request).ok()?;
         let parsed = super::analyse(&req.command).await;
-        let target = match row.target.as_str() {
-            "host" => Target::Host { full: false },
-            "host-full" => Target::Host { full: true },
-            _ => Target::Sandbox,
+        let target = match row.target {
+            ApprovalTarget::Host => Target::Host { full: false },
+            ApprovalTarget::HostFull => Target::Host { full: true },
+            ApprovalTarget::Sandbox | ApprovalTarget::Network => Target::Sandbox,
         };
         self.prepare(&row.session, &req, target, &parsed)
             .await
@@ -176,7 +180,7 @@ impl ExecTool {
         };
         let redact = |v: &str| self.approvals.redact(v);
         let binding = Binding::new(
-            prepared.label(),
+            prepared.approval_target(),
             &row.plan,
             &eval,
             &prepared.cwd,
