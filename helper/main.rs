@@ -13,6 +13,7 @@
 #[path = "../src/runtime/helper/frame.rs"]
 #[allow(dead_code)]
 mod frame;
+mod wrap;
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -22,6 +23,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -88,6 +90,7 @@ fn main() {
         eprintln!("usage: moat-helper SOCKET");
         std::process::exit(2);
     };
+    wrap::note_args();
     // A socket left by an earlier helper in this directory (the sandbox user's) is replaced.
     let _ = std::fs::remove_file(&path);
     let listener = match UnixListener::bind(&path) {
@@ -100,10 +103,19 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // The socket is `<run dir>/helper/<socket>`: the run files are two levels up.
+    let run_dir: Arc<PathBuf> = Arc::new(
+        Path::new(&path)
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("/run/moat"))
+            .to_path_buf(),
+    );
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
+        let run_dir = Arc::clone(&run_dir);
         // No thread to be had (the pids limit is full): the connection is closed.
-        let _ = thread(move || serve(conn));
+        let _ = thread(move || serve(conn, &run_dir));
     }
 }
 
@@ -117,7 +129,7 @@ fn read_frame(conn: &mut UnixStream, buf: &mut Vec<u8>) -> Option<Msg> {
     frame::decode_body(buf).ok()
 }
 
-fn serve(mut conn: UnixStream) {
+fn serve(mut conn: UnixStream, run_dir: &Path) {
     let Ok(writer) = conn.try_clone() else { return };
     let out = Out(Arc::new(Mutex::new(writer)));
     let mut buf = Vec::new();
@@ -151,7 +163,12 @@ fn serve(mut conn: UnixStream) {
                     });
                     continue;
                 }
-                if let Err(message) = start(spawn, &out, &table) {
+                let started = if spawn.wrap.is_empty() {
+                    start(spawn, &out, &table)
+                } else {
+                    start_wrapped(spawn, &out, &table, run_dir)
+                };
+                if let Err(message) = started {
                     out.send(&Msg::Failed { id, message });
                 }
             }
@@ -250,6 +267,7 @@ fn start(spawn: Spawn, out: &Out, table: &Table) -> Result<(), String> {
         workdir,
         argv,
         env,
+        ..
     } = spawn;
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
@@ -364,5 +382,44 @@ fn start(spawn: Spawn, out: &Out, table: &Table) -> Result<(), String> {
         let _ = reader_tx.send(r);
     }
     let _ = child_tx.send(child);
+    Ok(())
+}
+
+/// Starts a command whose run files the helper keeps (`wrap`): the wrapper is a fork of the
+/// helper (helper/wrap.rs), its status reported as the wrapper's exit.
+fn start_wrapped(spawn: Spawn, out: &Out, table: &Table, run_dir: &Path) -> Result<(), String> {
+    let id = spawn.id;
+    let wrapped = wrap::Wrapped::prepare(
+        run_dir,
+        &spawn.wrap,
+        spawn.split,
+        &spawn.argv,
+        &spawn.env,
+        &spawn.workdir,
+    )?;
+    let devnull = File::open("/dev/null").map_err(|e| format!("open /dev/null: {e}"))?;
+    // The waiter exists before the command, as in `start`.
+    let (pid_tx, pid_rx) = mpsc::sync_channel::<u32>(1);
+    {
+        let out = out.clone();
+        let table = Arc::clone(table);
+        thread(move || {
+            let Ok(pid) = pid_rx.recv() else { return };
+            let status = wrap::wait(pid);
+            table.lock().unwrap().remove(&id);
+            out.send(&Msg::Exited { id, status });
+        })?;
+    }
+    let pid = wrapped.spawn(&devnull)?;
+    table.lock().unwrap().insert(
+        id,
+        Running {
+            pid,
+            master: None,
+            input: None,
+        },
+    );
+    out.send(&Msg::Started { id, pid });
+    let _ = pid_tx.send(pid);
     Ok(())
 }

@@ -35,9 +35,9 @@ fn is_helper(pid: u32) -> bool {
         .is_ok_and(|c| c.starts_with(b"/run/moat/moat-helper\0"))
 }
 
-/// Kills every helper in the container; the pattern is split so this script's own command
-/// line never matches it.
-const KILL_HELPER: &str = r#"h=moat-help; for p in /proc/[0-9]*; do if grep -q "/run/moat/${h}er" "$p/cmdline" 2>/dev/null; then kill -9 "${p#/proc/}" && echo killed; fi; done"#;
+/// Kills every helper in the container, by the name the kernel shows for it (`comm`): the
+/// wrappers it forks name themselves `moat-wrapper` (docs/helper.md).
+const KILL_HELPER: &str = r#"for p in /proc/[0-9]*; do if [ "$(cat "$p/comm" 2>/dev/null)" = moat-helper ]; then kill -9 "${p#/proc/}" && echo killed; fi; done"#;
 
 #[tokio::test]
 async fn commands_run_through_the_helper_with_the_engine_paths_results() {
@@ -142,7 +142,7 @@ def conn():
 def frame(kind, rid, payload):
     body = struct.pack('>BI', kind, rid) + payload
     return struct.pack('>I', len(body)) + body
-hello = frame(1, 0, struct.pack('>I', 11) + b'moat-helper' + struct.pack('>I', 1))
+hello = frame(1, 0, struct.pack('>I', 11) + b'moat-helper' + struct.pack('>I', 2))
 attacks = [
     b'GET / HTTP/1.1\r\n\r\n',
     struct.pack('>I', 0xffffffff) + b'x' * 64,
@@ -211,7 +211,7 @@ open('/tmp/impostor.ready', 'w').close()
 def frame(kind, rid, payload):
     body = struct.pack('>BI', kind, rid) + payload
     return struct.pack('>I', len(body)) + body
-hello = frame(1, 0, struct.pack('>I', 11) + b'moat-helper' + struct.pack('>I', 1))
+hello = frame(1, 0, struct.pack('>I', 11) + b'moat-helper' + struct.pack('>I', 2))
 while True:
     c, _ = s.accept()
     try:
@@ -345,9 +345,9 @@ def frame(kind, rid, payload):
 def s_(b): return struct.pack('>I', len(b)) + b
 def lst(items): return struct.pack('>I', len(items)) + b''.join(s_(i) for i in items)
 def spawn(rid, argv, flags):
-    return frame(2, rid, bytes([flags]) + struct.pack('>HH', 0, 0) + s_(b'') + lst(argv) + lst([b'GREETING=hi']))
+    return frame(2, rid, bytes([flags]) + struct.pack('>HH', 0, 0) + s_(b'') + lst(argv) + lst([b'GREETING=hi']) + s_(b''))
 c = socket.socket(socket.AF_UNIX); c.connect('/run/moat/helper/sock')
-c.sendall(frame(1, 0, s_(b'moat-helper') + struct.pack('>I', 1)))
+c.sendall(frame(1, 0, s_(b'moat-helper') + struct.pack('>I', 2)))
 buf = b''
 def read():
     global buf

@@ -116,6 +116,41 @@ async fn cli_refusal_prints_the_sentence_on_stderr_and_exits_77() {
     );
 }
 
+// ---- the default image's login profile -------------------------------------------------
+
+/// The image reads the uid with builtins instead of `id -u` (images/sandbox/Dockerfile,
+/// docs/helper.md "What an exec costs"): the PATH must still be Debian's for each uid, and
+/// none of the profile's own variables may reach the command.
+#[tokio::test]
+async fn the_images_login_profile_sets_the_path_by_uid_and_leaves_nothing_behind() {
+    let Some(m) = common::moat("i13b-profile", Config::default()).await else {
+        return;
+    };
+    let user = aggregated(
+        &m.exec(
+            "s",
+            r#"printf '%s|%s|' "$PATH" "$(id -u)"; set | grep -c '^moat_' || true"#,
+        )
+        .await,
+    );
+    assert_eq!(
+        user.trim(),
+        "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games|1000|0"
+    );
+    let root = std::process::Command::new("docker")
+        .args(["exec", "-u", "0", &m.container("s"), "sh", "-lc"])
+        .arg(r#"printf '%s|' "$PATH"; set | grep -c '^moat_' || true"#)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&root.stdout).trim(),
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin|0"
+    );
+    // The rewrite is there: the profile asks `id` only when /proc/self/status cannot say.
+    let profile = m.docker_exec("s", "grep -c 'moat_euid:-' /etc/profile");
+    assert_eq!(profile.trim(), "2", "{profile}");
+}
+
 // ---- item 4: a request's PATH, after the login profile ----------------------------------
 
 #[tokio::test]

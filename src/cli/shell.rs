@@ -124,6 +124,7 @@ pub async fn run(home: Home, session: &str) -> anyhow::Result<ExitCode> {
         user: None,
         tty: true,
         console_size: Some((rows, cols)),
+        wrapped: None,
     };
     let started = app.runtime.exec(&names.name, spec).await?;
     let Some(mut tty) = started.tty else {

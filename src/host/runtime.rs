@@ -345,6 +345,7 @@ mod tests {
                     user: None,
                     tty: false,
                     console_size: None,
+                    wrapped: None,
                 },
             )
             .await

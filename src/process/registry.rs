@@ -19,7 +19,7 @@ use super::script::{self, PTY_SIZE};
 use super::supervisor::{ExitWatch, LimitWatch, Supervisor};
 use crate::config::Scope;
 use crate::host::{HostRuntime, HOST_CONTAINER};
-use crate::runtime::{ExecSpec, Runtime, RuntimeError};
+use crate::runtime::{ExecSpec, Runtime, RuntimeError, Wrapped};
 use crate::session::cgroup::CgroupDirs;
 use crate::session::container_key;
 use crate::store::{now_ms, ProcessRow, ProcessStatus, Store, StoreError};
@@ -311,6 +311,13 @@ impl Registry {
                 script::argv(&id, &command, spec.pty, spec.shell)
             }
         };
+        // What the wrapper runs, for the helper to do the wrapper's work itself. A terminal's
+        // wrapper is another one, and a host command has no helper.
+        let wrapped = (!on_host && !spec.pty).then(|| Wrapped {
+            process_id: id.clone(),
+            login: script::login_argv(&command, spec.shell),
+            split_stderr: split,
+        });
         let exec = ExecSpec {
             argv,
             env,
@@ -318,6 +325,7 @@ impl Registry {
             user: None,
             tty: spec.pty,
             console_size: spec.pty.then_some(PTY_SIZE),
+            wrapped,
         };
         // The limit counters before the command: what it changes is what it hit.
         let cgroup = self.cgroup(&spec.container).await;
@@ -505,10 +513,15 @@ impl Registry {
     /// Forgets a finished process: memory, index and files.
     pub fn forget(&self, proc: &Proc) {
         self.procs.lock().unwrap().remove(&proc.info.id);
-        if let Ok(Some(row)) = self.store.process(&proc.info.id) {
-            remove_files(&row);
-        }
+        let row = self.store.process(&proc.info.id).ok().flatten();
         let _ = self.store.delete_process(&proc.info.id);
+        let Some(row) = row else { return };
+        // The files go off the caller's path: a finished command's result need not wait for
+        // their removal. The row went first, so nothing re-attaches the id meanwhile.
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(move || remove_files(&row))),
+            Err(_) => remove_files(&row),
+        }
     }
 
     /// Re-attaches every process the index says is running (at `moat serve` start), so

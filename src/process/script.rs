@@ -130,6 +130,12 @@ pub fn argv(id: &str, command: &str, pty: bool, shell: Shell) -> Vec<String> {
     ]
 }
 
+/// The login shell the wrapper starts for `command`: what a transport that does the wrapper's
+/// work itself runs (docs/helper.md, "The wrapper in the helper").
+pub fn login_argv(command: &str, shell: Shell) -> Vec<String> {
+    vec![shell.name().into(), "-lc".into(), login_script(command)]
+}
+
 /// [`argv`] for a command whose stderr goes to `<id>.err` rather than into its log (never a
 /// PTY: a terminal has one stream).
 pub fn split_argv(id: &str, command: &str, shell: Shell) -> Vec<String> {

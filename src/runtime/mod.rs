@@ -15,6 +15,7 @@ pub use error::RuntimeError;
 pub use transport::Transport;
 pub use types::{
     ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, Mount, Progress,
+    Wrapped,
 };
 
 use async_trait::async_trait;

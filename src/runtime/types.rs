@@ -74,6 +74,22 @@ pub struct ExecSpec {
     /// Initial terminal size (rows, cols) for `tty`. Engines before API 1.42 ignore it, so
     /// callers resize after the start as well.
     pub console_size: Option<(u16, u16)>,
+    /// Set when `argv` is moat's wrapper around a login shell: what the wrapper runs, for a
+    /// transport that does the wrapper's work itself (docs/helper.md, "The wrapper in the
+    /// helper"). Every other transport runs `argv`.
+    pub wrapped: Option<Wrapped>,
+}
+
+/// The command inside moat's wrapper (src/process/script.rs) and the run files it keeps.
+#[derive(Debug, Clone)]
+pub struct Wrapped {
+    /// The moat process whose run files (`<id>.pid`, `.in`, `.ready`, `.out`, `.exit`) the
+    /// wrapper keeps.
+    pub process_id: String,
+    /// The login shell's argv: `sh -lc SCRIPT` (or bash).
+    pub login: Vec<String>,
+    /// stderr to `<id>.err` instead of the log (`moat run`).
+    pub split_stderr: bool,
 }
 
 /// The terminal side of a PTY exec.

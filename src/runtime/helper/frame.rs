@@ -15,7 +15,7 @@
 use std::fmt;
 
 /// The protocol version both ends speak; the handshake refuses any other.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Opens every `Hello`, so a stray program on the socket is told apart from a helper.
 pub const MAGIC: &[u8] = b"moat-helper";
 /// Largest frame body either end accepts (a spawn with its argv and env, or one output chunk).
@@ -71,6 +71,12 @@ pub struct Spawn {
     /// `KEY=VALUE` entries laid over the helper's own environment, as the engine lays an
     /// exec's env over the container's.
     pub env: Vec<String>,
+    /// Non-empty: the id of a moat process whose run files the helper keeps itself, doing the
+    /// wrapper's work (docs/helper.md, "The wrapper in the helper"); `argv` is then the login
+    /// shell's own (`sh -lc SCRIPT`). Empty: `argv` runs as given.
+    pub wrap: String,
+    /// With `wrap`: the command's stderr goes to its own run file (`<id>.err`), not the log.
+    pub split: bool,
 }
 
 /// Why bytes are not a frame. Any of these ends the connection they came from.
@@ -152,12 +158,13 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
             put_u32(&mut out, *version);
         }
         Msg::Spawn(s) => {
-            out.push(u8::from(s.tty) | (u8::from(s.capture) << 1));
+            out.push(u8::from(s.tty) | (u8::from(s.capture) << 1) | (u8::from(s.split) << 2));
             out.extend_from_slice(&s.rows.to_be_bytes());
             out.extend_from_slice(&s.cols.to_be_bytes());
             put_bytes(&mut out, s.workdir.as_bytes());
             put_list(&mut out, &s.argv);
             put_list(&mut out, &s.env);
+            put_bytes(&mut out, s.wrap.as_bytes());
         }
         Msg::Input { data, .. } | Msg::Output { data, .. } => put_bytes(&mut out, data),
         Msg::Resize { rows, cols, .. } => {
@@ -280,7 +287,7 @@ pub fn decode_body(body: &[u8]) -> Result<Msg, FrameError> {
         }
         kind::SPAWN => {
             let flags = r.u8("flags")?;
-            if flags & !0b11 != 0 {
+            if flags & !0b111 != 0 {
                 return Err(FrameError::Malformed("flags"));
             }
             let rows = r.u16("rows")?;
@@ -288,8 +295,16 @@ pub fn decode_body(body: &[u8]) -> Result<Msg, FrameError> {
             let workdir = r.text("workdir")?;
             let argv = r.list("argv")?;
             let env = r.list("env")?;
+            let wrap = r.text("wrap")?;
             if argv.is_empty() {
                 return Err(FrameError::Malformed("argv"));
+            }
+            // A wrapped command's id names files: moat's own ids only (letters, digits, `-`).
+            let plain =
+                wrap.len() <= 64 && wrap.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+            let split = flags & 4 != 0;
+            if !plain || (split && wrap.is_empty()) || (!wrap.is_empty() && flags & 3 != 0) {
+                return Err(FrameError::Malformed("wrap"));
             }
             Msg::Spawn(Spawn {
                 id,
@@ -300,6 +315,8 @@ pub fn decode_body(body: &[u8]) -> Result<Msg, FrameError> {
                 workdir,
                 argv,
                 env,
+                wrap,
+                split,
             })
         }
         kind::INPUT => Msg::Input {

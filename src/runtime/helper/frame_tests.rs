@@ -15,6 +15,15 @@ fn samples() -> Vec<Msg> {
             workdir: "/workspace".into(),
             argv: vec!["sh".into(), "-c".into(), "echo é".into()],
             env: vec!["A=1".into(), "EMPTY=".into()],
+            ..Default::default()
+        }),
+        Msg::Spawn(Spawn {
+            id: 8,
+            workdir: "/workspace".into(),
+            argv: vec!["sh".into(), "-lc".into(), "true".into()],
+            wrap: "warm-river-2".into(),
+            split: true,
+            ..Default::default()
         }),
         Msg::Spawn(Spawn {
             id: u32::MAX,
@@ -144,6 +153,43 @@ fn spawn_lists_are_bounded_before_anything_is_reserved() {
         argv: vec!["x".into()],
         ..Default::default()
     }));
-    flags[9] = 0b100;
+    flags[9] = 0b1000;
     assert!(matches!(decode(&flags), Err(FrameError::Malformed(_))));
+}
+
+#[test]
+fn a_wrapped_spawn_names_a_plain_process_and_nothing_else() {
+    let wrapped = |wrap: &str, tty: bool, capture: bool, split: bool| {
+        decode(&encode(&Msg::Spawn(Spawn {
+            id: 1,
+            argv: vec!["sh".into()],
+            wrap: wrap.into(),
+            tty,
+            capture,
+            split,
+            ..Default::default()
+        })))
+    };
+    assert!(wrapped("warm-river", false, false, true).is_ok());
+    assert!(wrapped("", false, false, false).is_ok());
+    for (wrap, tty, capture, split) in [
+        // The id is pasted into file names: nothing that could leave the run directory.
+        ("../etc/passwd", false, false, false),
+        ("a/b", false, false, false),
+        (".", false, false, false),
+        ("a b", false, false, false),
+        (&"a".repeat(65) as &str, false, false, false),
+        // Split stderr only for a wrapped command; a wrapped one has no terminal or capture.
+        ("", false, false, true),
+        ("warm-river", true, false, false),
+        ("warm-river", false, true, false),
+    ] {
+        assert!(
+            matches!(
+                wrapped(wrap, tty, capture, split),
+                Err(FrameError::Malformed("wrap"))
+            ),
+            "{wrap:?} tty={tty} capture={capture} split={split}"
+        );
+    }
 }

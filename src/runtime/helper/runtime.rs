@@ -388,6 +388,11 @@ impl Runtime for HelperRuntime {
             return self.inner.exec(container, spec).await;
         };
         let (rows, cols) = spec.console_size.unwrap_or((0, 0));
+        // The helper does the wrapper's work itself: one program start less per command.
+        let (argv, wrap, split) = match &spec.wrapped {
+            Some(w) if !spec.tty => (w.login.clone(), w.process_id.clone(), w.split_stderr),
+            _ => (spec.argv.clone(), String::new(), false),
+        };
         let request = Spawn {
             id: 0,
             tty: spec.tty,
@@ -395,8 +400,10 @@ impl Runtime for HelperRuntime {
             rows,
             cols,
             workdir: spec.workdir.clone().unwrap_or_default(),
-            argv: spec.argv.clone(),
+            argv,
             env: spec.env.clone(),
+            wrap,
+            split,
         };
         let Some((request, rx)) = self.spawn(container, &conn, request).await? else {
             self.note(container, Transport::Exec);
