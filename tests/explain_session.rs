@@ -1,7 +1,7 @@
 //! `moat policy explain --session` gives the verdict `moat exec` gives, because it resolves
 //! names where the command would run: in the session's sandbox, through the daemon. Without
-//! `--session`, names resolve on this machine, which may differ (here git lives in
-//! /usr/local/bin on the host and in /usr/bin in the image).
+//! `--session`, a throwaway sandbox of the image stands in for it (resolving on this machine
+//! would differ: here git lives in /usr/local/bin on the host and in /usr/bin in the image).
 
 mod common;
 
@@ -75,11 +75,47 @@ async fn explain_in_a_session_agrees_with_exec() {
         "{}",
         text(&out)
     );
-    // Without a session, names resolve on this machine and the text says so.
-    let local = home.run(&["policy", "explain", "--", "git --version"]);
+    // Without a session, a throwaway sandbox of the image judges it, and is removed again:
+    // the same verdicts as exec (here git is /usr/local/bin/git on the host, /usr/bin/git in
+    // the image, so resolving on this machine would deny what exec allows).
+    for (command, decision) in [
+        ("git --version", "allow"),
+        ("ls / | cat", "allow"),
+        ("python3 -c 1", "deny"),
+    ] {
+        let out = home.run(&["policy", "explain", "--json", "--", command]);
+        let e = json(&out);
+        assert_eq!(e["decision"], decision, "{command:?}: {e}");
+        assert!(
+            e["resolvedIn"]
+                .as_str()
+                .unwrap()
+                .contains("throwaway sandbox"),
+            "{e}"
+        );
+    }
+    let out = home.run(&["policy", "explain", "--", "git --version"]);
     assert!(
-        String::from_utf8_lossy(&local.stdout).contains("names resolved in: this machine"),
+        String::from_utf8_lossy(&out.stdout).contains("names resolved in: a throwaway sandbox"),
         "{}",
-        text(&local)
+        text(&out)
+    );
+    let left = json(&home.run(&["sessions", "list", "--json"]));
+    let sessions: Vec<&str> = left
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session"].as_str().unwrap())
+        .collect();
+    assert!(
+        sessions.iter().all(|s| !s.starts_with("explain-")),
+        "a throwaway session was left: {sessions:?}"
+    );
+    // A host command still resolves on this host, as the host executor does.
+    let host = home.run(&["policy", "explain", "--host", "host", "--", "git --version"]);
+    assert!(
+        String::from_utf8_lossy(&host.stdout).contains("names resolved in: this host"),
+        "{}",
+        text(&host)
     );
 }

@@ -407,8 +407,9 @@ pub struct ExplainArgs {
     #[arg(long, default_value = "/workspace")]
     pub cwd: String,
     /// Judge it as an exec in this session would: through the daemon, with names resolved in
-    /// the session's sandbox (its container is created if it does not run). Without it, names
-    /// are resolved in this machine's trusted directories.
+    /// the session's sandbox (its container is created if it does not run). Without it, a
+    /// sandbox command is judged in a throwaway sandbox of the configured image, removed
+    /// afterwards, and a host command in this host's trusted directories.
     #[arg(long)]
     pub session: Option<String>,
     /// A variable the request would set, `KEY=VALUE`; repeatable. Judged as `exec` judges a

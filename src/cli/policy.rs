@@ -20,15 +20,15 @@ async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("explain for host `{}`: use sandbox or host", a.host);
     }
     if let Some(session) = &a.session {
-        return explain_in_session(&home, session, &a).await;
+        return explain_in_session(&home, session, &a, None).await;
     }
+    if a.host.trim() == "sandbox" {
+        return explain_in_throwaway(&home, &a).await;
+    }
+    // A host command: names resolve in this machine's trusted directories, exactly where the
+    // host executor resolves them.
     let (config, _) = moat::config::load(&home.config_file())?;
-    let on_host = a.host.trim() == "host";
-    let mut policy = if on_host {
-        config.policy.host.clone()
-    } else {
-        config.policy.sandbox.clone()
-    };
+    let mut policy = config.policy.host.clone();
     policy.security = tighten_security(
         policy.security,
         a.security.as_deref().and_then(Security::parse_lenient),
@@ -50,8 +50,6 @@ async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
     }
     policy.validate()?;
     let command = a.command.join(" ");
-    // Resolve names through this machine's trusted directories, as the host executor would;
-    // for the sandbox this is an approximation of the image (see docs/policy.md).
     home.ensure_root()?;
     let store = moat::store::Store::open(&home.state_db())?;
     let skills = if config.policy.auto_allow_skills {
@@ -103,8 +101,7 @@ async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
     policy
         .labeled_allowlist
         .extend(moat::skills::entries(&skills, &resolver));
-    let target = if on_host { "host" } else { "sandbox" };
-    for e in store.allowlist_entries(Some(target))? {
+    for e in store.allowlist_entries(Some("host"))? {
         if e.command.is_none() {
             let rule = format!("allowlist: {} ({} by {})", e.entry, e.source, e.added_by);
             policy.labeled_allowlist.push((e.entry, rule));
@@ -124,16 +121,40 @@ async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
         super::term::json_pretty(&explain_json(&eval))?;
     } else {
         say_part!("{}", explain_text(&eval));
-        say!("names resolved in: this machine's trusted directories (--session NAME resolves them in that session's sandbox, as exec does)");
+        say!("names resolved in: this host's trusted directories, as the host executor resolves them");
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Through the daemon, as `exec` in `session` would judge it.
+/// A sandbox command with no session named: judged in a throwaway session of the configured
+/// image, removed afterwards with its directories, so names resolve exactly where an exec's
+/// would (docs/policy.md, "Explain").
+async fn explain_in_throwaway(home: &Home, a: &ExplainArgs) -> anyhow::Result<ExitCode> {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let session = format!("explain-{}", &id[..12]);
+    let verdict = explain_in_session(
+        home,
+        &session,
+        a,
+        Some("a throwaway sandbox of the configured image (removed again)"),
+    )
+    .await;
+    let client = super::daemon::client(home).await?;
+    let path = format!("/v1/sessions/{session}?purge=true");
+    if let Err(e) = super::daemon::call(&client, Method::DELETE, &path, None).await {
+        // The verdict stands; what is left is named so it can be removed by hand.
+        eprintln!("moat: failed to remove the throwaway session {session}: {e:#} (moat sessions rm {session})");
+    }
+    verdict
+}
+
+/// Through the daemon, as `exec` in `session` would judge it. `place` replaces the daemon's
+/// account of where names were resolved (a throwaway session's name means nothing to a reader).
 async fn explain_in_session(
     home: &Home,
     session: &str,
     a: &ExplainArgs,
+    place: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     moat::session::validate_key(session)?;
     let mut env = std::collections::BTreeMap::new();
@@ -162,15 +183,19 @@ async fn explain_in_session(
         Some(&serde_json::to_value(&req)?),
     )
     .await?;
+    let resolved_in = match place {
+        Some(p) => serde_json::Value::from(p),
+        None => v["resolvedIn"].clone(),
+    };
     if a.json {
         let mut out = v["explain"].clone();
-        out["resolvedIn"] = v["resolvedIn"].clone();
+        out["resolvedIn"] = resolved_in;
         super::term::json_pretty(&out)?;
     } else {
         say_part!("{}", v["text"].as_str().unwrap_or_default());
         say!(
             "names resolved in: {}",
-            v["resolvedIn"].as_str().unwrap_or_default()
+            resolved_in.as_str().unwrap_or_default()
         );
     }
     Ok(ExitCode::SUCCESS)
