@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::app::{App, AppError};
-use crate::exec::ExecRequest;
+use crate::contract::ExecRequest;
 use crate::home::Home;
 use crate::runtime::Transport;
 use crate::tools::ExecError;

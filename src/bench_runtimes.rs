@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::app::App;
 use crate::bench::BenchError;
 use crate::config;
-use crate::exec::ExecRequest;
+use crate::contract::ExecRequest;
 use crate::home::Home;
 
 /// One runtime's figures.

@@ -5,7 +5,7 @@
 //! - edges: `cli` and `mcp` (stdio) reach the daemon through `daemon`; `server` (HTTP, with
 //!   `mcp` over HTTP and the `console`) serves one `app`;
 //! - orchestration: `tools` (exec, process), `files`, `approvals`, checking requests against
-//!   `exec` (the tool's contract) and `policy`;
+//!   `contract` (what an exec call is: request, result, env rules, failure kinds) and `policy`;
 //! - `process` (registry, supervisor, run files) → `session` (containers) and `egress` →
 //!   `runtime` (the engine seam: Docker, the in-container helper, a fake for tests) or
 //!   `host` (commands on this machine, behind the same seam).
@@ -19,11 +19,11 @@ pub mod bench;
 pub mod bench_runtimes;
 pub mod config;
 pub mod console;
+pub mod contract;
 pub mod daemon;
 pub mod disk_guard;
 pub mod egress;
 pub mod error_chain;
-pub mod exec;
 pub mod files;
 pub mod home;
 pub mod host;

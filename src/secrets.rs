@@ -28,7 +28,7 @@ pub enum SecretsError {
     Empty { name: String },
     /// A secret reaches commands as one `NAME=value` environment string, which Linux bounds
     /// (docs/security.md, "Bounds on what one exec carries").
-    #[error("read secret {name}: the value is {len} bytes; `{name}=value` must fit in the {} bytes one environment string may carry on Linux (MAX_ARG_STRLEN)", crate::exec::MAX_ARG_BYTES)]
+    #[error("read secret {name}: the value is {len} bytes; `{name}=value` must fit in the {} bytes one environment string may carry on Linux (MAX_ARG_STRLEN)", crate::contract::MAX_ARG_BYTES)]
     TooLong { name: String, len: u64 },
     /// The secret names single sessions where sessions share a container.
     #[error("give secret {name} to session {session}: {why}")]
@@ -80,7 +80,7 @@ impl Secrets {
             if value.is_empty() {
                 return Err(SecretsError::Empty { name: name.clone() });
             }
-            if !crate::exec::fits_one_argument(name.len() + 1 + value.len()) {
+            if !crate::contract::fits_one_argument(name.len() + 1 + value.len()) {
                 return Err(SecretsError::TooLong {
                     name: name.clone(),
                     len: value.len() as u64,
@@ -163,7 +163,7 @@ fn read_private(name: &str, path: &str) -> Result<String, SecretsError> {
     }
     // Not read at all when it cannot fit (see `SecretsError::TooLong`); the slack is for a
     // trailing line ending.
-    if meta.len() > crate::exec::MAX_ARG_BYTES as u64 + 2 {
+    if meta.len() > crate::contract::MAX_ARG_BYTES as u64 + 2 {
         return Err(SecretsError::TooLong {
             name: name.into(),
             len: meta.len(),
@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn a_value_must_fit_in_one_environment_string() {
-        let limit = crate::exec::MAX_ARG_BYTES;
+        let limit = crate::contract::MAX_ARG_BYTES;
         // `TOKEN=` and the terminating NUL take 7 of the bytes.
         let fits = "v".repeat(limit - 7);
         let s = Secrets::load_with(&config("SRC", ""), |_| Some(fits.clone())).unwrap();

@@ -5,7 +5,7 @@
 mod common;
 
 use moat::config::Config;
-use moat::exec::ExecRequest;
+use moat::contract::ExecRequest;
 
 /// The process's peak resident memory, from /proc.
 fn peak_rss_kib() -> u64 {

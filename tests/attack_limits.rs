@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use moat::config::Config;
-use moat::exec::{ExecRequest, ToolResult};
+use moat::contract::{ExecRequest, ToolResult};
 
 fn with_timeout(command: &str, secs: f64) -> ExecRequest {
     ExecRequest {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use moat::approvals::{ApprovalDecision, Decider};
 use moat::config::Config;
-use moat::exec::{ExecRequest, ToolResult};
+use moat::contract::{ExecRequest, ToolResult};
 use moat::policy::{Ask, Security};
 
 const MARKER: &str = "/tmp/pwned";

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use moat::config::Config;
-use moat::exec::ExecRequest;
+use moat::contract::ExecRequest;
 
 const EXECS: usize = 200;
 /// The unprivileged uid moat runs as in the second test (no account needed).

@@ -4,7 +4,7 @@
 mod common;
 
 use moat::config::Config;
-use moat::exec::ExecRequest;
+use moat::contract::ExecRequest;
 
 #[tokio::test]
 async fn output_and_exit_codes() {

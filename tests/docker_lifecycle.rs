@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use moat::config::Config;
-use moat::exec::ExecRequest;
+use moat::contract::ExecRequest;
 use moat::tools::ProcessRequest;
 
 fn preq(action: &str, id: &str) -> ProcessRequest {
@@ -31,7 +31,7 @@ async fn poll_to_end(
     session: &str,
     id: &str,
     secs: u64,
-) -> moat::exec::ToolResult {
+) -> moat::contract::ToolResult {
     let mut q = preq("poll", id);
     q.timeout = Some(1000);
     let deadline = std::time::Instant::now() + Duration::from_secs(secs);

@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use moat::config::Config;
-use moat::exec::ExecRequest;
+use moat::contract::ExecRequest;
 use moat::tools::ProcessRequest;
 
 fn preq(action: &str, id: &str) -> ProcessRequest {

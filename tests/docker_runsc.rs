@@ -80,7 +80,7 @@ async fn a_runtime_the_engine_lacks_is_refused_naming_the_fix() {
         .exec
         .run(
             &m.key("a"),
-            &moat::exec::ExecRequest {
+            &moat::contract::ExecRequest {
                 command: "true".into(),
                 ..Default::default()
             },

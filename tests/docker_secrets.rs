@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use moat::config::{Config, SecretConfig};
-use moat::exec::ExecRequest;
+use moat::contract::ExecRequest;
 
 const VALUE: &str = "sb-51a2b3c4d5e6";
 

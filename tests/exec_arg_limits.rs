@@ -7,7 +7,7 @@
 mod common;
 
 use moat::config::{Config, SecretConfig};
-use moat::exec::ExecRequest;
+use moat::contract::ExecRequest;
 use moat::policy::Security;
 use moat::tools::ExecError;
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use moat::config::{Config, ElevatedLevel};
-use moat::exec::ExecRequest;
+use moat::contract::ExecRequest;
 use moat::process::script::Shell;
 
 fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -38,7 +38,7 @@ fn cli(m: &common::TestMoat, session: &str, args: &[&str]) -> std::process::Outp
         .unwrap()
 }
 
-fn aggregated(r: &moat::exec::ToolResult) -> String {
+fn aggregated(r: &moat::contract::ToolResult) -> String {
     r.details["aggregated"]
         .as_str()
         .unwrap_or_default()

@@ -6,7 +6,7 @@
 mod common;
 
 use moat::config::Config;
-use moat::exec::ToolResult;
+use moat::contract::ToolResult;
 use moat::files::{FileCall, ListRequest, PatchRequest, ReadRequest, WriteRequest};
 use moat::policy::Security;
 

@@ -303,7 +303,7 @@ async fn a_plan_that_changed_after_approval_is_refused() {
     let mut events = m.events();
     let wd = m.scratch().join("wd");
     std::fs::create_dir_all(&wd).unwrap();
-    let r = moat::exec::ExecRequest {
+    let r = moat::contract::ExecRequest {
         workdir: Some(wd.display().to_string()),
         ..req("touch swapped-marker")
     };

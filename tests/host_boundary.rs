@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use common::host::{config, event_with, moat, req, HostMoat};
 use moat::approvals::{ApprovalDecision, ApprovalError, Decider};
 use moat::config::{Config, ElevatedLevel, SecretConfig};
-use moat::exec::{Caller, ExecRequest};
+use moat::contract::{Caller, ExecRequest};
 use sha2::Digest;
 
 fn op() -> Decider {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::host::{config, moat, req};
 use moat::config::{Config, ElevatedLevel};
-use moat::exec::{Caller, ExecRequest};
+use moat::contract::{Caller, ExecRequest};
 use moat::tools::{ExecError, ProcessRequest};
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::host::{config, moat, req};
 use moat::config::ElevatedLevel;
-use moat::exec::Caller;
+use moat::contract::Caller;
 use moat::tools::ProcessRequest;
 
 /// Whether a process whose command line contains `needle` runs on this machine.

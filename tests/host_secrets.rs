@@ -87,7 +87,7 @@ async fn secrets_reach_only_listed_sessions() {
         .app
         .exec
         .run_for(
-            &moat::exec::Caller::cli(),
+            &moat::contract::Caller::cli(),
             "other",
             &req(r#"echo "[${DEPLOY_KEY-}]""#),
             true,

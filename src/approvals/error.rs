@@ -41,9 +41,9 @@ pub enum ApprovalError {
 }
 
 impl ApprovalError {
-    /// The failure class the edges map (`crate::exec::FailureKind`).
-    pub fn kind(&self) -> crate::exec::FailureKind {
-        use crate::exec::FailureKind;
+    /// The failure class the edges map (`crate::contract::FailureKind`).
+    pub fn kind(&self) -> crate::contract::FailureKind {
+        use crate::contract::FailureKind;
         match self {
             Self::Forbidden(_) => FailureKind::Withheld,
             Self::NotFound(_) => FailureKind::NotFound,

@@ -4,8 +4,8 @@ use std::process::ExitCode;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context};
+use moat::contract::{ExecRequest, ToolResult};
 use moat::daemon::{DaemonClient, WAIT_HEADER};
-use moat::exec::{ExecRequest, ToolResult};
 use moat::home::Home;
 use moat::process::{EventKind, EventOutcome};
 use serde_json::Value;

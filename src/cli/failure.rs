@@ -1,8 +1,8 @@
 //! Errors the daemon classified, carried to `main` as a type so the exit code comes from the
 //! failure's kind (README, "Exit codes of `moat exec`"), never from the words of its message.
 
+use moat::contract::FailureKind;
 use moat::daemon::ClientError;
-use moat::exec::FailureKind;
 
 /// A failure the daemon named the kind of (or whose status tells it, from an older daemon).
 #[derive(Debug)]

@@ -64,7 +64,7 @@ async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
         };
         env.insert(key.to_string(), value.to_string());
     }
-    moat::exec::validate_env(&env)?;
+    moat::contract::validate_env(&env)?;
     // The same bounded parse as exec: the same refusals, off this thread, under a deadline.
     let parsed = moat::tools::analyse(&command).await;
     let mut names = parsed.command_names();

@@ -3,8 +3,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use http::Method;
+use moat::contract::ToolResult;
 use moat::daemon::ClientError;
-use moat::exec::ToolResult;
 use moat::home::Home;
 use moat::tools::ProcessRequest;
 use serde_json::json;

@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use http::Method;
+use moat::contract::{ExecRequest, ToolResult};
 use moat::daemon::DaemonClient;
-use moat::exec::{ExecRequest, ToolResult};
 use moat::home::Home;
 use serde_json::Value;
 

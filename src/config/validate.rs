@@ -306,12 +306,12 @@ fn check_exec_strings(config: &Config) -> Result<(), ConfigError> {
         key,
         message: format!(
             "{len} bytes do not fit in the {} bytes one exec argument or environment string may carry on Linux (MAX_ARG_STRLEN)",
-            crate::exec::MAX_ARG_BYTES
+            crate::contract::MAX_ARG_BYTES
         ),
     }
     };
     let s = &config.sandbox;
-    if !crate::exec::fits_one_argument(s.setup_command.len()) {
+    if !crate::contract::fits_one_argument(s.setup_command.len()) {
         return Err(too_long(
             "sandbox.setup_command".into(),
             s.setup_command.len(),
@@ -319,7 +319,7 @@ fn check_exec_strings(config: &Config) -> Result<(), ConfigError> {
     }
     for (name, value) in &s.env {
         let len = name.len() + 1 + value.len();
-        if !crate::exec::fits_one_argument(len) {
+        if !crate::contract::fits_one_argument(len) {
             return Err(too_long(format!("sandbox.env.{name}"), len));
         }
     }
@@ -328,7 +328,7 @@ fn check_exec_strings(config: &Config) -> Result<(), ConfigError> {
         ("elevated.path_prepend", &config.elevated.path_prepend),
     ] {
         let len = "MOAT_PATH_PREPEND=".len() + dirs.join(":").len();
-        if !crate::exec::fits_one_argument(len) {
+        if !crate::contract::fits_one_argument(len) {
             return Err(too_long(key.into(), len));
         }
     }

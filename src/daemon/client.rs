@@ -50,7 +50,7 @@ pub enum ClientError {
         status: u16,
         message: String,
         /// The failure class of an exec error (`None` for other errors and older daemons).
-        kind: Option<crate::exec::FailureKind>,
+        kind: Option<crate::contract::FailureKind>,
     },
 }
 

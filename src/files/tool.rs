@@ -14,7 +14,7 @@ use super::patch::{parse, PatchError};
 use super::read::{is_binary, lines, SNIFF_BYTES};
 use super::request::*;
 use crate::config::Config;
-use crate::exec::ToolResult;
+use crate::contract::ToolResult;
 use crate::output::{Redactor, Sanitizer};
 use crate::policy::{escape_display, with_override, Security};
 use crate::secrets::Secrets;

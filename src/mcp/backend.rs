@@ -13,9 +13,9 @@ use serde_json::json;
 use tokio::sync::broadcast;
 
 use crate::app::App;
+use crate::contract::{Caller, ExecRequest, ToolResult};
 use crate::daemon::{ClientError, DaemonClient, CALLER_HEADER};
 use crate::error_chain::error_chain;
-use crate::exec::{Caller, ExecRequest, ToolResult};
 use crate::files::FileCall;
 use crate::process::SessionEvent;
 use crate::tools::ProcessRequest;

@@ -471,7 +471,7 @@ mod tests {
     /// round (they deny unknown fields): a drift between the two would refuse valid calls.
     #[test]
     fn schemas_match_the_request_structs() {
-        let exec: crate::exec::ExecRequest = serde_json::from_value(json!({
+        let exec: crate::contract::ExecRequest = serde_json::from_value(json!({
             "command": "x", "workdir": "w", "env": {"A": "1"}, "yieldMs": 10, "background": true,
             "timeout": 1, "pty": true, "elevated": false, "host": "auto", "security": "full",
             "ask": "off"

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 /// Env var carrying the PATH entries to prepend (colon-joined); unset by the prelude.
 pub const PATH_PREPEND_VAR: &str = "MOAT_PATH_PREPEND";
 /// Env var carrying a request's PATH entries (colon-joined, validated by
-/// `crate::exec::env::request_path`); unset by the prelude.
+/// `crate::contract::env::request_path`); unset by the prelude.
 pub const PATH_REQUEST_VAR: &str = "MOAT_PATH_REQUEST";
 
 /// The login shell a command runs in (`sandbox.shell`, `elevated.shell`). Only these two: the

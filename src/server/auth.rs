@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use super::error::ApiError;
 use crate::approvals::Decider;
 use crate::config::{AgentToken, ServeConfig};
-use crate::exec::Caller;
+use crate::contract::Caller;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Identity {

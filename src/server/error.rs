@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::exec::FailureKind;
+use crate::contract::FailureKind;
 
 #[derive(Debug)]
 pub struct ApiError {

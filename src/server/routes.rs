@@ -11,7 +11,7 @@ use super::auth::{identify, Identity, Transport};
 use super::error::ApiError;
 use super::handlers;
 use crate::app::App;
-use crate::exec::Caller;
+use crate::contract::Caller;
 use crate::mcp::{
     http_config, http_service, live_sessions, McpContext, McpHttpService, McpSessions,
 };

@@ -48,9 +48,9 @@ pub enum SessionError {
 }
 
 impl SessionError {
-    /// The failure class the edges map (`crate::exec::FailureKind`).
-    pub fn kind(&self) -> crate::exec::FailureKind {
-        use crate::exec::FailureKind;
+    /// The failure class the edges map (`crate::contract::FailureKind`).
+    pub fn kind(&self) -> crate::contract::FailureKind {
+        use crate::contract::FailureKind;
         match self {
             Self::Key(_) => FailureKind::Invalid,
             Self::Choice(super::setup::SetupError::Conflict { .. }) => FailureKind::Conflict,

@@ -6,7 +6,7 @@ use rusqlite::{params, OptionalExtension};
 
 use super::error::SqlContext;
 use super::{Store, StoreError};
-use crate::exec::sticky::StickyState;
+use crate::contract::sticky::StickyState;
 
 impl Store {
     /// The operator's switch for `key` (`None`: the configuration decides).

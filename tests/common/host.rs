@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use moat::app::App;
 use moat::config::{Config, ConfigSource, ElevatedLevel};
-use moat::exec::{Caller, ExecRequest, ToolResult};
+use moat::contract::{Caller, ExecRequest, ToolResult};
 use moat::home::Home;
 use moat::runtime::fake::FakeRuntime;
 use tokio::sync::broadcast;

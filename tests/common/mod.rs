@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use moat::app::App;
 use moat::config::{Config, ConfigSource};
-use moat::exec::{ExecRequest, ToolResult};
+use moat::contract::{ExecRequest, ToolResult};
 use moat::home::Home;
 use moat::runtime::docker::DockerRuntime;
 use moat::runtime::Runtime;

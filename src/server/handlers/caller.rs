@@ -9,8 +9,8 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 
 use super::PathParam;
+use crate::contract::Caller;
 use crate::daemon::CALLER_HEADER;
-use crate::exec::Caller;
 use crate::server::auth::{identify, Identity, Transport};
 use crate::server::error::ApiError;
 use crate::server::ServerState;

@@ -9,7 +9,7 @@ use axum::{Extension, Json};
 use axum::response::{IntoResponse, Response};
 
 use super::{exec_caller, json_body, InSession};
-use crate::exec::{ExecRequest, ToolResult};
+use crate::contract::{ExecRequest, ToolResult};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;

@@ -24,8 +24,8 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
+use crate::contract::{Caller, ExecRequest};
 use crate::daemon::WAIT_HEADER;
-use crate::exec::{Caller, ExecRequest};
 use crate::process::{EventKind, SessionEvent};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;

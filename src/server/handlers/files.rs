@@ -10,8 +10,8 @@ use axum::http::StatusCode;
 use axum::Json;
 
 use super::{json_body, InSession};
+use crate::contract::ToolResult;
 use crate::error_chain::error_chain;
-use crate::exec::ToolResult;
 use crate::files::{FileCall, FilesError, ListRequest, PatchRequest, ReadRequest, WriteRequest};
 use crate::server::error::ApiError;
 use crate::server::ServerState;

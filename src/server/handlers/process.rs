@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::Json;
 
 use super::{json_body, InSession};
-use crate::exec::ToolResult;
+use crate::contract::ToolResult;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 use crate::tools::{CallError, ProcessRequest, ACTIONS};

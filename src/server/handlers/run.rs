@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{exec_caller, json_body, InSession};
-use crate::exec::{Caller, ExecRequest};
+use crate::contract::{Caller, ExecRequest};
 use crate::output::LiveText;
 use crate::process::RunFiles;
 use crate::server::auth::Transport;

@@ -190,7 +190,7 @@ pub async fn create(
 }
 
 /// A conflict with the session's workspace is a 409, a refused directory a 400 (the kind's
-/// row of the edge table, `crate::exec::FailureKind`).
+/// row of the edge table, `crate::contract::FailureKind`).
 fn session_error(e: SessionError) -> ApiError {
     ApiError::of_kind(e.kind(), format!("failed to {}", error_chain(&e)))
 }

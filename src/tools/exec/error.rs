@@ -1,8 +1,8 @@
 //! [`ExecError`]: every way one `exec` call fails, and the [`FailureKind`] each is, so the
-//! HTTP, MCP and CLI edges answer from one table (`crate::exec::FailureKind`).
+//! HTTP, MCP and CLI edges answer from one table (`crate::contract::FailureKind`).
 
 use crate::approvals::ApprovalError;
-use crate::exec::{ElevatedError, EnvError, FailureKind, RequestError, WorkdirError};
+use crate::contract::{ElevatedError, EnvError, FailureKind, RequestError, WorkdirError};
 use crate::host::HostEnvError;
 use crate::process::ProcessError;
 use crate::session::SessionError;
@@ -17,7 +17,7 @@ pub enum ExecError {
     Workdir(#[from] WorkdirError),
     /// The command or an env string would not fit in one exec (docs/security.md).
     #[error(transparent)]
-    ArgLimit(#[from] crate::exec::ArgLimitError),
+    ArgLimit(#[from] crate::contract::ArgLimitError),
     #[error(transparent)]
     Session(#[from] SessionError),
     #[error(transparent)]

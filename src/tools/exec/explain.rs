@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::error::ExecError;
 use super::prepare::Prepared;
 use super::tool::ExecTool;
-use crate::exec::{validate_env, ExecRequest, Target};
+use crate::contract::{validate_env, ExecRequest, Target};
 use crate::policy::{Evaluation, Policy, Security};
 
 /// What the operator asks about.

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::exec::{
+use crate::contract::{
     finished_result, running_result, with_limit, with_note, ExecRequest, ToolResult,
 };
 use crate::process::limit::LEFTOVERS_NOTE;
@@ -176,7 +176,7 @@ impl Drop for CancelOnDrop<'_> {
 }
 
 /// Tells the caller where the cut output can be read: the process id for `process log`.
-fn kept_for_log(mut result: crate::exec::ToolResult, id: &str) -> crate::exec::ToolResult {
+fn kept_for_log(mut result: crate::contract::ToolResult, id: &str) -> crate::contract::ToolResult {
     if let Some(c) = result.content.first_mut() {
         c.text.push_str(&format!(
             "\n\n[Output truncated: the whole record is kept as session {id}; page it with process log (offset/limit).]"

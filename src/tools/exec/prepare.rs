@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::exec::{map_workdir, merge_env, ExecRequest, Target};
+use crate::contract::{map_workdir, merge_env, ExecRequest, Target};
 use crate::host::{self, HOST_CONTAINER};
 use crate::policy::{
     covered, judge, must_ask, pattern_words, raise_ask, source_words, tighten_security,
@@ -148,13 +148,13 @@ impl Prepared {
         &self,
         command: &str,
         rebuilt: bool,
-    ) -> Result<(), crate::exec::ArgLimitError> {
+    ) -> Result<(), crate::contract::ArgLimitError> {
         let what = if rebuilt {
             "the policy's rebuilt plan, with the PATH prelude"
         } else {
             "the command, with the PATH prelude"
         };
-        crate::exec::check_exec(
+        crate::contract::check_exec(
             &crate::process::script::login_script(command),
             &self.env,
             what,
@@ -266,7 +266,7 @@ impl ExecTool {
         base.extend(secrets.iter().cloned());
         // A request's PATH entries go after the login profile, through the prelude
         // (docs/mcp.md, "env.PATH"). Under an allowlist the policy refuses PATH itself.
-        let request_path = crate::exec::request_path(&req.env)?.unwrap_or_default();
+        let request_path = crate::contract::request_path(&req.env)?.unwrap_or_default();
         let env = merge_env(&base, &req.env, &sandbox.path_prepend, &request_path);
         if sandbox.shell != Shell::Sh {
             self.check_sandbox_shell(&container.name, &container.id, sandbox.shell)

@@ -3,8 +3,8 @@
 //! ended within the call, what its shell recorded becomes the state. The rules are pure in
 //! `exec::sticky`; this is the I/O around them.
 
-use crate::exec::sticky::{apply, parse_state, policy_filter, StickyState, STATE_MAX_BYTES};
-use crate::exec::{map_workdir, ExecRequest, Target};
+use crate::contract::sticky::{apply, parse_state, policy_filter, StickyState, STATE_MAX_BYTES};
+use crate::contract::{map_workdir, ExecRequest, Target};
 use crate::policy::{tighten_security, with_override, Security};
 use crate::process::{Proc, RunFiles};
 

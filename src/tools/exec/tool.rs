@@ -9,7 +9,7 @@ use crate::approvals::{
     pending_result, persist_entries, ApprovalDecision, Approvals, Binding, NewApproval,
 };
 use crate::config::Config;
-use crate::exec::{validate_env, Caller, ExecRequest, ToolResult};
+use crate::contract::{validate_env, Caller, ExecRequest, ToolResult};
 use crate::home::Home;
 use crate::policy::{Ask, Decision};
 use crate::process::Registry;
@@ -96,7 +96,7 @@ impl ExecTool {
     ) -> Result<ToolResult, ExecError> {
         req.validate()?;
         validate_env(&req.env)?;
-        let target = crate::exec::target(req, &self.config.elevated, caller, session)?;
+        let target = crate::contract::target(req, &self.config.elevated, caller, session)?;
         // A sticky session's carried directory and variables are the request's defaults.
         let sticky = self.sticky(session, &target);
         let with_state;
@@ -249,10 +249,10 @@ impl ExecTool {
 
 /// The result for a command refused by the parsing bounds: the same shape as a policy denial.
 /// The command is not echoed (it is what could not be analysed), only its size.
-fn refusal_result(target: &crate::exec::Target, reason: &str, command: &str) -> ToolResult {
+fn refusal_result(target: &crate::contract::Target, reason: &str, command: &str) -> ToolResult {
     let place = match target {
-        crate::exec::Target::Sandbox => "sandbox",
-        crate::exec::Target::Host { .. } => "host",
+        crate::contract::Target::Sandbox => "sandbox",
+        crate::contract::Target::Host { .. } => "host",
     };
     ToolResult::new(
         format!(

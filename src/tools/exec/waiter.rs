@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use crate::approvals::{denied_event, finished_event, running_event, Binding};
-use crate::exec::{ExecRequest, Target};
+use crate::contract::{ExecRequest, Target};
 use crate::policy::Security;
 use crate::process::{EventKind, EventOutcome};
 use crate::store::{now_ms, ApprovalRow, ApprovalStatus, ApprovalTarget, RecordedDecision};

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::shape::{failed, human_bytes, status_of};
-use crate::exec::ToolResult;
+use crate::contract::ToolResult;
 use crate::output::page;
 use crate::process::Proc;
 

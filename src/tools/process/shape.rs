@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::exec::ToolResult;
+use crate::contract::ToolResult;
 use crate::process::Proc;
 
 /// A failed call: its text, `details.status = "failed"`.

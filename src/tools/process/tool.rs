@@ -8,7 +8,7 @@ use serde_json::json;
 use super::log::read_log;
 use super::request::{ProcessAction, ProcessCall, ProcessRequest};
 use super::shape::{exit_line, failed, runtime_text, status_of};
-use crate::exec::ToolResult;
+use crate::contract::ToolResult;
 use crate::policy::escape_display;
 use crate::process::{Proc, Registry};
 use crate::store::now_ms;
@@ -278,7 +278,7 @@ impl ProcessTool {
         let result = ToolResult::new(format!("{body}\n\n{}", exit_line(p)), details);
         // A sandbox limit that cut it short says so (docs/mcp.md, "Limits in results").
         match p.limit() {
-            Some(hit) => crate::exec::with_limit(result, &hit),
+            Some(hit) => crate::contract::with_limit(result, &hit),
             None => result,
         }
     }
