@@ -1,4 +1,4 @@
-use super::term::{say, say_part};
+use super::term::{say, say_err, say_part};
 use http::Method;
 use std::process::ExitCode;
 
@@ -143,7 +143,7 @@ async fn explain_in_throwaway(home: &Home, a: &ExplainArgs) -> anyhow::Result<Ex
     let path = format!("/v1/sessions/{session}?purge=true");
     if let Err(e) = super::daemon::call(&client, Method::DELETE, &path, None).await {
         // The verdict stands; what is left is named so it can be removed by hand.
-        eprintln!("moat: failed to remove the throwaway session {session}: {e:#} (moat sessions rm {session})");
+        say_err!("moat: failed to remove the throwaway session {session}: {e:#} (moat sessions rm {session})");
     }
     verdict
 }
