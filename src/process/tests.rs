@@ -217,7 +217,14 @@ async fn a_running_process_is_reattached_and_ended_by_the_next_moat() {
     assert!(!Arc::ptr_eq(proc, &first), "the next moat has its own");
     assert!(proc.exit().is_none(), "still running: {:?}", proc.exit());
     assert!(proc.lock().output.aggregated().contains("sleeping"));
+    let asked = std::time::Instant::now();
     proc.kill().await;
+    // The helper reports before the exit file is seen: its report is not waited for again.
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "the kill took {:?}",
+        asked.elapsed()
+    );
     let exit = ended(proc).await;
     assert_eq!(exit.signal.as_deref(), Some("SIGTERM"));
     assert_eq!(moat.wrapper.signalled(), [pgid]);
