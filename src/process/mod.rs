@@ -15,6 +15,9 @@ pub mod script;
 mod status;
 mod supervisor;
 
+#[cfg(test)]
+mod tests;
+
 pub use events::{exit_event, EventBus, EventKind, EventOutcome, SessionEvent};
 pub use files::{open_dir, Created, RunFiles};
 pub use limit::{LimitHit, LimitKind};

@@ -82,6 +82,9 @@ impl Supervisor {
         let mut timed_out = false;
         let mut kill_sent = false;
         let mut escalated = false;
+        // The kill helper reported while the command still ran: nothing left to wait for
+        // after the loop (the channel never closes, the sender lives here).
+        let mut kill_done = false;
         let (kill_done_tx, mut kill_done_rx) = mpsc::unbounded_channel::<bool>();
         let mut kill_waiters = Vec::new();
         let (exec_id, mut finished): (Option<String>, Pin<Box<dyn Future<Output = ()> + Send>>) =
@@ -164,7 +167,10 @@ impl Supervisor {
                     }
                     None => {}
                 },
-                Some(killed) = kill_done_rx.recv() => escalated |= killed,
+                Some(killed) = kill_done_rx.recv() => {
+                    escalated |= killed;
+                    kill_done = true;
+                }
                 _ = wait_deadline(deadline), if !kill_sent => {
                     timed_out = true;
                     kill_sent = true;
@@ -193,7 +199,7 @@ impl Supervisor {
                 }
             }
         }
-        if kill_sent {
+        if kill_sent && !kill_done {
             // Let the kill helper finish so "nothing is left" holds when we report the exit.
             if let Ok(Some(k)) = tokio::time::timeout(
                 Duration::from_millis(KILL_GRACE_MS + 2000),

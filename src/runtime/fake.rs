@@ -2,6 +2,8 @@
 //! and can be told to fail; commands "run" by a test-provided handler.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -33,7 +35,12 @@ pub enum Call {
     },
 }
 
-type Handler = dyn Fn(&ExecSpec) + Send + Sync;
+/// What a command does once started; its exec ends when the future does.
+pub type ExecTask = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+type Handler = dyn Fn(&ExecSpec) -> ExecTask + Send + Sync;
+/// Answers one `exec_capture`: (container, argv) → (exit code, output).
+type CaptureHandler = dyn Fn(&str, &[String]) -> (i64, Vec<u8>) + Send + Sync;
 
 #[derive(Default)]
 struct State {
@@ -49,7 +56,12 @@ struct State {
 #[derive(Clone, Default)]
 pub struct FakeRuntime {
     state: Arc<Mutex<State>>,
+    /// Plays the command of each `exec` (its run files, its duration); without it every exec
+    /// ends at once having done nothing.
     on_exec: Option<Arc<Handler>>,
+    /// Plays the short helper commands (kill, sweep, resolve) a test cares about; without
+    /// it every capture answers `(0, "")`.
+    on_capture: Option<Arc<CaptureHandler>>,
 }
 
 impl FakeRuntime {
@@ -58,11 +70,30 @@ impl FakeRuntime {
     }
 
     /// Runs `handler` synchronously for every `exec`, before it reports "finished".
-    pub fn with_exec_handler(
+    pub fn with_exec_handler(self, handler: impl Fn(&ExecSpec) + Send + Sync + 'static) -> Self {
+        self.with_exec_task(move |spec| {
+            handler(spec);
+            Box::pin(async {})
+        })
+    }
+
+    /// Starts the task `handler` returns for every `exec` (on its own tokio task); the exec
+    /// reports "finished" when the task ends. For commands that take time, or run until
+    /// they are killed, as moat's wrapper would.
+    pub fn with_exec_task(
         mut self,
-        handler: impl Fn(&ExecSpec) + Send + Sync + 'static,
+        handler: impl Fn(&ExecSpec) -> ExecTask + Send + Sync + 'static,
     ) -> Self {
         self.on_exec = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answers every `exec_capture` with `handler(container, argv)`.
+    pub fn with_capture_handler(
+        mut self,
+        handler: impl Fn(&str, &[String]) -> (i64, Vec<u8>) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_capture = Some(Arc::new(handler));
         self
     }
 
@@ -179,11 +210,19 @@ impl Runtime for FakeRuntime {
             container: container.to_string(),
             argv: spec.argv.clone(),
         });
-        if let Some(h) = &self.on_exec {
-            h(&spec);
-        }
         let (tx, rx) = oneshot::channel();
-        let _ = tx.send(());
+        match &self.on_exec {
+            Some(h) => {
+                let task = h(&spec);
+                tokio::spawn(async move {
+                    task.await;
+                    let _ = tx.send(());
+                });
+            }
+            None => {
+                let _ = tx.send(());
+            }
+        }
         Ok(ExecStarted {
             id: "fake-exec".into(),
             finished: rx,
@@ -210,11 +249,15 @@ impl Runtime for FakeRuntime {
         argv: Vec<String>,
         _user: Option<String>,
     ) -> Result<(i64, Vec<u8>), RuntimeError> {
+        let answer = match &self.on_capture {
+            Some(h) => h(container, &argv),
+            None => (0, Vec::new()),
+        };
         self.state.lock().unwrap().calls.push(Call::Capture {
             container: container.to_string(),
             argv,
         });
-        Ok((0, Vec::new()))
+        Ok(answer)
     }
 
     async fn ensure_network(

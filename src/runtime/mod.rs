@@ -2,11 +2,14 @@
 //!
 //! Everything above this module speaks [`Runtime`]; [`docker::DockerRuntime`] is the real
 //! implementation over the Engine API (tested against a real engine in `tests/`), and
-//! [`fake::FakeRuntime`] records calls for unit tests of the logic above it.
+//! [`fake::FakeRuntime`] records calls for unit tests of the logic above it
+//! (`fake_wrapper`, in unit tests, plays moat's wrapper over it).
 
 pub mod docker;
 mod error;
 pub mod fake;
+#[cfg(test)]
+pub mod fake_wrapper;
 pub mod helper;
 mod transport;
 mod types;

@@ -11,6 +11,9 @@ mod sticky;
 mod tool;
 mod waiter;
 
+#[cfg(test)]
+mod tests;
+
 pub use analyse::{analyse, analyse_within};
 pub use error::ExecError;
 pub use explain::{ExplainRequest, Explained};

@@ -1,0 +1,354 @@
+//! The registry and the supervisor over the fake engine (no Docker): the fake plays moat's
+//! wrapper (`runtime::fake_wrapper`), so the run files, the kill helper's answers and the
+//! exits are what a container would leave.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::script::{kill_group_argv, Shell};
+use super::{EventBus, Limits, Proc, Registry, StartSpec, KILL_GRACE_MS};
+use crate::runtime::fake::{Call, FakeRuntime};
+use crate::runtime::fake_wrapper::{Play, Wrapper};
+use crate::store::{ProcessStatus, Store};
+
+const SESSION: &str = "main";
+const CONTAINER: &str = "moat-main";
+
+/// One moat over a fresh index and run directory, its engine playing `script`.
+struct Moat {
+    _dir: tempfile::TempDir,
+    run_dir: PathBuf,
+    store: Arc<Store>,
+    wrapper: Arc<Wrapper>,
+    fake: FakeRuntime,
+    registry: Arc<Registry>,
+}
+
+impl Moat {
+    fn new(script: impl Fn(&str) -> Play + Send + Sync + 'static) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let run_dir = dir.path().join("run");
+        std::fs::create_dir(&run_dir).unwrap();
+        std::fs::set_permissions(&run_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let store = Arc::new(Store::in_memory().unwrap());
+        let wrapper = Wrapper::new(&run_dir, script);
+        let fake = wrapper.engine();
+        let registry = registry_on(&fake, &store);
+        Self {
+            _dir: dir,
+            run_dir,
+            store,
+            wrapper,
+            fake,
+            registry,
+        }
+    }
+
+    async fn start(&self, command: &str, background: bool) -> Arc<Proc> {
+        self.registry
+            .start(spec(&self.run_dir, command, background))
+            .await
+            .unwrap()
+    }
+
+    fn file(&self, proc: &Proc, ext: &str) -> PathBuf {
+        self.run_dir.join(format!("{}.{ext}", proc.info.id))
+    }
+}
+
+/// A registry over `store`: another moat over the same index (as after a restart) when the
+/// store already has rows.
+fn registry_on(fake: &FakeRuntime, store: &Arc<Store>) -> Arc<Registry> {
+    let limits = Limits {
+        max_output_chars: 10_000,
+        spill_max: 1 << 20,
+        ttl_ms: 3_600_000,
+        max_finished: 50,
+    };
+    Registry::new(
+        Arc::new(fake.clone()),
+        store.clone(),
+        limits,
+        EventBus::default(),
+        me(),
+    )
+}
+
+fn me() -> (u32, u32) {
+    (
+        nix::unistd::geteuid().as_raw(),
+        nix::unistd::getegid().as_raw(),
+    )
+}
+
+fn spec(run_dir: &Path, command: &str, background: bool) -> StartSpec {
+    StartSpec {
+        session: SESSION.into(),
+        container: CONTAINER.into(),
+        run_dir: run_dir.to_path_buf(),
+        command: command.into(),
+        cwd: "/workspace".into(),
+        env: Vec::new(),
+        pty: false,
+        background,
+        timeout_secs: None,
+        secrets: Vec::new(),
+        owner: me(),
+        notify_exit: true,
+        shell: Shell::Sh,
+        split_stderr: false,
+        sticky: false,
+    }
+}
+
+/// `echo …` prints and exits with the number after `exit`; `sleep …` runs until killed,
+/// and `trap '' TERM; sleep …` only until SIGKILL.
+fn script(command: &str) -> Play {
+    if command.starts_with("trap '' TERM") {
+        Play::UntilKilled {
+            out: "stubborn\n".into(),
+            ignores_term: true,
+        }
+    } else if command.starts_with("sleep") {
+        Play::UntilKilled {
+            out: "sleeping\n".into(),
+            ignores_term: false,
+        }
+    } else {
+        let code = command
+            .rsplit_once("exit ")
+            .and_then(|(_, c)| c.trim().parse().ok())
+            .unwrap_or(0);
+        let out = command
+            .strip_prefix("echo ")
+            .and_then(|s| s.split(';').next())
+            .map(|s| format!("{}\n", s.trim()))
+            .unwrap_or_default();
+        Play::Exit { out, code }
+    }
+}
+
+async fn ended(proc: &Proc) -> super::ExitInfo {
+    assert!(
+        proc.wait_exit(Duration::from_secs(10)).await,
+        "{} did not end",
+        proc.info.command
+    );
+    proc.exit().unwrap()
+}
+
+/// Waits until the played wrapper recorded the process's group.
+async fn group_of(moat: &Moat, proc: &Proc) -> u32 {
+    for _ in 0..500 {
+        if let Some(pgid) = std::fs::read_to_string(moat.file(proc, "pid"))
+            .ok()
+            .and_then(|s| s.parse().ok())
+        {
+            return pgid;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{} never recorded its group", proc.info.id);
+}
+
+#[tokio::test]
+async fn a_started_process_is_listed_found_and_forgotten() {
+    let moat = Moat::new(script);
+    let bg = moat.start("echo hi; exit 3", true).await;
+    let fg = moat.start("echo there", false).await;
+    for (proc, code, out) in [(&bg, 3, "hi"), (&fg, 0, "there")] {
+        let exit = ended(proc).await;
+        assert_eq!((exit.code, exit.signal.as_deref()), (Some(code), None));
+        assert_eq!(proc.lock().output.aggregated(), format!("{out}\n"));
+    }
+    let row = moat.store.process(&bg.info.id).unwrap().unwrap();
+    assert_eq!(
+        (row.status, row.exit_code),
+        (ProcessStatus::Failed, Some(3))
+    );
+    // The list is the background processes; a foreground one is still found by id.
+    let listed: Vec<String> = moat
+        .registry
+        .list(SESSION)
+        .iter()
+        .map(|p| p.info.id.clone())
+        .collect();
+    assert_eq!(listed, [bg.info.id.as_str()]);
+    let found = moat.registry.get(SESSION, &fg.info.id).unwrap();
+    assert!(Arc::ptr_eq(&found, &fg));
+    assert!(
+        moat.registry.get("other", &bg.info.id).is_none(),
+        "another session's process is not found"
+    );
+    // Forgetting drops memory, index and run files.
+    moat.registry.forget(&bg);
+    assert!(moat.registry.get(SESSION, &bg.info.id).is_none());
+    assert!(moat.registry.list(SESSION).is_empty());
+    assert!(moat.store.process(&bg.info.id).unwrap().is_none());
+    for _ in 0..200 {
+        if !moat.file(&bg, "out").exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for ext in ["out", "in", "pid", "exit", "ready"] {
+        assert!(!moat.file(&bg, ext).exists(), "{ext} left behind");
+    }
+    assert!(
+        moat.file(&fg, "out").exists(),
+        "only the forgotten one's files go"
+    );
+}
+
+/// A process that runs on while moat restarts is re-attached by the next moat, which follows
+/// it through its run files and can still end it.
+#[tokio::test]
+async fn a_running_process_is_reattached_and_ended_by_the_next_moat() {
+    let moat = Moat::new(script);
+    let first = moat.start("sleep 600", true).await;
+    let pgid = group_of(&moat, &first).await;
+    let next = registry_on(&moat.fake, &moat.store);
+    let listed = next.list(SESSION);
+    assert_eq!(listed.len(), 1);
+    let proc = &listed[0];
+    assert_eq!(proc.info.id, first.info.id);
+    assert!(!Arc::ptr_eq(proc, &first), "the next moat has its own");
+    assert!(proc.exit().is_none(), "still running: {:?}", proc.exit());
+    assert!(proc.lock().output.aggregated().contains("sleeping"));
+    let asked = std::time::Instant::now();
+    proc.kill().await;
+    // The helper reports before the exit file is seen: its report is not waited for again.
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "the kill took {:?}",
+        asked.elapsed()
+    );
+    let exit = ended(proc).await;
+    assert_eq!(exit.signal.as_deref(), Some("SIGTERM"));
+    assert_eq!(moat.wrapper.signalled(), [pgid]);
+}
+
+/// A running process whose run files were removed or replaced cannot be followed: the next
+/// moat lists it as failed, saying why, instead of losing it (docs/security.md, "Run directory
+/// and workspace files").
+#[tokio::test]
+async fn a_process_whose_run_files_were_tampered_with_is_listed_as_failed() {
+    type Tamper = fn(&Path, &str);
+    let cases: [(&str, Tamper, &str); 4] = [
+        (
+            "log removed",
+            |dir, id| std::fs::remove_file(dir.join(format!("{id}.out"))).unwrap(),
+            "No such file",
+        ),
+        (
+            "log replaced by a symlink",
+            |dir, id| {
+                let log = dir.join(format!("{id}.out"));
+                std::fs::remove_file(&log).unwrap();
+                std::os::unix::fs::symlink("/etc/passwd", &log).unwrap();
+            },
+            "is a symbolic link",
+        ),
+        (
+            "log hard-linked elsewhere",
+            |dir, id| {
+                std::fs::hard_link(dir.join(format!("{id}.out")), dir.join("copy")).unwrap();
+            },
+            "has 2 links",
+        ),
+        (
+            "run directory gone",
+            |dir, _| std::fs::remove_dir_all(dir).unwrap(),
+            "No such file",
+        ),
+    ];
+    for (name, tamper, why) in cases {
+        let moat = Moat::new(script);
+        let first = moat.start("sleep 600", true).await;
+        group_of(&moat, &first).await;
+        tamper(&moat.run_dir, &first.info.id);
+        let next = registry_on(&moat.fake, &moat.store);
+        let listed = next.list(SESSION);
+        assert_eq!(listed.len(), 1, "{name}");
+        let proc = &listed[0];
+        let exit = proc.exit().unwrap_or_else(|| panic!("{name}: not ended"));
+        assert_eq!((exit.code, exit.signal), (None, None), "{name}");
+        let text = proc.lock().output.aggregated();
+        assert!(
+            text.contains("stopped following this process") && text.contains(why),
+            "{name}: {text}"
+        );
+        let row = moat.store.process(&first.info.id).unwrap().unwrap();
+        assert_eq!(row.status, ProcessStatus::Failed, "{name}");
+    }
+}
+
+/// The supervisor's kill: the helper's `signalled` alone means the TERM ended the group;
+/// `killed` means it had to escalate (docs/security.md, "Ending a command").
+#[tokio::test]
+async fn a_kill_reports_sigterm_or_the_escalation_to_sigkill() {
+    let cases = [
+        ("sleep 600", "SIGTERM", Some("143")),
+        ("trap '' TERM; sleep 600", "SIGKILL", None),
+    ];
+    for (command, signal, exit_file) in cases {
+        let moat = Moat::new(script);
+        let proc = moat.start(command, true).await;
+        let pgid = group_of(&moat, &proc).await;
+        proc.kill().await;
+        let exit = ended(&proc).await;
+        assert_eq!(
+            (exit.code, exit.signal.as_deref(), exit.timed_out),
+            (None, Some(signal), false),
+            "{command}"
+        );
+        // The helper reached the engine once, for this group.
+        let kill = kill_group_argv(pgid, KILL_GRACE_MS);
+        let kills = moat
+            .fake
+            .calls()
+            .into_iter()
+            .filter(|c| matches!(c, Call::Capture { argv, .. } if *argv == kill))
+            .count();
+        assert_eq!(kills, 1, "{command}");
+        assert_eq!(moat.wrapper.signalled(), [pgid], "{command}");
+        assert_eq!(
+            std::fs::read_to_string(moat.file(&proc, "exit"))
+                .ok()
+                .filter(|s| !s.is_empty())
+                .as_deref(),
+            exit_file,
+            "{command}"
+        );
+        let row = moat.store.process(&proc.info.id).unwrap().unwrap();
+        assert_eq!(
+            (row.status, row.signal.as_deref()),
+            (ProcessStatus::Failed, Some(signal)),
+            "{command}"
+        );
+    }
+}
+
+/// A timeout is a kill the supervisor sends itself, and the exit says so.
+#[tokio::test]
+async fn a_timeout_kills_the_group_and_is_recorded() {
+    let moat = Moat::new(script);
+    let mut spec = spec(&moat.run_dir, "sleep 600", false);
+    spec.timeout_secs = Some(1);
+    let proc = moat.registry.start(spec).await.unwrap();
+    let exit = ended(&proc).await;
+    assert_eq!(
+        (exit.signal.as_deref(), exit.timed_out),
+        (Some("SIGTERM"), true)
+    );
+    assert_eq!(moat.wrapper.signalled().len(), 1);
+    assert!(
+        moat.store
+            .process(&proc.info.id)
+            .unwrap()
+            .unwrap()
+            .timed_out
+    );
+}
