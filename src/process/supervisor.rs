@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::events::{exit_event, EventBus, EventKind, EventOutcome};
 use super::files::RunFiles;
@@ -71,6 +71,56 @@ pub struct LimitWatch {
     pub baseline: Option<Counters>,
 }
 
+/// A terminal's output stream (`ExecTty::output`).
+type TtyOutput = Pin<Box<dyn futures::Stream<Item = std::io::Result<bytes::Bytes>> + Send>>;
+
+/// Appends what a terminal still holds to the log, until it is quiet for 200 ms.
+async fn drain_terminal(log: &File, mut out: TtyOutput) {
+    while let Ok(Some(bytes)) = tokio::time::timeout(Duration::from_millis(200), out.next()).await {
+        match bytes {
+            Ok(b) => {
+                let _ = append(log, &b);
+            }
+            Err(_) => break,
+        }
+    }
+}
+
+/// Where a kill of the process stands, as the supervisor's loop saw it.
+#[derive(Default)]
+struct KillState {
+    /// The kill helper was started (by a kill request or the timeout); at most once.
+    sent: bool,
+    /// It was started by the timeout.
+    timed_out: bool,
+    /// The group outlived the grace and got SIGKILL.
+    escalated: bool,
+    /// The kill helper already reported: nothing to wait for after the loop (its channel
+    /// never closes, the sender lives in the supervisor).
+    reported: bool,
+    /// Callers of `kill`, told once the end is recorded.
+    waiters: Vec<oneshot::Sender<()>>,
+}
+
+/// The exit code and signal of a process that ended with `status` (the wrapper's `$?`, or the
+/// engine's), given whether moat sent the kill and whether it escalated to SIGKILL. Pure.
+fn exit_of(status: Option<i64>, kill_sent: bool, escalated: bool) -> (Option<i64>, Option<String>) {
+    if kill_sent {
+        return match status {
+            Some(c) if c > 128 && !escalated => (None, Some(signal_name(c - 128))),
+            _ if escalated || status.is_none() => (None, Some("SIGKILL".to_string())),
+            // It exited on its own before the signal reached it.
+            other => (other, None),
+        };
+    }
+    match status {
+        // Nobody signalled it, but it died of a signal all the same (`kill -9 $$`, the OOM
+        // killer): say which.
+        Some(c) => super::status::split_status(c),
+        None => (None, None),
+    }
+}
+
 impl Supervisor {
     pub async fn run(mut self) {
         let mut buf = vec![0u8; READ_CHUNK];
@@ -79,14 +129,8 @@ impl Supervisor {
             let elapsed = (now_ms() - self.proc.info.started_at_ms).max(0) as u64;
             tokio::time::Instant::now() + Duration::from_millis((t * 1000).saturating_sub(elapsed))
         });
-        let mut timed_out = false;
-        let mut kill_sent = false;
-        let mut escalated = false;
-        // The kill helper reported while the command still ran: nothing left to wait for
-        // after the loop (the channel never closes, the sender lives here).
-        let mut kill_done = false;
+        let mut kill = KillState::default();
         let (kill_done_tx, mut kill_done_rx) = mpsc::unbounded_channel::<bool>();
-        let mut kill_waiters = Vec::new();
         let (exec_id, mut finished): (Option<String>, Pin<Box<dyn Future<Output = ()> + Send>>) =
             match std::mem::replace(&mut self.watch, ExitWatch::Recovered) {
                 ExitWatch::Exec { exec_id, finished } => (Some(exec_id), finished),
@@ -154,9 +198,9 @@ impl Supervisor {
                         let _ = reply.send(());
                     }
                     Some(Control::Kill(reply)) => {
-                        kill_waiters.push(reply);
-                        if !kill_sent {
-                            kill_sent = true;
+                        kill.waiters.push(reply);
+                        if !kill.sent {
+                            kill.sent = true;
                             self.spawn_kill(kill_done_tx.clone());
                         }
                     }
@@ -168,12 +212,12 @@ impl Supervisor {
                     None => {}
                 },
                 Some(killed) = kill_done_rx.recv() => {
-                    escalated |= killed;
-                    kill_done = true;
+                    kill.escalated |= killed;
+                    kill.reported = true;
                 }
-                _ = wait_deadline(deadline), if !kill_sent => {
-                    timed_out = true;
-                    kill_sent = true;
+                _ = wait_deadline(deadline), if !kill.sent => {
+                    kill.timed_out = true;
+                    kill.sent = true;
                     self.spawn_kill(kill_done_tx.clone());
                 }
                 _ = sleep => {}
@@ -187,19 +231,10 @@ impl Supervisor {
             };
         }
         // Drain what the terminal still holds, then the rest of the log.
-        if let Some(mut out) = tty_out {
-            while let Ok(Some(bytes)) =
-                tokio::time::timeout(Duration::from_millis(200), out.next()).await
-            {
-                match bytes {
-                    Ok(b) => {
-                        let _ = append(&self.log, &b);
-                    }
-                    Err(_) => break,
-                }
-            }
+        if let Some(out) = tty_out {
+            drain_terminal(&self.log, out).await;
         }
-        if kill_sent && !kill_done {
+        if kill.sent && !kill.reported {
             // Let the kill helper finish so "nothing is left" holds when we report the exit.
             if let Ok(Some(k)) = tokio::time::timeout(
                 Duration::from_millis(KILL_GRACE_MS + 2000),
@@ -207,7 +242,7 @@ impl Supervisor {
             )
             .await
             {
-                escalated |= k;
+                kill.escalated |= k;
             }
         }
         // A foreground command owns nothing after it ends: whatever it left running in its
@@ -215,7 +250,7 @@ impl Supervisor {
         // A command moat already signalled has no group left to end.
         let foreground = !self.proc.lock().background;
         let leftovers_ended = foreground
-            && !kill_sent
+            && !kill.sent
             && exec_id.is_some()
             && end_leftovers(
                 self.runtime.clone(),
@@ -228,34 +263,17 @@ impl Supervisor {
         // A command that ended before the loop ever ran still keeps only its bound on disk.
         self.free_old_bytes(punched_to);
         let exit_file = self.files.read_exit();
-        let mut code = exit_file;
-        if code.is_none() {
+        let mut status = exit_file;
+        if status.is_none() {
             if let Some(id) = &exec_id {
-                code = self.runtime.exec_exit_code(id).await.ok().flatten();
+                status = self.runtime.exec_exit_code(id).await.ok().flatten();
             }
         }
-        let mut signal = None;
-        if kill_sent {
-            match code {
-                Some(c) if c > 128 && !escalated => {
-                    signal = Some(signal_name(c - 128));
-                    code = None;
-                }
-                _ if escalated || code.is_none() => {
-                    signal = Some("SIGKILL".to_string());
-                    code = None;
-                }
-                _ => {}
-            }
-        } else if let Some(c) = code {
-            // Nobody signalled it, but it died of a signal all the same (`kill -9 $$`, the
-            // OOM killer): say which.
-            (code, signal) = super::status::split_status(c);
-        }
+        let (code, signal) = exit_of(status, kill.sent, kill.escalated);
         let exit = ExitInfo {
             code,
             signal,
-            timed_out,
+            timed_out: kill.timed_out,
             finished_at_ms: now_ms(),
         };
         let limit = limit_hit(
@@ -266,11 +284,20 @@ impl Supervisor {
             // be going away (a wrapper that failed to fork has an exit code instead).
             (
                 exit.success(),
-                !kill_sent && exit_file.is_none() && exit.code.is_none(),
+                !kill.sent && exit_file.is_none() && exit.code.is_none(),
                 leftovers_ended,
             ),
         )
         .await;
+        self.record(exit, limit, leftovers_ended);
+        for w in kill.waiters {
+            let _ = w.send(());
+        }
+    }
+
+    /// Records the end: the process's state, its row, and for a background process that asked
+    /// for it, the event; then wakes whoever waits on the state.
+    fn record(&self, exit: ExitInfo, limit: Option<LimitHit>, leftovers_ended: bool) {
         let status = if exit.success() && limit.is_none() {
             ProcessStatus::Completed
         } else {
@@ -308,9 +335,6 @@ impl Supervisor {
             self.events.publish(&self.proc.info.session, event, outcome);
         }
         self.proc.changed.send_modify(|v| *v += 1);
-        for w in kill_waiters {
-            let _ = w.send(());
-        }
     }
 
     /// Reads everything the log has past our offset; returns the byte count.
@@ -681,7 +705,40 @@ pub fn signal_name(n: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::signal_name;
+    use super::{exit_of, signal_name};
+
+    #[test]
+    fn an_end_reads_as_a_code_or_a_signal() {
+        type End = (Option<i64>, Option<String>);
+        let sig = |s: &str| Some(s.to_string());
+        // (status, kill sent, escalated) → (code, signal)
+        let table: &[(Option<i64>, bool, bool, End)] = &[
+            // Nobody signalled it.
+            (Some(0), false, false, (Some(0), None)),
+            (Some(3), false, false, (Some(3), None)),
+            // It died of a signal all the same (`kill -9 $$`, the OOM killer).
+            (Some(137), false, false, (None, sig("SIGKILL"))),
+            (Some(143), false, false, (None, sig("SIGTERM"))),
+            (None, false, false, (None, None)),
+            // moat's TERM ended it: the wrapper recorded 128 + 15.
+            (Some(143), true, false, (None, sig("SIGTERM"))),
+            // It exited on its own before the signal reached it.
+            (Some(0), true, false, (Some(0), None)),
+            (Some(7), true, false, (Some(7), None)),
+            // The group outlived the grace: SIGKILL, whatever was recorded.
+            (Some(143), true, true, (None, sig("SIGKILL"))),
+            (Some(0), true, true, (None, sig("SIGKILL"))),
+            // Killed with no status recorded (the wrapper went with the group).
+            (None, true, false, (None, sig("SIGKILL"))),
+        ];
+        for (status, sent, escalated, want) in table {
+            assert_eq!(
+                &exit_of(*status, *sent, *escalated),
+                want,
+                "{status:?} sent={sent} escalated={escalated}"
+            );
+        }
+    }
 
     #[test]
     fn signal_names() {
