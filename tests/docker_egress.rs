@@ -139,12 +139,6 @@ impl Drop for Upstreams {
     }
 }
 
-fn home_with(prefix: &str, config: &str) -> TestHome {
-    let home = TestHome::new(prefix);
-    std::fs::write(home.path().join("moat.toml"), config).unwrap();
-    home
-}
-
 /// Runs `script` in `session`'s sandbox through moat; returns stdout and stderr.
 fn sh(home: &TestHome, session: &str, script: &str) -> String {
     let out = home.run(&["exec", "--session", &home.key(session), "--", script]);
@@ -178,7 +172,7 @@ async fn allowed_hosts_work_others_are_refused_and_every_connection_is_audited()
     let Some(up) = Upstreams::start("egress-a").await else {
         return;
     };
-    let home = home_with("egress-a", &up.config("off"));
+    let home = TestHome::configured("egress-a", &up.config("off"));
 
     // Plain HTTP proxying and a CONNECT tunnel (`-p`) to the allowed host.
     let t = sh(
@@ -324,7 +318,7 @@ async fn a_refused_host_becomes_a_network_approval_an_operator_allows() {
     let Some(up) = Upstreams::start("egress-b").await else {
         return;
     };
-    let home = home_with("egress-b", &up.config("on-miss"));
+    let home = TestHome::configured("egress-b", &up.config("on-miss"));
     let url = format!("http://{}/", up.other);
     let t = sh(&home, "s", &format!("curl -sS -m 20 {url}"));
     assert!(
@@ -396,7 +390,7 @@ async fn sessions_cannot_reach_each_other_and_nothing_outlives_them() {
     let Some(up) = Upstreams::start("egress-c").await else {
         return;
     };
-    let home = home_with("egress-c", &up.config("off"));
+    let home = TestHome::configured("egress-c", &up.config("off"));
     let t = sh(
         &home,
         "b",
@@ -502,7 +496,7 @@ async fn egress_works_with_the_sandbox_under_runsc() {
     let config = up
         .config("off")
         .replace("[sandbox]\n", "[sandbox]\nruntime = \"runsc\"\n");
-    let home = home_with("egress-d", &config);
+    let home = TestHome::configured("egress-d", &config);
     let t = sh(
         &home,
         "s",
@@ -541,7 +535,7 @@ async fn a_session_that_fails_to_start_leaves_no_proxy_or_network() {
     let config = up
         .config("off")
         .replace("[sandbox]\n", "[sandbox]\nsetup_command = \"exit 3\"\n");
-    let home = home_with("egress-e", &config);
+    let home = TestHome::configured("egress-e", &config);
     let t = sh(&home, "s", "echo never");
     assert!(t.contains("setup_command") && !t.contains("never\n"), "{t}");
     let (_, left) = docker(&[

@@ -247,12 +247,7 @@ async fn the_policy_applies_as_for_exec() {
     if common::engine().await.is_none() {
         return;
     }
-    let home = TestHome::new("t-run-policy");
-    std::fs::write(
-        home.path().join("moat.toml"),
-        "[policy.sandbox]\nsecurity = \"deny\"\n",
-    )
-    .unwrap();
+    let home = TestHome::configured("t-run-policy", "[policy.sandbox]\nsecurity = \"deny\"\n");
     let o = home.run(&["run", "--", "echo should-not-run"]);
     assert_eq!(o.status.code(), Some(77), "{}", text(&o));
     assert!(o.stdout.is_empty(), "{}", text(&o));
@@ -322,12 +317,7 @@ async fn a_fast_writer_past_the_spill_bound_is_streamed_whole() {
     if common::engine().await.is_none() {
         return;
     }
-    let home = TestHome::new("t-run-spill");
-    std::fs::write(
-        home.path().join("moat.toml"),
-        "[exec]\nspill_max_bytes = \"1m\"\n",
-    )
-    .unwrap();
+    let home = TestHome::configured("t-run-spill", "[exec]\nspill_max_bytes = \"1m\"\n");
     // 40 MB in a burst: 40 times the spill bound.
     let o = home.run(&[
         "run",

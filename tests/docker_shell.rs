@@ -40,12 +40,10 @@ async fn an_interactive_shell_with_the_terminals_size_and_the_agents_prelude() {
     if common::engine().await.is_none() {
         return;
     }
-    let home = TestHome::new("t-shell");
-    std::fs::write(
-        home.path().join("moat.toml"),
+    let home = TestHome::configured(
+        "t-shell",
         "[sandbox]\npath_prepend = [\"/opt/moat-tools\"]\n",
-    )
-    .unwrap();
+    );
     let key = home.key("s");
     let o = home.run(&["shell", "--session", &key]);
     assert!(!o.status.success());

@@ -551,27 +551,7 @@ async fn cli_approved_command_exits_with_its_own_status() {
         return;
     };
     for (command, want) in [("exit 5", 5), ("kill -TERM $$", 128 + 15)] {
-        let key = m.key("s");
-        let child = Command::new(env!("CARGO_BIN_EXE_moat"))
-            .args(["exec", "--session", &key, "--ask", "always", "--", command])
-            .env("MOAT_HOME", m.dir.path())
-            .env_remove("MOAT_SESSION")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let id = pending_approval(m.dir.path());
-        let approve = Command::new(env!("CARGO_BIN_EXE_moat"))
-            .args(["approvals", "approve", &id])
-            .env("MOAT_HOME", m.dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            approve.status.success(),
-            "{}",
-            String::from_utf8_lossy(&approve.stderr)
-        );
-        let out = child.wait_with_output().unwrap();
+        let out = asked_then_decided(&m, command, "approve");
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(want), "{command}: {stdout}");
         assert!(
@@ -581,24 +561,12 @@ async fn cli_approved_command_exits_with_its_own_status() {
     }
 }
 
-/// An operator's denial is a refusal too: the waiting `moat exec` prints the sentence on
-/// stderr and exits 77.
-#[tokio::test]
-async fn cli_operator_denial_exits_77_with_the_sentence() {
-    let Some(m) = common::moat("i13b-opdeny", Config::default()).await else {
-        return;
-    };
+/// `moat exec --ask always -- command` in session `s`, its approval decided by the operator's
+/// `moat approvals <decision>`, and what the waiting CLI printed and exited with.
+fn asked_then_decided(m: &common::TestMoat, command: &str, decision: &str) -> std::process::Output {
     let key = m.key("s");
     let child = Command::new(env!("CARGO_BIN_EXE_moat"))
-        .args([
-            "exec",
-            "--session",
-            &key,
-            "--ask",
-            "always",
-            "--",
-            "touch /workspace/ran",
-        ])
+        .args(["exec", "--session", &key, "--ask", "always", "--", command])
         .env("MOAT_HOME", m.dir.path())
         .env_remove("MOAT_SESSION")
         .stdout(std::process::Stdio::piped())
@@ -607,17 +575,27 @@ async fn cli_operator_denial_exits_77_with_the_sentence() {
         .unwrap();
     // The pending approval, as the operator sees it.
     let id = pending_approval(m.dir.path());
-    let deny = Command::new(env!("CARGO_BIN_EXE_moat"))
-        .args(["approvals", "deny", &id])
+    let decided = Command::new(env!("CARGO_BIN_EXE_moat"))
+        .args(["approvals", decision, &id])
         .env("MOAT_HOME", m.dir.path())
         .output()
         .unwrap();
     assert!(
-        deny.status.success(),
+        decided.status.success(),
         "{}",
-        String::from_utf8_lossy(&deny.stderr)
+        String::from_utf8_lossy(&decided.stderr)
     );
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// An operator's denial is a refusal too: the waiting `moat exec` prints the sentence on
+/// stderr and exits 77.
+#[tokio::test]
+async fn cli_operator_denial_exits_77_with_the_sentence() {
+    let Some(m) = common::moat("i13b-opdeny", Config::default()).await else {
+        return;
+    };
+    let out = asked_then_decided(&m, "touch /workspace/ran", "deny");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(77), "{stderr}");
     assert!(

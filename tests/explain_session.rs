@@ -17,13 +17,11 @@ async fn explain_in_a_session_agrees_with_exec() {
     if common::engine().await.is_none() {
         return;
     }
-    let home = TestHome::new("t-explain");
-    std::fs::write(
-        home.path().join("moat.toml"),
+    let home = TestHome::configured(
+        "t-explain",
         "[policy.sandbox]\nsecurity = \"allowlist\"\nask = \"off\"\n\
          allowlist = [\"/usr/bin/git\", \"/usr/bin/ls\", \"/usr/bin/cat\"]\n",
-    )
-    .unwrap();
+    );
     let key = home.key("s");
     for command in [
         "git --version",

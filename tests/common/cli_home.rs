@@ -19,6 +19,13 @@ impl TestHome {
         }
     }
 
+    /// A home whose `moat.toml` is `config`.
+    pub fn configured(prefix: &str, config: &str) -> Self {
+        let home = Self::new(prefix);
+        std::fs::write(home.path().join("moat.toml"), config).unwrap();
+        home
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
