@@ -5,9 +5,10 @@ use std::sync::Arc;
 use crate::approvals::Approvals;
 use crate::config::{self, Config, ConfigError, ConfigSource};
 use crate::home::Home;
-use crate::process::{EventBus, Limits, Registry};
+use crate::host::HostExecutor;
+use crate::process::{EventBus, Executors, Limits, Registry};
 use crate::runtime::docker::DockerRuntime;
-use crate::runtime::{Runtime, RuntimeError};
+use crate::runtime::{Engine, Executor, Runtime, RuntimeError};
 use crate::secrets::Secrets;
 use crate::session::Sessions;
 use crate::store::{Store, StoreError};
@@ -41,7 +42,12 @@ pub struct App {
     pub config: Arc<Config>,
     pub source: ConfigSource,
     pub store: Arc<Store>,
-    pub runtime: Arc<dyn Runtime>,
+    /// The container engine: containers, images, networks (and its own exec, for what must
+    /// not go through the helper: `moat doctor`'s comparison, `moat cp`, `moat shell`).
+    pub engine: Arc<dyn Runtime>,
+    /// What runs commands in session containers, as `sandbox.transport` says
+    /// (docs/helper.md).
+    pub commands: Arc<dyn Executor>,
     pub sessions: Arc<Sessions>,
     pub registry: Arc<Registry>,
     pub approvals: Arc<Approvals>,
@@ -75,20 +81,24 @@ impl App {
             source,
         })?;
         let engine: Arc<dyn Runtime> = Arc::new(DockerRuntime::connect().await?);
-        let runtime = with_transport(engine, &home, &config);
-        Self::with_runtime(home, config, source, runtime)
+        Self::with_engine(home, config, source, engine)
     }
 
-    pub fn with_runtime(
+    /// Wires everything over `engine`; the executors are built here and handed to the
+    /// registry (docs/ARCHITECTURE.md, "Seams").
+    pub fn with_engine(
         home: Home,
         config: Config,
         source: ConfigSource,
-        runtime: Arc<dyn Runtime>,
+        engine: Arc<dyn Runtime>,
     ) -> Result<Self, AppError> {
+        let commands = with_transport(engine.clone(), &home, &config);
         let config = Arc::new(config);
         let store = Arc::new(Store::open(&home.state_db())?);
+        let lifecycle: Arc<dyn Engine> = engine.clone();
         let sessions = Arc::new(Sessions::new(
-            runtime.clone(),
+            lifecycle.clone(),
+            commands.clone(),
             store.clone(),
             config.clone(),
             home.clone(),
@@ -99,8 +109,13 @@ impl App {
             ttl_ms: config.process.ttl_secs as i64 * 1000,
             max_finished: config.process.max_finished,
         };
+        let executors = Executors {
+            sandbox: commands.clone(),
+            host: Arc::new(HostExecutor::new()),
+            engine: lifecycle,
+        };
         let registry = Registry::new(
-            runtime.clone(),
+            executors,
             store.clone(),
             limits,
             EventBus::default(),
@@ -141,7 +156,8 @@ impl App {
             config,
             source,
             store,
-            runtime,
+            engine,
+            commands,
             sessions,
             registry,
             approvals,
@@ -153,11 +169,11 @@ impl App {
     }
 }
 
-/// The engine as `sandbox.transport` says commands reach it: through the in-container helper
-/// (falling back to the engine's exec), or the engine's exec alone (docs/helper.md).
-pub fn with_transport(engine: Arc<dyn Runtime>, home: &Home, config: &Config) -> Arc<dyn Runtime> {
+/// What runs commands in session containers, as `sandbox.transport` says: the in-container
+/// helper (falling back to the engine's exec), or the engine's exec alone (docs/helper.md).
+pub fn with_transport(engine: Arc<dyn Runtime>, home: &Home, config: &Config) -> Arc<dyn Executor> {
     match config.sandbox.transport {
-        crate::runtime::Transport::Helper => Arc::new(crate::runtime::helper::HelperRuntime::new(
+        crate::runtime::Transport::Helper => Arc::new(crate::runtime::helper::HelperExecutor::new(
             engine,
             home.clone(),
             config.sandbox.uid_gid(),
@@ -177,7 +193,7 @@ impl App {
             file: None,
             overrides: vec![],
         };
-        let runtime = Arc::new(crate::runtime::fake::FakeRuntime::new());
-        Self::with_runtime(home, Config::default(), source, runtime).unwrap()
+        let engine = Arc::new(crate::runtime::fake::FakeRuntime::new());
+        Self::with_engine(home, Config::default(), source, engine).unwrap()
     }
 }

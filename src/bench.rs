@@ -43,7 +43,7 @@ pub struct Report {
     pub docker_cli_p50_ms: f64,
     pub docker_cli_p90_ms: f64,
     pub docker_cli_p99_ms: f64,
-    /// The transport alone: `true` run to completion by `Runtime::exec_capture`, without
+    /// The transport alone: `true` run to completion by `Executor::exec_capture`, without
     /// moat's exec tool around it (policy, run files, state database), through the helper
     /// and through the engine.
     pub raw_helper_p50_ms: f64,
@@ -197,7 +197,7 @@ pub async fn run(
         for (a, samples) in [(&app, &mut raw_helper), (&engine, &mut raw_engine)] {
             let t = Instant::now();
             let (code, _) = a
-                .runtime
+                .commands
                 .exec_capture(&container, vec!["true".into()], None)
                 .await
                 .map_err(|e| BenchError::Command(e.to_string()))?;

@@ -102,7 +102,7 @@ pub async fn run(
             file: None,
             overrides: vec![format!("sandbox.runtime={rt}")],
         };
-        let app = App::with_runtime(home.clone(), cfg, source, base.runtime.clone())?;
+        let app = App::with_engine(home.clone(), cfg, source, base.engine.clone())?;
         let key = format!("bench-rt-{rt}-{}", std::process::id());
         let first = app.exec.run(&key, &request("true"), true).await?;
         if first.is_error() {

@@ -89,7 +89,7 @@ async fn output_exit_codes_env_and_workdir() {
         moat::runtime::Transport::Helper => "helper",
         moat::runtime::Transport::Exec => "exec",
     };
-    assert_eq!(m.app.runtime.transport_of(&m.container("a")), expected);
+    assert_eq!(m.app.commands.transport_of(&m.container("a")), expected);
 }
 
 #[tokio::test]

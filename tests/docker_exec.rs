@@ -236,14 +236,14 @@ async fn container_reused_then_recreated_on_config_change() {
     let name = m.container("a");
     m.app.store.touch_session(&m.key("a"), &name, 0).unwrap();
     let home = moat::home::Home::at(m.dir.path());
-    let app2 = moat::app::App::with_runtime(
+    let app2 = moat::app::App::with_engine(
         home,
         changed,
         moat::config::ConfigSource {
             file: None,
             overrides: vec![],
         },
-        m.app.runtime.clone(),
+        m.app.engine.clone(),
     )
     .unwrap();
     let r = app2

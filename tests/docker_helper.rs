@@ -54,7 +54,7 @@ async fn commands_run_through_the_helper_with_the_engine_paths_results() {
         r.text()
     );
     let container = m.container("a");
-    assert_eq!(m.app.runtime.transport_of(&container), "helper");
+    assert_eq!(m.app.commands.transport_of(&container), "helper");
     let pid = helper_pid(&m, "a");
     assert!(is_helper(pid), "pid {pid} is the helper");
     // Many at once, each with its own output and status.
@@ -130,7 +130,7 @@ async fn a_helper_killed_mid_command_loses_no_output_and_no_status() {
     let second = helper_pid(&m, "a");
     assert_ne!(second, first);
     assert!(is_helper(second));
-    assert_eq!(m.app.runtime.transport_of(&m.container("a")), "helper");
+    assert_eq!(m.app.commands.transport_of(&m.container("a")), "helper");
 }
 
 /// Python: connect to the helper's socket and send what a hostile command would.

@@ -407,11 +407,11 @@ async fn a_process_with_tampered_files_stays_listed() {
         file: None,
         overrides: vec![],
     };
-    let other = moat::app::App::with_runtime(
+    let other = moat::app::App::with_engine(
         moat::home::Home::at(m.dir.path()),
         Config::default(),
         source,
-        m.app.runtime.clone(),
+        m.app.engine.clone(),
     )
     .unwrap();
     let tool = moat::tools::ProcessTool {

@@ -22,18 +22,18 @@ async fn idle_containers_are_pruned_busy_ones_kept() {
         .store
         .touch_session(&m.key("busy"), &busy, long_ago)
         .unwrap();
-    let removed = moat::session::prune_once(m.app.runtime.as_ref(), &m.app.store, 24, 7).await;
+    let removed = moat::session::prune_once(m.app.engine.as_ref(), &m.app.store, 24, 7).await;
     assert_eq!(removed, vec![idle.clone()], "only the idle one goes");
     assert!(m
         .app
-        .runtime
+        .engine
         .inspect_container(&idle)
         .await
         .unwrap()
         .is_none());
     assert!(m
         .app
-        .runtime
+        .engine
         .inspect_container(&busy)
         .await
         .unwrap()

@@ -8,7 +8,7 @@ use moat::config::Config;
 
 /// Whether the engine offers runsc; panics under CI=true when it does not.
 async fn has_runsc(m: &common::TestMoat) -> bool {
-    let offered = m.app.runtime.runtimes().await.unwrap();
+    let offered = m.app.engine.runtimes().await.unwrap();
     if offered.iter().any(|r| r == "runsc") {
         return true;
     }
@@ -95,7 +95,7 @@ async fn a_runtime_the_engine_lacks_is_refused_naming_the_fix() {
     );
     assert!(m
         .app
-        .runtime
+        .engine
         .inspect_container(&m.container("a"))
         .await
         .unwrap()

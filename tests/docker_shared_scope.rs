@@ -80,7 +80,7 @@ async fn a_single_session_secret_is_refused_where_sessions_share_a_container() {
         file: None,
         overrides: vec![],
     };
-    let err = match moat::app::App::with_runtime(home, config, source, runtime) {
+    let err = match moat::app::App::with_engine(home, config, source, runtime) {
         Ok(_) => panic!("a single-session secret was accepted under scope = agent"),
         Err(e) => format!("{e:#}"),
     };

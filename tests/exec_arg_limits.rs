@@ -105,7 +105,7 @@ async fn env_strings_past_one_argument_are_refused_naming_the_variable() {
         file: None,
         overrides: vec![],
     };
-    let err = match moat::app::App::with_runtime(home, config, source, runtime) {
+    let err = match moat::app::App::with_engine(home, config, source, runtime) {
         Ok(_) => panic!("a 200 KiB secret cannot reach a command"),
         Err(e) => e.to_string(),
     };

@@ -59,7 +59,7 @@ pub async fn run(home: Home, src: &str, dst: &str) -> anyhow::Result<ExitCode> {
     };
     let app = App::open(home).await.context("start moat")?;
     let (_, names) = app.sessions.names(&session);
-    match app.runtime.inspect_container(&names.name).await? {
+    match app.engine.inspect_container(&names.name).await? {
         Some(c) if c.running => {}
         _ => bail!(
             "copy to or from session {session}: it has no running container (start it with `moat exec --session {session} -- true`)"
@@ -110,7 +110,7 @@ async fn download(
         "--".into(),
         name.to_string_lossy().into_owned(),
     ];
-    let (code, output) = app.runtime.exec_capture(container, argv, None).await?;
+    let (code, output) = app.commands.exec_capture(container, argv, None).await?;
     if code != 0 {
         bail!(
             "copy {path} out of the container (tar exited {code}): {}",
@@ -178,7 +178,7 @@ async fn upload(
         dir.to_string(),
         in_container(id),
     ];
-    let (code, output) = app.runtime.exec_capture(container, argv, None).await?;
+    let (code, output) = app.commands.exec_capture(container, argv, None).await?;
     if code != 0 {
         bail!(
             "copy {} into {dir} (tar exited {code}): {}",

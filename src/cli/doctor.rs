@@ -2,7 +2,7 @@ use super::term::say;
 use std::process::ExitCode;
 
 use moat::home::Home;
-use moat::runtime::Runtime;
+use moat::runtime::Engine;
 
 pub async fn run(home: Home, session: Option<String>) -> anyhow::Result<ExitCode> {
     let mut ok = true;
@@ -142,7 +142,7 @@ async fn transports(
     c: &moat::config::Config,
     home: &Home,
 ) {
-    use moat::runtime::Runtime;
+    use moat::runtime::Engine;
     let Ok(containers) = rt.list_containers(moat::session::MOAT_LABEL).await else {
         return;
     };

@@ -215,7 +215,7 @@ async fn show(home: Home, key: String, json: bool) -> anyhow::Result<ExitCode> {
     let app = App::open(home).await.context("start moat")?;
     moat::session::validate_key(&key)?;
     let (_, names) = app.sessions.names(&key);
-    let container = app.runtime.inspect_container(&names.name).await?;
+    let container = app.engine.inspect_container(&names.name).await?;
     let o = app.store.session_policy(&key)?.unwrap_or_default();
     let base = &app.config.policy.sandbox;
     let (sec, ask) = moat::policy::with_override(

@@ -86,7 +86,7 @@ pub async fn run(home: Home, session: &str) -> anyhow::Result<ExitCode> {
     moat::session::validate_key(session)?;
     let app = App::open(home).await.context("start moat")?;
     let (_, names) = app.sessions.names(session);
-    match app.runtime.inspect_container(&names.name).await? {
+    match app.engine.inspect_container(&names.name).await? {
         Some(c) if c.running => {}
         _ => bail!(
             "open a shell in session {session}: it has no running container (start it with `moat exec --session {session} -- true`)"
@@ -126,11 +126,11 @@ pub async fn run(home: Home, session: &str) -> anyhow::Result<ExitCode> {
         console_size: Some((rows, cols)),
         wrapped: None,
     };
-    let started = app.runtime.exec(&names.name, spec).await?;
+    let started = app.commands.exec(&names.name, spec).await?;
     let Some(mut tty) = started.tty else {
         bail!("open a shell in session {session}: the engine gave no terminal");
     };
-    let _ = app.runtime.resize_exec(&started.id, rows, cols).await;
+    let _ = app.commands.resize_exec(&started.id, rows, cols).await;
     let raw = RawStdin::new()?;
     // SAFETY: descriptor 0 stays open and is neither replaced nor closed while moat runs.
     let stdin = unsafe { AsyncFd::register(Stdin) }.context("watch stdin")?;
@@ -167,14 +167,14 @@ pub async fn run(home: Home, session: &str) -> anyhow::Result<ExitCode> {
             }
             _ = winch.recv() => {
                 if let Some((r, c)) = terminal_size() {
-                    let _ = app.runtime.resize_exec(&started.id, r, c).await;
+                    let _ = app.commands.resize_exec(&started.id, r, c).await;
                 }
             }
         }
     }
     drop(raw);
     let code = app
-        .runtime
+        .commands
         .exec_exit_code(&started.id)
         .await
         .ok()

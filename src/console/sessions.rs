@@ -95,7 +95,7 @@ pub async fn list(
     rows.sort_by_key(|r| std::cmp::Reverse(r.last_used_ms));
     let containers = state
         .app
-        .runtime
+        .engine
         .list_containers(MOAT_LABEL)
         .await
         .map_err(ConsoleError::internal)?;
@@ -131,7 +131,7 @@ pub async fn known(
         .ok_or_else(|| ConsoleError::NotFound(format!("session {key}")))?;
     let containers = state
         .app
-        .runtime
+        .engine
         .list_containers(MOAT_LABEL)
         .await
         .map_err(ConsoleError::internal)?;

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::container::{proxy_spec, EgressNames, EGRESS_LABEL};
 use super::gate::{self, Gate};
-use crate::runtime::{Runtime, RuntimeError};
+use crate::runtime::{Engine, RuntimeError};
 
 /// The user the proxy runs as: moat's own (so it can use the 0600 socket moat made), or
 /// `nobody` when moat runs as root (the socket is then handed to `nobody`).
@@ -54,7 +54,7 @@ pub enum LifecycleError {
 /// Makes sure one session's egress parts exist and run; returns the control-socket task
 /// (abort it when the session goes).
 pub async fn ensure(
-    runtime: &dyn Runtime,
+    runtime: &dyn Engine,
     container: &str,
     egress_dir: &Path,
     base_image: &str,
@@ -112,7 +112,7 @@ pub async fn ensure(
 
 /// Removes a session's proxy and network (missing ones are fine): after the sandbox
 /// container, since a network with members cannot go.
-pub async fn remove(runtime: &dyn Runtime, container: &str) -> Result<(), RuntimeError> {
+pub async fn remove(runtime: &dyn Engine, container: &str) -> Result<(), RuntimeError> {
     let names = EgressNames::for_container(container);
     runtime.remove_container(&names.proxy).await?;
     runtime.remove_network(&names.network).await
@@ -136,7 +136,7 @@ static BUILD: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The proxy image for this very moat binary, built from `base` (the sandbox image) when
 /// missing: no registry is needed, and the proxy always runs the same code as the daemon.
-pub async fn ensure_image(runtime: &dyn Runtime, base: &str) -> Result<String, LifecycleError> {
+pub async fn ensure_image(runtime: &dyn Engine, base: &str) -> Result<String, LifecycleError> {
     let exe = std::env::current_exe().map_err(LifecycleError::OwnExe)?;
     let meta = std::fs::metadata(&exe).map_err(LifecycleError::OwnExe)?;
     let mtime = meta

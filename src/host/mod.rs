@@ -2,7 +2,7 @@
 //!
 //! `env` is the host env allowlist (`env_names` its lists), `bound` binds the files a plan
 //! runs, `writable` finds where the sandbox can write, `path` the login-shell PATH and name
-//! resolution, `runtime` the [`Runtime`](crate::runtime::Runtime) seam that lets the process
+//! resolution, `executor` the [`Executor`](crate::runtime::Executor) that lets the process
 //! registry run host commands through the same wrapper, log and supervisor as container ones,
 //! `pty` terminals, `lineage` tells whether a process descends from a host command, `operator`
 //! refuses such a process operator rights and audits the attempt, and `run_as` is
@@ -11,19 +11,19 @@
 mod bound;
 mod env;
 mod env_names;
+mod executor;
 mod lineage;
 mod operator;
 mod path;
 mod pty;
 mod run_as;
-mod runtime;
 mod writable;
 
 pub use bound::{bind, scan, snapshot, BindError, Found, Snapshot, MAX_BOUND_BYTES};
 pub use env::{built_in_summary, check_operator_name, check_request, inherited, HostEnvError};
+pub use executor::HostExecutor;
 pub use lineage::{host_origin, start_time, HostOrigin, LineageError, HOST_MARKER};
 pub use operator::{audit_refusal, check_pid, check_self, Refusal, REFUSED_KIND};
 pub use path::{login_path, merge as merge_path, resolve as resolve_names, split as split_path};
 pub use run_as::{exec_as, parse_groups, RunAs, RunAsError, RUN_AS_SUBCOMMAND};
-pub use runtime::{HostRuntime, HOST_CONTAINER};
 pub use writable::WritableRoots;

@@ -3,12 +3,16 @@
 //! `script` builds what runs in the container, `files` owns the host side of its log, FIFO
 //! and status files, `supervisor` is the owner task per process, `registry` keeps them all
 //! (and re-attaches them after a restart), `output` is the in-memory view of the output.
+//! `place` says where a process runs and `executors` what runs it there (handed over by the
+//! app; docs/ARCHITECTURE.md, "Seams").
 
 mod events;
+mod executors;
 mod files;
 pub mod limit;
 mod log_view;
 mod output;
+mod place;
 mod proc;
 mod registry;
 pub mod script;
@@ -19,10 +23,12 @@ mod supervisor;
 mod tests;
 
 pub use events::{exit_event, EventBus, EventKind, EventOutcome, SessionEvent};
+pub use executors::Executors;
 pub use files::{open_dir, Created, RunFiles};
 pub use limit::{LimitHit, LimitKind};
 pub use log_view::{page as page_log, LogPage, Source as LogSource};
 pub use output::LineMark;
+pub use place::Place;
 pub use proc::{ExitInfo, Proc, ProcInfo, ProcState};
 pub use registry::{Limits, ProcessError, Registry, SecretSource, StartSpec};
 pub use status::{signal_number, split_status};

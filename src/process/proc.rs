@@ -14,8 +14,9 @@ use super::output::OutputState;
 pub struct ProcInfo {
     pub id: String,
     pub session: String,
-    /// Container name (stable across recreation of the cache, unlike ids).
-    pub container: String,
+    /// Where it runs: a container by name (stable across its recreation, unlike ids), or
+    /// the host.
+    pub place: super::place::Place,
     pub command: String,
     /// Container path the command runs in.
     pub cwd: String,

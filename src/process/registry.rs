@@ -12,14 +12,15 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
 use super::events::EventBus;
+use super::executors::Executors;
 use super::files::{Created, RunFiles};
 use super::output::{LineMark, OutputState};
+use super::place::Place;
 use super::proc::{Control, ExitInfo, Proc, ProcInfo, ProcState};
 use super::script::{self, PTY_SIZE};
 use super::supervisor::{ExitWatch, LimitWatch, Supervisor};
 use crate::config::Scope;
-use crate::host::{HostRuntime, HOST_CONTAINER};
-use crate::runtime::{ExecSpec, Runtime, RuntimeError, Wrapped};
+use crate::runtime::{ExecSpec, RuntimeError, Wrapped};
 use crate::session::cgroup::CgroupDirs;
 use crate::session::container_key;
 use crate::store::{now_ms, ProcessRow, ProcessStatus, Store, StoreError};
@@ -56,8 +57,8 @@ pub type SecretSource = Arc<dyn Fn(&str, bool) -> Vec<(String, String)> + Send +
 #[derive(Debug, Clone)]
 pub struct StartSpec {
     pub session: String,
-    /// The container, or [`HOST_CONTAINER`] for a host process.
-    pub container: String,
+    /// Where it runs.
+    pub place: Place,
     /// Host side of `/run/moat` for that container (for a host process, its run directory).
     pub run_dir: PathBuf,
     /// The exact text to run (for allowlisted commands, the rebuilt plan).
@@ -88,9 +89,8 @@ pub struct StartSpec {
 const SWEEP_EVERY_MS: i64 = 30_000;
 
 pub struct Registry {
-    runtime: Arc<dyn Runtime>,
-    /// Runs processes recorded under [`HOST_CONTAINER`] on this machine.
-    host: Arc<HostRuntime>,
+    /// What starts and watches processes at each place, handed over by the app.
+    executors: Executors,
     /// Secret values per (session, target), so a process re-attached after a restart is
     /// redacted like the one that started it.
     secrets: Mutex<Option<SecretSource>>,
@@ -121,15 +121,14 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(
-        runtime: Arc<dyn Runtime>,
+        executors: Executors,
         store: Arc<Store>,
         limits: Limits,
         events: EventBus,
         sandbox_owner: (u32, u32),
     ) -> Arc<Self> {
         Arc::new(Self {
-            runtime,
-            host: Arc::new(HostRuntime::new()),
+            executors,
             secrets: Mutex::new(None),
             host_user: Mutex::new(Vec::new()),
             store,
@@ -153,13 +152,13 @@ impl Registry {
     /// own, and under a shared scope every process of the container it shares. Every session
     /// in a container can already reach those with `ps` and `kill`; the tool says so instead
     /// of pretending otherwise. Host processes stay per session.
-    fn visible_to(&self, owner: &str, container: &str, session: &str) -> bool {
+    fn visible_to(&self, owner: &str, place: &Place, session: &str) -> bool {
         if owner == session {
             return true;
         }
         let scope = *self.scope.lock().unwrap();
         scope != Scope::Session
-            && container != HOST_CONTAINER
+            && !place.is_host()
             && container_key(owner, scope) == container_key(session, scope)
     }
 
@@ -174,24 +173,15 @@ impl Registry {
     }
 
     /// The moat process id of the live host command whose wrapper is `pid`, if this moat
-    /// started it (see [`HostRuntime::leader`]).
+    /// started it (see [`crate::host::HostExecutor::leader`]).
     pub fn host_leader(&self, pid: u32) -> Option<String> {
-        self.host.leader(pid)
+        self.executors.host.leader(pid)
     }
 
-    fn secrets_for(&self, session: &str, container: &str) -> Vec<(String, String)> {
+    fn secrets_for(&self, session: &str, place: &Place) -> Vec<(String, String)> {
         match &*self.secrets.lock().unwrap() {
-            Some(f) => f(session, container == HOST_CONTAINER),
+            Some(f) => f(session, place.is_host()),
             None => Vec::new(),
-        }
-    }
-
-    /// The engine for container processes, this machine for host ones.
-    fn runtime_for(&self, container: &str) -> Arc<dyn Runtime> {
-        if container == HOST_CONTAINER {
-            self.host.clone()
-        } else {
-            self.runtime.clone()
         }
     }
 
@@ -206,17 +196,21 @@ impl Registry {
     /// The cgroups of container `name`, when this moat can read them from the host
     /// (`session::cgroup`). A container recreated under the same name is found again: the
     /// old directories are gone.
-    pub async fn cgroup(&self, name: &str) -> Option<Arc<CgroupDirs>> {
-        if name == HOST_CONTAINER {
-            return None;
-        }
+    pub async fn cgroup(&self, place: &Place) -> Option<Arc<CgroupDirs>> {
+        let name = place.container()?;
         let cached = self.cgroups.lock().unwrap().get(name).cloned();
         match cached {
             Some(None) => return None,
             Some(Some(c)) if c.counters().is_some() => return Some(c),
             _ => {}
         }
-        let info = self.runtime.inspect_container(name).await.ok().flatten()?;
+        let info = self
+            .executors
+            .engine
+            .inspect_container(name)
+            .await
+            .ok()
+            .flatten()?;
         // Not running yet (or any more): nothing to find, and nothing to remember.
         if info.pid == 0 {
             return None;
@@ -256,7 +250,7 @@ impl Registry {
             dir: spec.run_dir.clone(),
             source,
         };
-        let on_host = spec.container == HOST_CONTAINER;
+        let on_host = spec.place.is_host();
         let owner = (!on_host).then_some(spec.owner);
         let files = RunFiles::open(&spec.run_dir, &id, owner).map_err(file_err)?;
         let Created { log, stdin } = files.create(!spec.pty).map_err(file_err)?;
@@ -280,7 +274,7 @@ impl Registry {
         let info = ProcInfo {
             id: id.clone(),
             session: spec.session.clone(),
-            container: spec.container.clone(),
+            place: spec.place.clone(),
             command: spec.command.clone(),
             cwd: spec.cwd.clone(),
             pty: spec.pty,
@@ -328,14 +322,15 @@ impl Registry {
             wrapped,
         };
         // The limit counters before the command: what it changes is what it hit.
-        let cgroup = self.cgroup(&spec.container).await;
+        let cgroup = self.cgroup(&spec.place).await;
         let limits = LimitWatch {
             baseline: cgroup.as_ref().and_then(|c| c.counters()),
             cgroup,
         };
         let started = match self
-            .runtime_for(&spec.container)
-            .exec(&spec.container, exec)
+            .executors
+            .of(&spec.place)
+            .exec(spec.place.stored(), exec)
             .await
         {
             Ok(s) => s,
@@ -368,8 +363,8 @@ impl Registry {
         }
         let finished = started.finished;
         let lost = (
-            self.runtime_for(&spec.container),
-            spec.container.clone(),
+            self.executors.clone(),
+            spec.place.clone(),
             files.clone(),
             proc.info.started_at_ms,
         );
@@ -379,8 +374,8 @@ impl Registry {
                 if finished.await.is_err() {
                     // The transport lost sight of the command (its helper went away) while it
                     // runs on: its run files tell when it ends, as after a restart of moat.
-                    let (runtime, container, files, started_at) = lost;
-                    super::supervisor::recovered_exit(runtime, container, files, started_at).await;
+                    let (executors, place, files, started_at) = lost;
+                    super::supervisor::recovered_exit(executors, place, files, started_at).await;
                 }
             }),
         };
@@ -402,11 +397,11 @@ impl Registry {
     pub fn get(self: &Arc<Self>, session: &str, id: &str) -> Option<Arc<Proc>> {
         if let Some(p) = self.procs.lock().unwrap().get(id).cloned() {
             return self
-                .visible_to(&p.info.session, &p.info.container, session)
+                .visible_to(&p.info.session, &p.info.place, session)
                 .then_some(p);
         }
         let row = self.store.process(id).ok().flatten()?;
-        if !self.visible_to(&row.session, &row.container, session) {
+        if !self.visible_to(&row.session, &Place::from_stored(&row.container), session) {
             return None;
         }
         self.attach(row)
@@ -431,7 +426,9 @@ impl Registry {
             self.store.processes(session).unwrap_or_default()
         } else {
             let mut rows = self.store.all_processes().unwrap_or_default();
-            rows.retain(|r| self.visible_to(&r.session, &r.container, session));
+            rows.retain(|r| {
+                self.visible_to(&r.session, &Place::from_stored(&r.container), session)
+            });
             rows
         };
         rows.into_iter()
@@ -487,6 +484,7 @@ impl Registry {
     /// Ends every running process of `container`, adding `note` to each one's output;
     /// returns how many were asked to end.
     pub fn stop_container(self: &Arc<Self>, container: &str, note: &str) -> usize {
+        let place = Place::Container(container.to_string());
         // Processes another moat started (a CLI that has exited) are re-attached first, so
         // they are ended too.
         for row in self.store.running_processes().unwrap_or_default() {
@@ -499,7 +497,7 @@ impl Registry {
             .lock()
             .unwrap()
             .values()
-            .filter(|p| p.info.container == container && p.exit().is_none())
+            .filter(|p| p.info.place == place && p.exit().is_none())
             .cloned()
             .collect();
         for proc in &running {
@@ -537,7 +535,8 @@ impl Registry {
 
     fn attach(self: &Arc<Self>, row: ProcessRow) -> Option<Arc<Proc>> {
         // A session with a host workspace runs as that workspace's recorded owner.
-        let owner = (row.container != HOST_CONTAINER).then(|| {
+        let place = Place::from_stored(&row.container);
+        let owner = (!place.is_host()).then(|| {
             let recorded = self.store.session_workspace(&row.session).ok().flatten();
             recorded
                 .and_then(|w| w.owner())
@@ -553,14 +552,14 @@ impl Registry {
         let info = ProcInfo {
             id: row.id.clone(),
             session: row.session.clone(),
-            container: row.container.clone(),
+            place,
             command: row.command.clone(),
             cwd: row.cwd.clone(),
             pty: row.pty,
             started_at_ms: row.started_at_ms,
             timeout_secs: row.timeout_secs,
         };
-        let secrets = self.secrets_for(&row.session, &row.container);
+        let secrets = self.secrets_for(&row.session, &info.place);
         let mut output = OutputState::new(self.limits.max_output_chars, secrets);
         output.spill_max = self.limits.spill_max;
         let log = match files.as_ref().map(RunFiles::open_log) {
@@ -703,7 +702,7 @@ impl Registry {
             stdin,
             tty,
             watch,
-            runtime: self.runtime_for(&proc.info.container),
+            executors: self.executors.clone(),
             store: self.store.clone(),
             events: self.events.clone(),
             control,
@@ -773,7 +772,7 @@ fn row_for(info: &ProcInfo, run_dir: &std::path::Path, background: bool) -> Proc
     ProcessRow {
         id: info.id.clone(),
         session: info.session.clone(),
-        container: info.container.clone(),
+        container: info.place.stored().to_string(),
         run_dir: run_dir.display().to_string(),
         command: info.command.clone(),
         cwd: info.cwd.clone(),

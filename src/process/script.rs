@@ -85,7 +85,7 @@ exit "$s""#;
 ///
 /// For PTY processes the terminal must stay the command's stdio, so the wrapper only records
 /// the group id and replaces itself with the login shell. There is no exit file: the exit
-/// status is the exec's own (`Runtime::exec_exit_code`).
+/// status is the exec's own (`Executor::exec_exit_code`).
 ///
 /// It also gives the terminal its default size when it has none yet. Engine 20.10 (API 1.41)
 /// ignores the start request's `ConsoleSize`, and moat's resize after the start races with the

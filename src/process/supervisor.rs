@@ -15,13 +15,14 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::{exit_event, EventBus, EventKind, EventOutcome};
+use super::executors::Executors;
 use super::files::RunFiles;
 use super::limit::{classify, ContainerFate, Evidence, LimitHit};
 use super::output::LineMark;
+use super::place::Place;
 use super::proc::{Control, ExitInfo, Proc};
 use super::script::kill_group_argv;
-use crate::host::HOST_CONTAINER;
-use crate::runtime::{ExecTty, Runtime};
+use crate::runtime::{ExecTty, Executor};
 use crate::session::cgroup::{CgroupDirs, Counters};
 use crate::store::{now_ms, ProcessStatus, Store};
 
@@ -50,7 +51,8 @@ pub struct Supervisor {
     pub stdin: Option<tokio::net::unix::pipe::Sender>,
     pub tty: Option<ExecTty>,
     pub watch: ExitWatch,
-    pub runtime: Arc<dyn Runtime>,
+    /// What runs the kill and liveness helpers at the process's place.
+    pub executors: Executors,
     pub store: Arc<Store>,
     pub events: EventBus,
     pub control: mpsc::UnboundedReceiver<Control>,
@@ -137,8 +139,8 @@ impl Supervisor {
                 ExitWatch::Recovered => (
                     None,
                     Box::pin(recovered_exit(
-                        self.runtime.clone(),
-                        self.proc.info.container.clone(),
+                        self.executors.clone(),
+                        self.proc.info.place.clone(),
                         self.files.clone(),
                         self.proc.info.started_at_ms,
                     )),
@@ -206,7 +208,7 @@ impl Supervisor {
                     }
                     Some(Control::Resize(rows, cols)) => {
                         if let Some(id) = &exec_id {
-                            let _ = self.runtime.resize_exec(id, rows, cols).await;
+                            let _ = self.executor().resize_exec(id, rows, cols).await;
                         }
                     }
                     None => {}
@@ -253,8 +255,8 @@ impl Supervisor {
             && !kill.sent
             && exec_id.is_some()
             && end_leftovers(
-                self.runtime.clone(),
-                self.proc.info.container.clone(),
+                &self.executors,
+                &self.proc.info.place,
                 self.files.clone(),
                 self.limits.cgroup.clone(),
             )
@@ -266,7 +268,7 @@ impl Supervisor {
         let mut status = exit_file;
         if status.is_none() {
             if let Some(id) = &exec_id {
-                status = self.runtime.exec_exit_code(id).await.ok().flatten();
+                status = self.executor().exec_exit_code(id).await.ok().flatten();
             }
         }
         let (code, signal) = exit_of(status, kill.sent, kill.escalated);
@@ -277,8 +279,8 @@ impl Supervisor {
             finished_at_ms: now_ms(),
         };
         let limit = limit_hit(
-            self.runtime.clone(),
-            self.proc.info.container.clone(),
+            &self.executors,
+            &self.proc.info.place,
             self.limits.clone(),
             // Killed by a signal from outside moat with no status recorded: its container may
             // be going away (a wrapper that failed to fork has an exit code instead).
@@ -399,9 +401,14 @@ impl Supervisor {
         to
     }
 
+    /// What runs commands where this process runs.
+    fn executor(&self) -> Arc<dyn Executor> {
+        self.executors.of(&self.proc.info.place)
+    }
+
     fn spawn_kill(&self, done: mpsc::UnboundedSender<bool>) {
-        let runtime = self.runtime.clone();
-        let container = self.proc.info.container.clone();
+        let executors = self.executors.clone();
+        let place = self.proc.info.place.clone();
         let files = self.files.clone();
         let cgroup = self.limits.cgroup.clone();
         let id = self.proc.info.id.clone();
@@ -419,12 +426,12 @@ impl Supervisor {
                 let _ = done.send(false);
                 return;
             };
-            let escalated = end_group(runtime.as_ref(), &container, pgid, cgroup.as_deref())
+            let escalated = end_group(&executors, &place, pgid, cgroup.as_deref())
                 .await
                 .is_some_and(|out| out.contains("killed"));
             // What left the group (`setsid`, a double fork) still carries the marker.
-            if container != HOST_CONTAINER {
-                sweep_marked(runtime.as_ref(), &container, &id).await;
+            if let Place::Container(container) = &place {
+                sweep_marked(executors.sandbox.as_ref(), container, &id).await;
             }
             let _ = done.send(escalated);
         });
@@ -435,8 +442,8 @@ impl Supervisor {
 /// KILL: the same helper as a kill); returns whether there was anything. With the cgroups
 /// readable, an empty group costs no exec.
 async fn end_leftovers(
-    runtime: Arc<dyn Runtime>,
-    container: String,
+    executors: &Executors,
+    place: &Place,
     files: RunFiles,
     cgroup: Option<Arc<CgroupDirs>>,
 ) -> bool {
@@ -449,7 +456,7 @@ async fn end_leftovers(
     {
         return false;
     }
-    end_group(runtime.as_ref(), &container, pgid, cgroup.as_deref())
+    end_group(executors, place, pgid, cgroup.as_deref())
         .await
         .is_some_and(|out| out.contains("signalled"))
 }
@@ -457,7 +464,7 @@ async fn end_leftovers(
 /// Kills every process in the container that carries process `id`'s marker in its
 /// environment: what the command started and moved out of its process group (docs/security.md,
 /// "Ending a command").
-async fn sweep_marked(runtime: &dyn Runtime, container: &str, id: &str) {
+async fn sweep_marked(runtime: &dyn Executor, container: &str, id: &str) {
     let Some(argv) = super::script::sweep_argv(id) else {
         return;
     };
@@ -485,11 +492,13 @@ const ROOM_TRIES: usize = 5;
 /// slots for as long as it takes (`docker update --pids-limit`), tries again, and puts the
 /// limit back (docs/security.md, "Sandbox limits").
 async fn end_group(
-    runtime: &dyn Runtime,
-    container: &str,
+    executors: &Executors,
+    place: &Place,
     pgid: u32,
     cgroup: Option<&CgroupDirs>,
 ) -> Option<String> {
+    let runtime = executors.of(place);
+    let container = place.stored();
     let run = || async {
         match runtime
             .exec_capture(container, kill_group_argv(pgid, KILL_GRACE_MS), None)
@@ -512,6 +521,8 @@ async fn end_group(
     if let Some((true, out)) = &first {
         return Some(out.clone());
     }
+    // Only a container has a pids limit the engine can raise.
+    let container = place.container()?;
     let limit = cgroup
         .and_then(CgroupDirs::usage)
         .filter(|u| u.pids_limit.is_some_and(|l| u.pids + 2 > l))
@@ -519,7 +530,8 @@ async fn end_group(
     let limit = i64::try_from(limit).ok()?;
     tracing::info!(%container, pgid, "the pids limit is full: raising it while the group is ended");
     let mut last = first.map(|(_, out)| out);
-    if runtime
+    if executors
+        .engine
         .set_pids_limit(container, limit + ROOM_PIDS)
         .await
         .is_ok()
@@ -535,7 +547,7 @@ async fn end_group(
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        if let Err(e) = runtime.set_pids_limit(container, limit).await {
+        if let Err(e) = executors.engine.set_pids_limit(container, limit).await {
             tracing::warn!(%container, error = %e, "failed to restore the pids limit");
         }
     }
@@ -547,16 +559,15 @@ async fn end_group(
 /// The engine is asked about the container only without an exit status (the wrapper was
 /// killed with everything else in the container, or the container went away).
 async fn limit_hit(
-    runtime: Arc<dyn Runtime>,
-    container: String,
+    executors: &Executors,
+    place: &Place,
     limits: LimitWatch,
     (succeeded, killed_outside, leftovers_ended): (bool, bool, bool),
 ) -> Option<LimitHit> {
-    if container == HOST_CONTAINER {
-        return None;
-    }
+    // Limits are a container's: a host command has none moat set.
+    let container = place.container()?;
     let fate = if !succeeded && killed_outside {
-        container_fate(runtime.as_ref(), &container).await
+        container_fate(executors.engine.as_ref(), container).await
     } else {
         ContainerFate::Running
     };
@@ -576,7 +587,7 @@ async fn limit_hit(
 /// kills the processes first, and the engine marks the container exited and then removes it
 /// a moment later, so the container is watched for up to a second: gone (or `removing`) is
 /// removed, still not running at the end is stopped, running throughout is fine.
-async fn container_fate(runtime: &dyn Runtime, container: &str) -> ContainerFate {
+async fn container_fate(runtime: &dyn crate::runtime::Engine, container: &str) -> ContainerFate {
     let mut fate = ContainerFate::Running;
     for _ in 0..10 {
         match runtime.inspect_container(container).await {
@@ -629,11 +640,13 @@ const MAX_CHECK_ERRORS: u32 = 5;
 /// its exit status, or when its process group is gone (killed with SIGKILL, or the container
 /// went away).
 pub(super) async fn recovered_exit(
-    runtime: Arc<dyn Runtime>,
-    container: String,
+    executors: Executors,
+    place: Place,
     files: RunFiles,
     started_at_ms: i64,
 ) {
+    let runtime = executors.of(&place);
+    let container = place.stored();
     let mut ticks = 0u32;
     let mut errors = 0u32;
     loop {
@@ -648,7 +661,7 @@ pub(super) async fn recovered_exit(
                         "-c".into(),
                         format!("kill -0 -{pgid} 2>/dev/null && echo alive"),
                     ];
-                    match runtime.exec_capture(&container, argv, None).await {
+                    match runtime.exec_capture(container, argv, None).await {
                         Ok((_, out)) => {
                             errors = 0;
                             String::from_utf8_lossy(&out).contains("alive")
@@ -766,8 +779,14 @@ mod recovery_tests {
     async fn a_process_still_starting_is_not_taken_for_ended() {
         let dir = tempfile::tempdir().unwrap();
         let f = files(dir.path());
-        let rt: Arc<dyn Runtime> = Arc::new(FakeRuntime::default());
-        let waiting = recovered_exit(rt.clone(), "c".into(), f.clone(), crate::store::now_ms());
+        let fake = Arc::new(FakeRuntime::default());
+        let rt = Executors {
+            sandbox: fake.clone(),
+            host: Arc::new(crate::host::HostExecutor::new()),
+            engine: fake,
+        };
+        let c = || Place::Container("c".into());
+        let waiting = recovered_exit(rt.clone(), c(), f.clone(), crate::store::now_ms());
         assert!(
             tokio::time::timeout(Duration::from_millis(500), waiting)
                 .await
@@ -778,7 +797,7 @@ mod recovery_tests {
         let old = crate::store::now_ms() - START_GRACE_MS - 1;
         tokio::time::timeout(
             Duration::from_secs(2),
-            recovered_exit(rt.clone(), "c".into(), f.clone(), old),
+            recovered_exit(rt.clone(), c(), f.clone(), old),
         )
         .await
         .expect("an exec that never started is taken for ended");
@@ -786,7 +805,7 @@ mod recovery_tests {
         std::fs::write(dir.path().join("p.exit"), "0").unwrap();
         tokio::time::timeout(
             Duration::from_secs(2),
-            recovered_exit(rt, "c".into(), f, crate::store::now_ms()),
+            recovered_exit(rt, c(), f, crate::store::now_ms()),
         )
         .await
         .expect("a recorded exit ends the wait");

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::script::{kill_group_argv, Shell};
-use super::{EventBus, Limits, Proc, Registry, StartSpec, KILL_GRACE_MS};
+use super::{EventBus, Executors, Limits, Place, Proc, Registry, StartSpec, KILL_GRACE_MS};
+use crate::host::HostExecutor;
 use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::fake_wrapper::{Play, Wrapper};
 use crate::store::{ProcessStatus, Store};
@@ -67,13 +68,12 @@ fn registry_on(fake: &FakeRuntime, store: &Arc<Store>) -> Arc<Registry> {
         ttl_ms: 3_600_000,
         max_finished: 50,
     };
-    Registry::new(
-        Arc::new(fake.clone()),
-        store.clone(),
-        limits,
-        EventBus::default(),
-        me(),
-    )
+    let executors = Executors {
+        sandbox: Arc::new(fake.clone()),
+        host: Arc::new(HostExecutor::new()),
+        engine: Arc::new(fake.clone()),
+    };
+    Registry::new(executors, store.clone(), limits, EventBus::default(), me())
 }
 
 fn me() -> (u32, u32) {
@@ -86,7 +86,7 @@ fn me() -> (u32, u32) {
 fn spec(run_dir: &Path, command: &str, background: bool) -> StartSpec {
     StartSpec {
         session: SESSION.into(),
-        container: CONTAINER.into(),
+        place: Place::Container(CONTAINER.into()),
         run_dir: run_dir.to_path_buf(),
         command: command.into(),
         cwd: "/workspace".into(),
@@ -351,4 +351,33 @@ async fn a_timeout_kills_the_group_and_is_recorded() {
             .unwrap()
             .timed_out
     );
+}
+
+/// A process placed on the host runs through the host executor on this machine, and the
+/// engine never hears of it: the registry picks the executor by [`Place`], not by a name.
+#[tokio::test]
+async fn a_host_process_never_reaches_the_engine() {
+    let moat = Moat::new(script);
+    let mut host = spec(&moat.run_dir, "echo on-the-host", false);
+    host.place = Place::Host;
+    host.cwd = moat.run_dir.display().to_string();
+    let proc = moat.registry.start(host).await.unwrap();
+    let exit = ended(&proc).await;
+    assert_eq!(exit.code, Some(0));
+    assert_eq!(proc.lock().output.aggregated(), "on-the-host\n");
+    assert!(
+        moat.fake.calls().is_empty(),
+        "the engine saw {:?}",
+        moat.fake.calls()
+    );
+    let row = moat.store.process(&proc.info.id).unwrap().unwrap();
+    assert_eq!(row.container, "host");
+    // And a container's process does reach it.
+    let boxed = moat.start("echo in-the-box", false).await;
+    ended(&boxed).await;
+    assert!(moat
+        .fake
+        .calls()
+        .iter()
+        .any(|c| matches!(c, Call::Exec { container, .. } if container == CONTAINER)));
 }

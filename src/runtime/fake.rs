@@ -1,4 +1,4 @@
-//! An in-memory [`Runtime`] for unit tests of the logic above the seam. It records every call
+//! An in-memory engine and executor for unit tests of the logic above the seams. It records every call
 //! and can be told to fail; commands "run" by a test-provided handler.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use tokio::sync::oneshot;
 
 use super::{
-    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, Runtime, RuntimeError,
+    ContainerInfo, ContainerSpec, Engine, EngineInfo, ExecSpec, ExecStarted, Executor, RuntimeError,
 };
 
 /// A recorded call, for assertions.
@@ -115,7 +115,7 @@ impl FakeRuntime {
 }
 
 #[async_trait]
-impl Runtime for FakeRuntime {
+impl Engine for FakeRuntime {
     async fn ping(&self) -> Result<EngineInfo, RuntimeError> {
         Ok(EngineInfo {
             version: "fake".into(),
@@ -205,61 +205,6 @@ impl Runtime for FakeRuntime {
         Ok(())
     }
 
-    async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
-        self.state.lock().unwrap().calls.push(Call::Exec {
-            container: container.to_string(),
-            argv: spec.argv.clone(),
-        });
-        let (tx, rx) = oneshot::channel();
-        match &self.on_exec {
-            Some(h) => {
-                let task = h(&spec);
-                tokio::spawn(async move {
-                    task.await;
-                    let _ = tx.send(());
-                });
-            }
-            None => {
-                let _ = tx.send(());
-            }
-        }
-        Ok(ExecStarted {
-            id: "fake-exec".into(),
-            finished: rx,
-            tty: None,
-        })
-    }
-
-    async fn exec_exit_code(&self, _exec_id: &str) -> Result<Option<i64>, RuntimeError> {
-        Ok(Some(0))
-    }
-
-    async fn resize_exec(
-        &self,
-        _exec_id: &str,
-        _rows: u16,
-        _cols: u16,
-    ) -> Result<(), RuntimeError> {
-        Ok(())
-    }
-
-    async fn exec_capture(
-        &self,
-        container: &str,
-        argv: Vec<String>,
-        _user: Option<String>,
-    ) -> Result<(i64, Vec<u8>), RuntimeError> {
-        let answer = match &self.on_capture {
-            Some(h) => h(container, &argv),
-            None => (0, Vec::new()),
-        };
-        self.state.lock().unwrap().calls.push(Call::Capture {
-            container: container.to_string(),
-            argv,
-        });
-        Ok(answer)
-    }
-
     async fn ensure_network(
         &self,
         name: &str,
@@ -326,5 +271,63 @@ impl Runtime for FakeRuntime {
         _progress: super::Progress,
     ) -> Result<(), RuntimeError> {
         Ok(())
+    }
+}
+
+#[async_trait]
+impl Executor for FakeRuntime {
+    async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
+        self.state.lock().unwrap().calls.push(Call::Exec {
+            container: container.to_string(),
+            argv: spec.argv.clone(),
+        });
+        let (tx, rx) = oneshot::channel();
+        match &self.on_exec {
+            Some(h) => {
+                let task = h(&spec);
+                tokio::spawn(async move {
+                    task.await;
+                    let _ = tx.send(());
+                });
+            }
+            None => {
+                let _ = tx.send(());
+            }
+        }
+        Ok(ExecStarted {
+            id: "fake-exec".into(),
+            finished: rx,
+            tty: None,
+        })
+    }
+
+    async fn exec_exit_code(&self, _exec_id: &str) -> Result<Option<i64>, RuntimeError> {
+        Ok(Some(0))
+    }
+
+    async fn resize_exec(
+        &self,
+        _exec_id: &str,
+        _rows: u16,
+        _cols: u16,
+    ) -> Result<(), RuntimeError> {
+        Ok(())
+    }
+
+    async fn exec_capture(
+        &self,
+        container: &str,
+        argv: Vec<String>,
+        _user: Option<String>,
+    ) -> Result<(i64, Vec<u8>), RuntimeError> {
+        let answer = match &self.on_capture {
+            Some(h) => h(container, &argv),
+            None => (0, Vec::new()),
+        };
+        self.state.lock().unwrap().calls.push(Call::Capture {
+            container: container.to_string(),
+            argv,
+        });
+        Ok(answer)
     }
 }

@@ -1,9 +1,16 @@
-//! The seam between moat and the container engine.
+//! The seams between moat and what runs its commands.
 //!
-//! Everything above this module speaks [`Runtime`]; [`docker::DockerRuntime`] is the real
-//! implementation over the Engine API (tested against a real engine in `tests/`), and
-//! [`fake::FakeRuntime`] records calls for unit tests of the logic above it
-//! (`fake_wrapper`, in unit tests, plays moat's wrapper over it).
+//! Two traits, split by what callers need (docs/ARCHITECTURE.md, "Seams"):
+//! - [`Engine`]: container, image and network lifecycle — sessions, `moat image`, egress,
+//!   the pruner, `moat doctor`.
+//! - [`Executor`]: running commands — start, exit status, resize, short captured helper
+//!   commands. The process registry and supervisor need nothing else.
+//!
+//! [`docker::DockerRuntime`] is both, over the Engine API (tested against a real engine in
+//! `tests/`); [`helper::HelperExecutor`] runs commands through the in-container helper with
+//! the engine as its fallback; `host::HostExecutor` runs elevated commands on this machine
+//! and is an executor only. [`fake::FakeRuntime`] is both and records calls for unit tests of
+//! the logic above (`fake_wrapper`, in unit tests, plays moat's wrapper over it).
 
 pub mod docker;
 mod error;
@@ -23,9 +30,45 @@ pub use types::{
 
 use async_trait::async_trait;
 
-/// What moat needs from a container engine, and nothing more.
+/// Running commands in a container (for the host executor: on this machine). What the process
+/// registry and supervisor need, and nothing more.
 #[async_trait]
-pub trait Runtime: Send + Sync + 'static {
+pub trait Executor: Send + Sync + 'static {
+    /// Starts a command; returns once it runs. `ExecStarted::finished` resolves when it ends.
+    async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError>;
+    /// The exit code of an exec that ended (`None` while it runs).
+    async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>, RuntimeError>;
+    /// Resizes a PTY exec's terminal.
+    async fn resize_exec(&self, exec_id: &str, rows: u16, cols: u16) -> Result<(), RuntimeError>;
+    /// Runs a short helper command to completion and returns (exit code, stdout+stderr).
+    async fn exec_capture(
+        &self,
+        container: &str,
+        argv: Vec<String>,
+        user: Option<String>,
+    ) -> Result<(i64, Vec<u8>), RuntimeError>;
+    /// The host pid of a running exec's process (`None` once it ended or before it runs).
+    async fn exec_pid(&self, exec_id: &str) -> Result<Option<u32>, RuntimeError> {
+        let _ = exec_id;
+        Ok(None)
+    }
+    /// Which transport commands into `container` took last (`moat doctor`): `exec` unless a
+    /// transport layer says otherwise.
+    fn transport_of(&self, container: &str) -> &'static str {
+        let _ = container;
+        Transport::Exec.name()
+    }
+    /// `container` was removed: drop what this executor keeps for it (a helper connection),
+    /// so a new container of the same name starts afresh.
+    fn release(&self, container: &str) {
+        let _ = container;
+    }
+}
+
+/// Container, image and network lifecycle: what sessions, image builds, egress, the pruner
+/// and `moat doctor` need from a container engine.
+#[async_trait]
+pub trait Engine: Send + Sync + 'static {
     /// Checks the engine answers and reports its version.
     async fn ping(&self) -> Result<EngineInfo, RuntimeError>;
     /// Whether `image` exists locally.
@@ -43,19 +86,6 @@ pub trait Runtime: Send + Sync + 'static {
     /// moat's kill helper when a fork bomb holds every slot (docs/security.md, "Sandbox
     /// limits").
     async fn set_pids_limit(&self, name: &str, limit: i64) -> Result<(), RuntimeError>;
-    /// Starts a command; returns once it runs. `ExecStarted::finished` resolves when it ends.
-    async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError>;
-    /// The exit code of an exec that ended (`None` while it runs).
-    async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>, RuntimeError>;
-    /// Resizes a PTY exec's terminal.
-    async fn resize_exec(&self, exec_id: &str, rows: u16, cols: u16) -> Result<(), RuntimeError>;
-    /// Runs a short helper command to completion and returns (exit code, stdout+stderr).
-    async fn exec_capture(
-        &self,
-        container: &str,
-        argv: Vec<String>,
-        user: Option<String>,
-    ) -> Result<(i64, Vec<u8>), RuntimeError>;
     /// Creates a bridge network unless one of that name exists; `internal` gives it no route
     /// out of the host (docs/security.md, "Network egress"). Returns its subnets (CIDR).
     async fn ensure_network(
@@ -90,17 +120,6 @@ pub trait Runtime: Send + Sync + 'static {
             message: "this engine does not start detached commands".into(),
         })
     }
-    /// The host pid of a running exec's process (`None` once it ended or before it runs).
-    async fn exec_pid(&self, exec_id: &str) -> Result<Option<u32>, RuntimeError> {
-        let _ = exec_id;
-        Ok(None)
-    }
-    /// Which transport commands into `container` took last (`moat doctor`): `exec` unless a
-    /// transport layer says otherwise.
-    fn transport_of(&self, container: &str) -> &'static str {
-        let _ = container;
-        Transport::Exec.name()
-    }
     /// Builds `tag` from an in-memory tar build context; `progress` gets each output line.
     async fn build_image(
         &self,
@@ -110,3 +129,9 @@ pub trait Runtime: Send + Sync + 'static {
         progress: Progress,
     ) -> Result<(), RuntimeError>;
 }
+
+/// An engine that also runs commands itself (the Engine API's exec; the fake): what the
+/// helper executor falls back to, and what a test or `moat doctor` holds when it needs both.
+pub trait Runtime: Engine + Executor {}
+
+impl<T: Engine + Executor + ?Sized> Runtime for T {}

@@ -148,7 +148,7 @@ async fn prune_loop(state: Arc<ServerState>, shutdown: CancellationToken) {
     let sandbox = &state.app.config.sandbox;
     loop {
         let removed = crate::session::prune_once(
-            state.app.runtime.as_ref(),
+            state.app.engine.as_ref(),
             &state.app.store,
             sandbox.prune_idle_hours,
             sandbox.prune_max_age_days,

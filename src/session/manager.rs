@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::{Config, SandboxConfig, WorkspaceAccess};
 use crate::home::Home;
-use crate::runtime::{Runtime, RuntimeError};
+use crate::runtime::{Engine, Executor, RuntimeError};
 use crate::store::{now_ms, Store, StoreError};
 
 use super::key::{container_key, validate_key, ContainerName, KeyError};
@@ -85,7 +85,11 @@ pub struct SessionContainer {
 
 /// See the module docs.
 pub struct Sessions {
-    runtime: Arc<dyn Runtime>,
+    /// Containers, images and networks.
+    runtime: Arc<dyn Engine>,
+    /// Commands in session containers (the helper transport or the engine's exec): the
+    /// checks a session runs in its container go the way its commands go.
+    commands: Arc<dyn Executor>,
     store: Arc<Store>,
     config: Arc<Config>,
     home: Home,
@@ -108,13 +112,15 @@ pub struct Sessions {
 
 impl Sessions {
     pub fn new(
-        runtime: Arc<dyn Runtime>,
+        runtime: Arc<dyn Engine>,
+        commands: Arc<dyn Executor>,
         store: Arc<Store>,
         config: Arc<Config>,
         home: Home,
     ) -> Self {
         Self {
             runtime,
+            commands,
             store,
             config,
             home,
@@ -126,8 +132,14 @@ impl Sessions {
         }
     }
 
-    pub fn runtime(&self) -> &Arc<dyn Runtime> {
+    /// The engine: containers, images and networks.
+    pub fn engine(&self) -> &Arc<dyn Engine> {
         &self.runtime
+    }
+
+    /// What runs commands in session containers.
+    pub fn commands(&self) -> &Arc<dyn Executor> {
+        &self.commands
     }
 
     pub fn store(&self) -> &Arc<Store> {
@@ -214,6 +226,7 @@ impl Sessions {
     /// Drops a container from the cache after something else removed it (the pruner).
     pub fn forget_container(&self, name: &str) {
         self.ready.lock().unwrap().retain(|_, c| c.name != name);
+        self.commands.release(name);
     }
 
     /// Removes a session's container; its workspace stays on disk, but a host workspace is
@@ -232,6 +245,7 @@ impl Sessions {
         self.ready.lock().unwrap().remove(&key);
         let existed = self.runtime.inspect_container(&names.name).await?.is_some();
         self.runtime.remove_container(&names.name).await?;
+        self.commands.release(&names.name);
         let host = self.store.session_workspace(session)?;
         self.remove_egress(&names.name).await?;
         self.store.forget_session(session)?;
@@ -491,6 +505,7 @@ impl Sessions {
             }
             tracing::info!(container = %names.name, "recreating container: config changed");
             self.runtime.remove_container(&existing.id).await?;
+            self.commands.release(&names.name);
             if sandbox.network != crate::egress::container::EGRESS_NETWORK {
                 // Left from an egress config: nothing may stay behind.
                 self.remove_egress(&names.name).await?;
@@ -553,7 +568,7 @@ impl Sessions {
         }
         if !sandbox.setup_command.trim().is_empty() {
             let argv = vec!["sh".into(), "-lc".into(), sandbox.setup_command.clone()];
-            let (code, output) = self.runtime.exec_capture(&id, argv, None).await?;
+            let (code, output) = self.commands.exec_capture(&id, argv, None).await?;
             if code != 0 {
                 // Nothing half-set-up is left behind: the next command retries from scratch.
                 let _ = self.runtime.remove_container(&id).await;
@@ -628,6 +643,7 @@ mod tests {
     fn sessions(fake: &FakeRuntime, config: Config, home: &Path) -> Sessions {
         Sessions::new(
             Arc::new(fake.clone()),
+            Arc::new(fake.clone()),
             Arc::new(Store::in_memory().unwrap()),
             Arc::new(config),
             Home::at(home),
@@ -672,6 +688,7 @@ mod tests {
         let store = Arc::new(Store::in_memory().unwrap());
         let mk = |config: Config| {
             Sessions::new(
+                Arc::new(fake.clone()),
                 Arc::new(fake.clone()),
                 store.clone(),
                 Arc::new(config),

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use crate::runtime::Runtime;
+use crate::runtime::Engine;
 use crate::store::{now_ms, Store};
 
 use super::spec::{CREATED_LABEL, MOAT_LABEL};
@@ -30,7 +30,7 @@ pub fn prune_reason(
 
 /// One pass over this moat's containers; returns the names removed.
 pub async fn prune_once(
-    runtime: &dyn Runtime,
+    runtime: &dyn Engine,
     store: &Store,
     idle_hours: u64,
     max_age_days: u64,
@@ -79,7 +79,7 @@ pub async fn prune_once(
 /// Removes egress proxies and networks whose sandbox container is gone (pruned above, or
 /// removed behind moat's back), when this moat's store knows that container: nothing an
 /// egress session made outlives it (docs/security.md, "Network egress").
-async fn prune_egress(runtime: &dyn Runtime, store: &Store) {
+async fn prune_egress(runtime: &dyn Engine, store: &Store) {
     use crate::egress::container::EGRESS_LABEL;
     let Ok(networks) = runtime.list_networks(EGRESS_LABEL).await else {
         return;

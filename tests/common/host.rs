@@ -37,7 +37,7 @@ pub fn moat_in(dir: tempfile::TempDir, config: Config) -> HostMoat {
         file: None,
         overrides: vec![],
     };
-    let app = App::with_runtime(home, config, source, Arc::new(FakeRuntime::new())).unwrap();
+    let app = App::with_engine(home, config, source, Arc::new(FakeRuntime::new())).unwrap();
     HostMoat { app, dir }
 }
 
@@ -48,7 +48,7 @@ pub fn moat_at(path: &std::path::Path, config: Config) -> HostMoat {
         file: None,
         overrides: vec![],
     };
-    let app = App::with_runtime(home, config, source, Arc::new(FakeRuntime::new())).unwrap();
+    let app = App::with_engine(home, config, source, Arc::new(FakeRuntime::new())).unwrap();
     HostMoat {
         app,
         dir: tempfile::tempdir().unwrap(),

@@ -17,7 +17,7 @@ use moat::config::{Config, ConfigSource};
 use moat::contract::{ExecRequest, ToolResult};
 use moat::home::Home;
 use moat::runtime::docker::DockerRuntime;
-use moat::runtime::Runtime;
+use moat::runtime::{Engine, Runtime};
 use moat::tools::ProcessRequest;
 
 pub struct TestMoat {
@@ -99,8 +99,7 @@ pub async fn moat_as_configured(prefix: &str, mut config: Config) -> Option<Test
         file: None,
         overrides: vec![],
     };
-    let runtime = moat::app::with_transport(runtime, &home, &config);
-    let app = App::with_runtime(home, config, source, runtime).unwrap();
+    let app = App::with_engine(home, config, source, runtime).unwrap();
     Some(TestMoat {
         app,
         dir,

@@ -2,7 +2,7 @@ use async_trait::async_trait;
 use bollard::Docker;
 
 use crate::runtime::{
-    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, Progress, Runtime,
+    ContainerInfo, ContainerSpec, Engine, EngineInfo, ExecSpec, ExecStarted, Executor, Progress,
     RuntimeError,
 };
 
@@ -34,7 +34,7 @@ impl DockerRuntime {
 }
 
 #[async_trait]
-impl Runtime for DockerRuntime {
+impl Engine for DockerRuntime {
     async fn ping(&self) -> Result<EngineInfo, RuntimeError> {
         let v = self.docker.version().await.map_err(RuntimeError::Connect)?;
         Ok(EngineInfo {
@@ -82,43 +82,6 @@ impl Runtime for DockerRuntime {
             .update_container(name, body)
             .await
             .map_err(|e| RuntimeError::engine(format!("update the pids limit of {name}"), e))
-    }
-
-    async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
-        self.start_exec(container, spec).await
-    }
-
-    async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>, RuntimeError> {
-        let inspect = self
-            .docker
-            .inspect_exec(exec_id)
-            .await
-            .map_err(|e| RuntimeError::engine(format!("inspect exec {exec_id}"), e))?;
-        Ok(if inspect.running == Some(true) {
-            None
-        } else {
-            inspect.exit_code
-        })
-    }
-
-    async fn resize_exec(&self, exec_id: &str, rows: u16, cols: u16) -> Result<(), RuntimeError> {
-        let options = bollard::query_parameters::ResizeExecOptions {
-            h: rows as i32,
-            w: cols as i32,
-        };
-        self.docker
-            .resize_exec(exec_id, options)
-            .await
-            .map_err(|e| RuntimeError::engine(format!("resize exec {exec_id}"), e))
-    }
-
-    async fn exec_capture(
-        &self,
-        container: &str,
-        argv: Vec<String>,
-        user: Option<String>,
-    ) -> Result<(i64, Vec<u8>), RuntimeError> {
-        self.capture(container, argv, user).await
     }
 
     async fn ensure_network(
@@ -169,6 +132,56 @@ impl Runtime for DockerRuntime {
         self.start_detached(container, argv).await
     }
 
+    async fn build_image(
+        &self,
+        context: Vec<u8>,
+        tag: &str,
+        build_args: Vec<(String, String)>,
+        progress: Progress,
+    ) -> Result<(), RuntimeError> {
+        self.build(context, tag, build_args, progress).await
+    }
+}
+
+#[async_trait]
+impl Executor for DockerRuntime {
+    async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
+        self.start_exec(container, spec).await
+    }
+
+    async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>, RuntimeError> {
+        let inspect = self
+            .docker
+            .inspect_exec(exec_id)
+            .await
+            .map_err(|e| RuntimeError::engine(format!("inspect exec {exec_id}"), e))?;
+        Ok(if inspect.running == Some(true) {
+            None
+        } else {
+            inspect.exit_code
+        })
+    }
+
+    async fn resize_exec(&self, exec_id: &str, rows: u16, cols: u16) -> Result<(), RuntimeError> {
+        let options = bollard::query_parameters::ResizeExecOptions {
+            h: rows as i32,
+            w: cols as i32,
+        };
+        self.docker
+            .resize_exec(exec_id, options)
+            .await
+            .map_err(|e| RuntimeError::engine(format!("resize exec {exec_id}"), e))
+    }
+
+    async fn exec_capture(
+        &self,
+        container: &str,
+        argv: Vec<String>,
+        user: Option<String>,
+    ) -> Result<(i64, Vec<u8>), RuntimeError> {
+        self.capture(container, argv, user).await
+    }
+
     async fn exec_pid(&self, exec_id: &str) -> Result<Option<u32>, RuntimeError> {
         let inspect = self
             .docker
@@ -179,15 +192,5 @@ impl Runtime for DockerRuntime {
             (Some(true), Some(pid)) if pid > 0 => Some(pid as u32),
             _ => None,
         })
-    }
-
-    async fn build_image(
-        &self,
-        context: Vec<u8>,
-        tag: &str,
-        build_args: Vec<(String, String)>,
-        progress: Progress,
-    ) -> Result<(), RuntimeError> {
-        self.build(context, tag, build_args, progress).await
     }
 }

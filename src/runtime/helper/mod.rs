@@ -7,14 +7,14 @@
 //! - `target`: which containers have a run directory, and where.
 //! - `socket`: reaching the helper's socket without following anything the sandbox controls.
 //! - `conn`: one connection: handshake, requests in flight, bounded reads.
-//! - `runtime`: [`HelperRuntime`], the [`crate::runtime::Runtime`] that routes through it and
-//!   falls back to the engine's exec.
+//! - `executor`: [`HelperExecutor`], the [`crate::runtime::Executor`] that routes through it
+//!   and falls back to the engine's exec.
 
 mod binary;
 mod conn;
 mod error;
+mod executor;
 pub mod frame;
-mod runtime;
 mod socket;
 mod target;
 
@@ -22,4 +22,4 @@ mod target;
 mod frame_tests;
 
 pub use error::HelperError;
-pub use runtime::{probe, HelperRuntime};
+pub use executor::{probe, HelperExecutor};

@@ -28,7 +28,7 @@ pub async fn list(
     let rows = state.app.store.sessions().map_err(internal)?;
     let containers = state
         .app
-        .runtime
+        .engine
         .list_containers(MOAT_LABEL)
         .await
         .map_err(internal)?;
@@ -174,7 +174,7 @@ pub async fn create(
         .await
         .map_err(session_error)?;
     let (workspace, read_only) = workspace_of(&state, &req.session);
-    let image = match state.app.runtime.inspect_container(&c.name).await {
+    let image = match state.app.engine.inspect_container(&c.name).await {
         Ok(Some(info)) => Some(info.image),
         _ => None,
     };

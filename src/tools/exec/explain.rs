@@ -102,7 +102,7 @@ impl ExecTool {
         } else {
             format!(
                 "the sandbox of session {session} (container {})",
-                prepared.container
+                prepared.place
             )
         };
         Ok(Explained { eval, resolved_in })

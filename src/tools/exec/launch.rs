@@ -7,7 +7,7 @@ use crate::contract::{
     finished_result, running_result, with_limit, with_note, ExecRequest, ToolResult,
 };
 use crate::process::limit::LEFTOVERS_NOTE;
-use crate::process::{Proc, ProcessError, RunFiles, StartSpec};
+use crate::process::{Place, Proc, ProcessError, RunFiles, StartSpec};
 
 use super::error::ExecError;
 use super::prepare::Prepared;
@@ -28,7 +28,7 @@ impl ExecTool {
         let background = req.background == Some(true);
         let spec = StartSpec {
             session: p.session.clone(),
-            container: p.container.clone(),
+            place: p.place.clone(),
             run_dir: p.run_dir.clone(),
             command: command.to_string(),
             cwd: p.cwd.clone(),
@@ -52,7 +52,7 @@ impl ExecTool {
                 let c = self.sessions.ensure(&p.session).await?;
                 self.registry
                     .start(StartSpec {
-                        container: c.name,
+                        place: Place::Container(c.name),
                         run_dir: c.run_dir,
                         ..spec
                     })
@@ -132,7 +132,7 @@ impl ExecTool {
         // that moat ended (docs/mcp.md, "Limits in results").
         if let Some(hit) = &limit {
             result = with_limit(result, hit);
-            if let Some(wedge) = self.wedged(&proc.info.container).await {
+            if let Some(wedge) = self.wedged(&proc.info.place).await {
                 result = with_note(result, &wedge.sentence(&p.session));
             }
         }
@@ -149,10 +149,10 @@ impl ExecTool {
 }
 
 impl ExecTool {
-    /// Whether container `name` is so full that no new command can run (a limit left it
-    /// wedged; docs/security.md, "Sandbox limits").
-    pub(super) async fn wedged(&self, name: &str) -> Option<crate::session::health::Wedge> {
-        let usage = self.registry.cgroup(name).await?.usage()?;
+    /// Whether the container at `place` is so full that no new command can run (a limit left
+    /// it wedged; docs/security.md, "Sandbox limits"). Never the host.
+    pub(super) async fn wedged(&self, place: &Place) -> Option<crate::session::health::Wedge> {
+        let usage = self.registry.cgroup(place).await?.usage()?;
         crate::session::health::wedge_of(&usage)
     }
 }

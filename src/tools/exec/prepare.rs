@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::contract::{map_workdir, merge_env, ExecRequest, Target};
-use crate::host::{self, HOST_CONTAINER};
+use crate::host;
 use crate::policy::{
     covered, judge, must_ask, pattern_words, raise_ask, source_words, tighten_security,
     with_override, Ask, Decision, Evaluation, MapResolver, Parsed, Policy,
     Request as PolicyRequest, Security, Standing,
 };
+use crate::process::Place;
 
 use super::error::ExecError;
 use super::tool::ExecTool;
@@ -100,8 +101,8 @@ fn read_resolutions(out: &str, asked: &[String]) -> MapResolver {
 pub(super) struct Prepared {
     pub session: String,
     pub target: Target,
-    /// The container name, or [`HOST_CONTAINER`].
-    pub container: String,
+    /// Where it runs: the session's container, or the host.
+    pub place: Place,
     pub run_dir: PathBuf,
     pub cwd: String,
     /// The variables the request itself sets, which the policy judges in allowlist mode.
@@ -323,7 +324,7 @@ impl ExecTool {
                 argv.extend(names.iter().cloned());
                 let (_, out) = self
                     .sessions
-                    .runtime()
+                    .commands()
                     .exec_capture(&container.name, argv, None)
                     .await
                     .map_err(|e| ExecError::Process(e.into()))?;
@@ -333,7 +334,7 @@ impl ExecTool {
         let mut p = Prepared {
             session: session.to_string(),
             target: Target::Sandbox,
-            container: container.name.clone(),
+            place: Place::Container(container.name.clone()),
             run_dir: container.run_dir.clone(),
             cwd,
             request_env: req.env.clone(),
@@ -419,7 +420,7 @@ impl ExecTool {
         let mut p = Prepared {
             session: session.to_string(),
             target: Target::Host { full },
-            container: HOST_CONTAINER.to_string(),
+            place: Place::Host,
             run_dir,
             cwd,
             request_env: req.env.clone(),
@@ -467,7 +468,7 @@ impl ExecTool {
         ];
         let (code, _) = self
             .sessions
-            .runtime()
+            .commands()
             .exec_capture(container, argv, None)
             .await
             .map_err(|e| ExecError::Process(e.into()))?;

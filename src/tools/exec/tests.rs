@@ -54,7 +54,7 @@ impl Moat {
             file: None,
             overrides: vec![],
         };
-        let app = App::with_runtime(home, config, source, Arc::new(fake.clone())).unwrap();
+        let app = App::with_engine(home, config, source, Arc::new(fake.clone())).unwrap();
         Self {
             _dir: dir,
             app,

@@ -153,7 +153,7 @@ impl ExecTool {
                     Ok(proc) => proc,
                     // The engine could not start it: a container at a limit says why and how
                     // to get out, instead of an engine error.
-                    Err(e) => match self.wedged(&prepared.container).await {
+                    Err(e) => match self.wedged(&prepared.place).await {
                         Some(wedge) if !prepared.on_host() => return Ok(ToolResult::new(
                             format!(
                                 "Command could not start (failed to {e}).\n\n{}",

@@ -1,5 +1,6 @@
-//! [`HelperRuntime`]: a [`Runtime`] that starts commands in session containers through their
-//! helper, and everything else (and anything the helper cannot take) through the engine.
+//! [`HelperExecutor`]: the [`Executor`] that starts commands in session containers through
+//! their helper, and anything the helper cannot take through the engine's own exec. Container
+//! lifecycle is the engine's alone: this type never sees it.
 //!
 //! Semantics stay the engine path's: the command given is the same wrapper argv, with the
 //! same env laid over the container's, in the same workdir, as the container's user; the
@@ -27,10 +28,7 @@ use super::frame::{Msg, Spawn, MAX_CHUNK};
 use super::{binary, socket, target, HelperError};
 use crate::home::Home;
 use crate::process::script::RUN_DIR;
-use crate::runtime::{
-    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, Progress, Runtime,
-    RuntimeError, Transport,
-};
+use crate::runtime::{ExecSpec, ExecStarted, ExecTty, Executor, Runtime, RuntimeError, Transport};
 
 /// How long a container whose helper could not be started uses the engine before moat tries
 /// the helper again.
@@ -65,7 +63,7 @@ struct HelperExec {
     exit: Option<i64>,
 }
 
-pub struct HelperRuntime {
+pub struct HelperExecutor {
     inner: Arc<dyn Runtime>,
     home: Home,
     /// The sandbox user (uid, gid): the helper runs as it, and its socket must be its.
@@ -102,7 +100,7 @@ pub async fn probe(home: &Home, container: &str, owner: (u32, u32)) -> bool {
     }
 }
 
-impl HelperRuntime {
+impl HelperExecutor {
     pub fn new(inner: Arc<dyn Runtime>, home: Home, owner: (u32, u32)) -> Self {
         Self {
             inner,
@@ -315,68 +313,7 @@ async fn follow(
 }
 
 #[async_trait]
-impl Runtime for HelperRuntime {
-    async fn ping(&self) -> Result<EngineInfo, RuntimeError> {
-        self.inner.ping().await
-    }
-    async fn image_exists(&self, image: &str) -> Result<bool, RuntimeError> {
-        self.inner.image_exists(image).await
-    }
-    async fn inspect_container(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
-        self.inner.inspect_container(name).await
-    }
-    async fn list_containers(&self, label: &str) -> Result<Vec<ContainerInfo>, RuntimeError> {
-        self.inner.list_containers(label).await
-    }
-    async fn create_container(&self, spec: &ContainerSpec) -> Result<String, RuntimeError> {
-        self.inner.create_container(spec).await
-    }
-    async fn start_container(&self, id: &str) -> Result<(), RuntimeError> {
-        self.inner.start_container(id).await
-    }
-    async fn remove_container(&self, id: &str) -> Result<(), RuntimeError> {
-        // A new container of the same name gets a new helper.
-        if let Some(slot) = self.slots.lock().unwrap().remove(id) {
-            if let Ok(slot) = slot.try_lock() {
-                if let Some(c) = &slot.conn {
-                    c.close();
-                }
-            }
-        }
-        self.inner.remove_container(id).await
-    }
-    async fn set_pids_limit(&self, name: &str, limit: i64) -> Result<(), RuntimeError> {
-        self.inner.set_pids_limit(name, limit).await
-    }
-    // Networks, runtimes and images are the engine's alone (docs/security.md, "Network
-    // egress"): the helper only runs commands.
-    async fn ensure_network(
-        &self,
-        name: &str,
-        internal: bool,
-        labels: &std::collections::BTreeMap<String, String>,
-    ) -> Result<Vec<String>, RuntimeError> {
-        self.inner.ensure_network(name, internal, labels).await
-    }
-    async fn remove_network(&self, name: &str) -> Result<(), RuntimeError> {
-        self.inner.remove_network(name).await
-    }
-    async fn list_networks(&self, label: &str) -> Result<Vec<String>, RuntimeError> {
-        self.inner.list_networks(label).await
-    }
-    async fn connect_network(&self, network: &str, container: &str) -> Result<(), RuntimeError> {
-        self.inner.connect_network(network, container).await
-    }
-    async fn runtimes(&self) -> Result<Vec<String>, RuntimeError> {
-        self.inner.runtimes().await
-    }
-    async fn image_tags(&self, repository: &str) -> Result<Vec<String>, RuntimeError> {
-        self.inner.image_tags(repository).await
-    }
-    async fn remove_image(&self, tag: &str) -> Result<(), RuntimeError> {
-        self.inner.remove_image(tag).await
-    }
-
+impl Executor for HelperExecutor {
     async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
         // The helper is the container's user: another user's command takes the engine.
         let conn = match spec.user {
@@ -510,26 +447,6 @@ impl Runtime for HelperRuntime {
         self.inner.exec_capture(container, argv, user).await
     }
 
-    async fn build_image(
-        &self,
-        context: Vec<u8>,
-        tag: &str,
-        build_args: Vec<(String, String)>,
-        progress: Progress,
-    ) -> Result<(), RuntimeError> {
-        self.inner
-            .build_image(context, tag, build_args, progress)
-            .await
-    }
-
-    async fn exec_detached(
-        &self,
-        container: &str,
-        argv: Vec<String>,
-    ) -> Result<String, RuntimeError> {
-        self.inner.exec_detached(container, argv).await
-    }
-
     async fn exec_pid(&self, exec_id: &str) -> Result<Option<u32>, RuntimeError> {
         self.inner.exec_pid(exec_id).await
     }
@@ -542,6 +459,17 @@ impl Runtime for HelperRuntime {
             .copied()
             .unwrap_or(Transport::Helper)
             .name()
+    }
+
+    fn release(&self, container: &str) {
+        // A new container of the same name gets a new helper.
+        if let Some(slot) = self.slots.lock().unwrap().remove(container) {
+            if let Ok(slot) = slot.try_lock() {
+                if let Some(c) = &slot.conn {
+                    c.close();
+                }
+            }
+        }
     }
 }
 
@@ -585,7 +513,7 @@ mod tests {
         let home = Home::at(dir.path());
         std::fs::create_dir_all(home.run_dir("main-1a2b3c4d")).unwrap();
         let fake = FakeRuntime::new();
-        let rt = HelperRuntime::new(Arc::new(fake.clone()), home, (1000, 1000));
+        let rt = HelperExecutor::new(Arc::new(fake.clone()), home, (1000, 1000));
         rt.exec("0123abcd", spec()).await.unwrap();
         let other_user = ExecSpec {
             user: Some("0".into()),

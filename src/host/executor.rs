@@ -1,11 +1,11 @@
-//! [`HostRuntime`]: the [`Runtime`] seam for commands that run on the host itself.
+//! [`HostExecutor`]: the [`Executor`] for commands that run on the host itself.
 //!
 //! It lets the process registry and supervisor treat a host process like a container one:
 //! the same wrapper script records the group id and exit status in the host run directory,
 //! output goes to the same kind of log, and kill/exit-watch helpers run as local commands.
 //! The wrapper leads its own session and process group (with a PTY, the terminal is the
 //! session's controlling tty), so killing the group reaches everything the command started.
-//! Container operations are refused.
+//! It runs commands only: container lifecycle is not its business (docs/ARCHITECTURE.md, "Seams").
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
@@ -16,13 +16,8 @@ use async_trait::async_trait;
 use tokio::sync::oneshot;
 
 use super::pty;
-use crate::runtime::{
-    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, Progress, Runtime,
-    RuntimeError,
-};
+use crate::runtime::{ExecSpec, ExecStarted, ExecTty, Executor, RuntimeError};
 
-/// The `container` name host processes are recorded under.
-pub const HOST_CONTAINER: &str = "host";
 /// PATH for moat's own helper commands (kill, liveness checks): system directories only.
 const HELPER_PATH: &str = "/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -30,7 +25,7 @@ const HELPER_PATH: &str = "/usr/sbin:/usr/bin:/sbin:/bin";
 struct Started {
     exit: Option<i64>,
     master: Option<OwnedFd>,
-    /// The moat process id from the command's marker, for [`HostRuntime::leader`].
+    /// The moat process id from the command's marker, for [`HostExecutor::leader`].
     process_id: String,
 }
 
@@ -50,11 +45,11 @@ fn passed(key: &str) -> bool {
 
 /// See the module docs.
 #[derive(Default, Clone)]
-pub struct HostRuntime {
+pub struct HostExecutor {
     started: Arc<Mutex<HashMap<String, Started>>>,
 }
 
-impl HostRuntime {
+impl HostExecutor {
     pub fn new() -> Self {
         Self::default()
     }
@@ -71,13 +66,6 @@ impl HostRuntime {
     }
 }
 
-fn unsupported(action: &str) -> RuntimeError {
-    RuntimeError::Other {
-        action: action.to_string(),
-        message: "not available for host commands".into(),
-    }
-}
-
 fn spawn_error(argv: &[String], e: std::io::Error) -> RuntimeError {
     RuntimeError::Other {
         action: format!("start `{}` on the host", argv.first().map_or("", |s| s)),
@@ -86,75 +74,7 @@ fn spawn_error(argv: &[String], e: std::io::Error) -> RuntimeError {
 }
 
 #[async_trait]
-impl Runtime for HostRuntime {
-    async fn ping(&self) -> Result<EngineInfo, RuntimeError> {
-        Ok(EngineInfo {
-            version: "host".into(),
-            api_version: "-".into(),
-        })
-    }
-
-    async fn image_exists(&self, _image: &str) -> Result<bool, RuntimeError> {
-        Err(unsupported("inspect an image"))
-    }
-
-    async fn inspect_container(&self, _name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
-        Err(unsupported("inspect a container"))
-    }
-
-    async fn list_containers(&self, _label: &str) -> Result<Vec<ContainerInfo>, RuntimeError> {
-        Err(unsupported("list containers"))
-    }
-
-    async fn create_container(&self, _spec: &ContainerSpec) -> Result<String, RuntimeError> {
-        Err(unsupported("create a container"))
-    }
-
-    async fn start_container(&self, _id: &str) -> Result<(), RuntimeError> {
-        Err(unsupported("start a container"))
-    }
-
-    async fn remove_container(&self, _id: &str) -> Result<(), RuntimeError> {
-        Err(unsupported("remove a container"))
-    }
-
-    async fn set_pids_limit(&self, _name: &str, _limit: i64) -> Result<(), RuntimeError> {
-        Err(unsupported("change a pids limit"))
-    }
-
-    async fn ensure_network(
-        &self,
-        _name: &str,
-        _internal: bool,
-        _labels: &std::collections::BTreeMap<String, String>,
-    ) -> Result<Vec<String>, RuntimeError> {
-        Err(unsupported("create a network"))
-    }
-
-    async fn remove_network(&self, _name: &str) -> Result<(), RuntimeError> {
-        Err(unsupported("remove a network"))
-    }
-
-    async fn list_networks(&self, _label: &str) -> Result<Vec<String>, RuntimeError> {
-        Err(unsupported("list networks"))
-    }
-
-    async fn connect_network(&self, _network: &str, _container: &str) -> Result<(), RuntimeError> {
-        Err(unsupported("connect a network"))
-    }
-
-    async fn image_tags(&self, _repository: &str) -> Result<Vec<String>, RuntimeError> {
-        Err(unsupported("list images"))
-    }
-
-    async fn remove_image(&self, _tag: &str) -> Result<(), RuntimeError> {
-        Err(unsupported("remove an image"))
-    }
-
-    async fn runtimes(&self) -> Result<Vec<String>, RuntimeError> {
-        Err(unsupported("list runtimes"))
-    }
-
+impl Executor for HostExecutor {
     async fn exec(&self, _container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
         let argv = &spec.argv;
         let Some(program) = argv.first() else {
@@ -281,16 +201,6 @@ impl Runtime for HostRuntime {
         bytes.extend_from_slice(&out.stderr);
         Ok((i64::from(out.status.code().unwrap_or(-1)), bytes))
     }
-
-    async fn build_image(
-        &self,
-        _context: Vec<u8>,
-        _tag: &str,
-        _build_args: Vec<(String, String)>,
-        _progress: Progress,
-    ) -> Result<(), RuntimeError> {
-        Err(unsupported("build an image"))
-    }
 }
 
 #[cfg(test)]
@@ -324,10 +234,10 @@ mod tests {
     async fn host_commands_lead_a_session_marked_and_without_moat_settings() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
-        let rt = HostRuntime::new();
+        let rt = HostExecutor::new();
         let started = rt
             .exec(
-                HOST_CONTAINER,
+                "host",
                 ExecSpec {
                     argv: vec![
                         "/bin/sh".into(),

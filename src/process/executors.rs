@@ -1,0 +1,33 @@
+//! [`Executors`]: what the registry starts and watches processes with, built by the app.
+
+use std::sync::Arc;
+
+use super::place::Place;
+use crate::host::HostExecutor;
+use crate::runtime::{Engine, Executor};
+
+/// The executors behind the registry, one per [`Place`], and the engine for what the
+/// registry must know about a container. The app builds them (src/app.rs) so the registry
+/// never decides how commands reach a container (docs/ARCHITECTURE.md, "Seams").
+#[derive(Clone)]
+pub struct Executors {
+    /// Session containers' commands: the helper transport, or the engine's own exec
+    /// (docs/helper.md).
+    pub sandbox: Arc<dyn Executor>,
+    /// Elevated commands on this machine; concrete, because `moat serve` asks it which live
+    /// host command leads a process group (docs/security.md, "The operator channel").
+    pub host: Arc<HostExecutor>,
+    /// A container's facts (its cgroups, whether it still exists after its command was
+    /// killed) and the pids-limit room a kill may need; never used to start commands.
+    pub engine: Arc<dyn Engine>,
+}
+
+impl Executors {
+    /// The executor for processes at `place`.
+    pub fn of(&self, place: &Place) -> Arc<dyn Executor> {
+        match place {
+            Place::Container(_) => self.sandbox.clone(),
+            Place::Host => self.host.clone(),
+        }
+    }
+}
