@@ -1,4 +1,4 @@
-//! [`Runtime`](super::Runtime) over the Docker Engine API (bollard).
+//! [`Engine`](super::Engine) and [`Executor`](super::Executor) over the Docker Engine API (bollard).
 
 mod build;
 mod client;

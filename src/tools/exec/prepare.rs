@@ -131,11 +131,7 @@ pub(super) struct Prepared {
 impl Prepared {
     /// `sandbox`, `host` or `host-full`: what an approval is bound to.
     pub fn approval_target(&self) -> ApprovalTarget {
-        match self.target {
-            Target::Sandbox => ApprovalTarget::Sandbox,
-            Target::Host { full: false } => ApprovalTarget::Host,
-            Target::Host { full: true } => ApprovalTarget::HostFull,
-        }
+        self.target.into()
     }
 
     pub fn on_host(&self) -> bool {
@@ -534,7 +530,7 @@ impl ExecTool {
     /// Adds enabled skills' binaries and the operator's run-time allowlist entries.
     fn add_runtime_entries(&self, p: &mut Prepared, skills: &[crate::skills::SkillState]) {
         let mut labeled = crate::skills::entries(skills, &p.resolver);
-        let target = if p.on_host() { "host" } else { "sandbox" };
+        let target = p.target.machine();
         for e in self.approvals.allowlist(Some(target)).unwrap_or_default() {
             if e.command.is_some() {
                 // Entries from before exact commands were scoped have no session: nothing.

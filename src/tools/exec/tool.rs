@@ -171,11 +171,7 @@ impl ExecTool {
             Decision::Deny { reason } => Ok(ToolResult::new(
                 format!(
                     "Exec denied ({}, {}): {}",
-                    if prepared.on_host() {
-                        "host"
-                    } else {
-                        "sandbox"
-                    },
+                    prepared.target.machine(),
                     crate::policy::escape_display(&reason),
                     self.approvals.display(&req.command)
                 ),
@@ -250,10 +246,7 @@ impl ExecTool {
 /// The result for a command refused by the parsing bounds: the same shape as a policy denial.
 /// The command is not echoed (it is what could not be analysed), only its size.
 fn refusal_result(target: &crate::contract::Target, reason: &str, command: &str) -> ToolResult {
-    let place = match target {
-        crate::contract::Target::Sandbox => "sandbox",
-        crate::contract::Target::Host { .. } => "host",
-    };
+    let place = target.machine();
     ToolResult::new(
         format!(
             "Exec denied ({place}, {reason}): a command of {} bytes",

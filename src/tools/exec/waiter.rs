@@ -14,7 +14,7 @@ use crate::approvals::{denied_event, finished_event, running_event, Binding};
 use crate::contract::{ExecRequest, Target};
 use crate::policy::Security;
 use crate::process::{EventKind, EventOutcome};
-use crate::store::{now_ms, ApprovalRow, ApprovalStatus, ApprovalTarget, RecordedDecision};
+use crate::store::{now_ms, ApprovalRow, ApprovalStatus, RecordedDecision};
 
 use super::tool::ExecTool;
 
@@ -132,11 +132,7 @@ impl ExecTool {
     ) -> Option<(ExecRequest, super::prepare::Prepared, crate::policy::Parsed)> {
         let req: ExecRequest = serde_json::from_str(&row.request).ok()?;
         let parsed = super::analyse(&req.command).await;
-        let target = match row.target {
-            ApprovalTarget::Host => Target::Host { full: false },
-            ApprovalTarget::HostFull => Target::Host { full: true },
-            ApprovalTarget::Sandbox | ApprovalTarget::Network => Target::Sandbox,
-        };
+        let target = Target::of_approval(row.target);
         self.prepare(&row.session, &req, target, &parsed)
             .await
             .ok()
