@@ -123,17 +123,43 @@ fn exit_of(status: Option<i64>, kill_sent: bool, escalated: bool) -> (Option<i64
     }
 }
 
+/// What the supervisor's loop carries from one turn to the next, and on to the end.
+struct Follow {
+    buf: Vec<u8>,
+    /// Log bytes before this offset are freed already (`free_old_bytes`).
+    punched_to: u64,
+    kill: KillState,
+    /// The kill helper's report (whether it escalated to SIGKILL); the sender is cloned into
+    /// each kill.
+    kill_done_tx: mpsc::UnboundedSender<bool>,
+    kill_done_rx: mpsc::UnboundedReceiver<bool>,
+    /// The exec moat started (`None` for a re-attached process): resize and the engine's
+    /// exit code need it.
+    exec_id: Option<String>,
+    /// A terminal's output and input; `None` without a PTY, and the output once it closed.
+    tty_out: Option<TtyOutput>,
+    tty_in: Option<Pin<Box<dyn tokio::io::AsyncWrite + Send>>>,
+}
+
+/// Resolves when the command ended (the exec's stream closed, or its run files say so).
+type Finished = Pin<Box<dyn Future<Output = ()> + Send>>;
+
 impl Supervisor {
+    /// Follows the process until it ends, then records the end.
     pub async fn run(mut self) {
-        let mut buf = vec![0u8; READ_CHUNK];
-        let mut punched_to = first_data_offset(&self.log);
+        let (mut follow, mut finished) = self.begin();
         let deadline = self.proc.info.timeout_secs.filter(|t| *t > 0).map(|t| {
             let elapsed = (now_ms() - self.proc.info.started_at_ms).max(0) as u64;
             tokio::time::Instant::now() + Duration::from_millis((t * 1000).saturating_sub(elapsed))
         });
-        let mut kill = KillState::default();
-        let (kill_done_tx, mut kill_done_rx) = mpsc::unbounded_channel::<bool>();
-        let (exec_id, mut finished): (Option<String>, Pin<Box<dyn Future<Output = ()> + Send>>) =
+        self.follow(&mut follow, &mut finished, deadline).await;
+        self.finish(follow).await;
+    }
+
+    /// The loop's state, and how the end will be seen: the exec's stream, or for a
+    /// re-attached process its run files.
+    fn begin(&mut self) -> (Follow, Finished) {
+        let (exec_id, finished): (Option<String>, Finished) =
             match std::mem::replace(&mut self.watch, ExitWatch::Recovered) {
                 ExitWatch::Exec { exec_id, finished } => (Some(exec_id), finished),
                 ExitWatch::Recovered => (
@@ -146,10 +172,31 @@ impl Supervisor {
                     )),
                 ),
             };
-        let (mut tty_out, mut tty_in) = match self.tty.take() {
+        let (tty_out, tty_in) = match self.tty.take() {
             Some(t) => (Some(t.output), Some(t.input)),
             None => (None, None),
         };
+        let (kill_done_tx, kill_done_rx) = mpsc::unbounded_channel::<bool>();
+        let follow = Follow {
+            buf: vec![0u8; READ_CHUNK],
+            punched_to: first_data_offset(&self.log),
+            kill: KillState::default(),
+            kill_done_tx,
+            kill_done_rx,
+            exec_id,
+            tty_out,
+            tty_in,
+        };
+        (follow, finished)
+    }
+
+    /// Reads the log, serves requests and enforces the timeout until the command ends.
+    async fn follow(
+        &mut self,
+        f: &mut Follow,
+        finished: &mut Finished,
+        deadline: Option<tokio::time::Instant>,
+    ) {
         let mut interval = EAGER_INTERVAL;
         // Nobody can write to a foreground command's stdin (there is no `process write` for
         // it while the call waits), so it gets end-of-file as soon as its wrapper opened the
@@ -166,85 +213,103 @@ impl Supervisor {
             let sleep = tokio::time::sleep(interval);
             tokio::select! {
                 biased;
-                _ = &mut finished => break,
-                chunk = next_chunk(&mut tty_out) => match chunk {
-                    Some(bytes) => {
-                        // PTY output comes through the terminal stream; append it to the log so
-                        // the same reader, paging and durability apply.
-                        let _ = append(&self.log, &bytes);
-                        let cpr = self.proc.lock().term.observe(&bytes);
-                        if let (Some(w), true) = (tty_in.as_mut(), cpr > 0) {
-                            for _ in 0..cpr {
-                                let _ = w.write_all(&crate::keys::cursor_position_report(1, 1)).await;
-                            }
-                        }
-                    }
-                    None => tty_out = None,
+                _ = &mut *finished => break,
+                chunk = next_chunk(&mut f.tty_out) => match chunk {
+                    Some(bytes) => self.terminal_output(f, &bytes).await,
+                    None => f.tty_out = None,
                 },
-                msg = self.control.recv() => match msg {
-                    Some(Control::Write(data, reply)) => {
-                        let r = match (tty_in.as_mut(), self.stdin.as_mut()) {
-                            (Some(w), _) => w.write_all(&data).await.and(w.flush().await),
-                            (None, Some(w)) => w.write_all(&data).await,
-                            (None, None) => Err(std::io::Error::other("stdin is closed")),
-                        };
-                        let _ = reply.send(r);
+                msg = self.control.recv() => {
+                    if let Some(msg) = msg {
+                        self.serve(f, msg).await;
                     }
-                    Some(Control::CloseStdin(reply)) => {
-                        if let Some(w) = tty_in.as_mut() {
-                            // A terminal has no half-close: Ctrl-D is end-of-file to the line discipline.
-                            let _ = w.write_all(&[0x04]).await;
-                        }
-                        self.stdin = None;
-                        self.proc.lock().stdin_open = false;
-                        let _ = reply.send(());
-                    }
-                    Some(Control::Kill(reply)) => {
-                        kill.waiters.push(reply);
-                        if !kill.sent {
-                            kill.sent = true;
-                            self.spawn_kill(kill_done_tx.clone());
-                        }
-                    }
-                    Some(Control::Resize(rows, cols)) => {
-                        if let Some(id) = &exec_id {
-                            let _ = self.executor().resize_exec(id, rows, cols).await;
-                        }
-                    }
-                    None => {}
-                },
-                Some(killed) = kill_done_rx.recv() => {
-                    kill.escalated |= killed;
-                    kill.reported = true;
                 }
-                _ = wait_deadline(deadline), if !kill.sent => {
-                    kill.timed_out = true;
-                    kill.sent = true;
-                    self.spawn_kill(kill_done_tx.clone());
+                Some(killed) = f.kill_done_rx.recv() => {
+                    f.kill.escalated |= killed;
+                    f.kill.reported = true;
+                }
+                _ = wait_deadline(deadline), if !f.kill.sent => {
+                    f.kill.timed_out = true;
+                    f.kill.sent = true;
+                    self.spawn_kill(f.kill_done_tx.clone());
                 }
                 _ = sleep => {}
             }
-            let got = self.read_available(&mut buf);
-            punched_to = self.free_old_bytes(punched_to);
+            let got = self.read_available(&mut f.buf);
+            f.punched_to = self.free_old_bytes(f.punched_to);
             interval = if got > 0 || self.proc.waiters.load(Ordering::Relaxed) > 0 {
                 EAGER_INTERVAL
             } else {
                 (interval * 2).min(LAZY_INTERVAL)
             };
         }
+    }
+
+    /// PTY output comes through the terminal stream; it is appended to the log so the same
+    /// reader, paging and durability apply. A cursor-position query is answered, as a
+    /// terminal would, so programs that ask do not hang.
+    async fn terminal_output(&mut self, f: &mut Follow, bytes: &[u8]) {
+        let _ = append(&self.log, bytes);
+        let cpr = self.proc.lock().term.observe(bytes);
+        if let (Some(w), true) = (f.tty_in.as_mut(), cpr > 0) {
+            for _ in 0..cpr {
+                let _ = w
+                    .write_all(&crate::keys::cursor_position_report(1, 1))
+                    .await;
+            }
+        }
+    }
+
+    /// One request from the process's handle: write, close stdin, kill, resize.
+    async fn serve(&mut self, f: &mut Follow, msg: Control) {
+        match msg {
+            Control::Write(data, reply) => {
+                let r = match (f.tty_in.as_mut(), self.stdin.as_mut()) {
+                    (Some(w), _) => w.write_all(&data).await.and(w.flush().await),
+                    (None, Some(w)) => w.write_all(&data).await,
+                    (None, None) => Err(std::io::Error::other("stdin is closed")),
+                };
+                let _ = reply.send(r);
+            }
+            Control::CloseStdin(reply) => {
+                if let Some(w) = f.tty_in.as_mut() {
+                    // A terminal has no half-close: Ctrl-D is end-of-file to the line discipline.
+                    let _ = w.write_all(&[0x04]).await;
+                }
+                self.stdin = None;
+                self.proc.lock().stdin_open = false;
+                let _ = reply.send(());
+            }
+            Control::Kill(reply) => {
+                f.kill.waiters.push(reply);
+                if !f.kill.sent {
+                    f.kill.sent = true;
+                    self.spawn_kill(f.kill_done_tx.clone());
+                }
+            }
+            Control::Resize(rows, cols) => {
+                if let Some(id) = &f.exec_id {
+                    let _ = self.executor().resize_exec(id, rows, cols).await;
+                }
+            }
+        }
+    }
+
+    /// After the end: the rest of the output, the kill's report, what a foreground command
+    /// left behind, the exit status and the limit that cut it short, then the record.
+    async fn finish(self, mut f: Follow) {
         // Drain what the terminal still holds, then the rest of the log.
-        if let Some(out) = tty_out {
+        if let Some(out) = f.tty_out.take() {
             drain_terminal(&self.log, out).await;
         }
-        if kill.sent && !kill.reported {
+        if f.kill.sent && !f.kill.reported {
             // Let the kill helper finish so "nothing is left" holds when we report the exit.
             if let Ok(Some(k)) = tokio::time::timeout(
                 Duration::from_millis(KILL_GRACE_MS + 2000),
-                kill_done_rx.recv(),
+                f.kill_done_rx.recv(),
             )
             .await
             {
-                kill.escalated |= k;
+                f.kill.escalated |= k;
             }
         }
         // A foreground command owns nothing after it ends: whatever it left running in its
@@ -252,8 +317,8 @@ impl Supervisor {
         // A command moat already signalled has no group left to end.
         let foreground = !self.proc.lock().background;
         let leftovers_ended = foreground
-            && !kill.sent
-            && exec_id.is_some()
+            && !f.kill.sent
+            && f.exec_id.is_some()
             && end_leftovers(
                 &self.executors,
                 &self.proc.info.place,
@@ -261,21 +326,21 @@ impl Supervisor {
                 self.limits.cgroup.clone(),
             )
             .await;
-        self.read_available(&mut buf);
+        self.read_available(&mut f.buf);
         // A command that ended before the loop ever ran still keeps only its bound on disk.
-        self.free_old_bytes(punched_to);
+        self.free_old_bytes(f.punched_to);
         let exit_file = self.files.read_exit();
         let mut status = exit_file;
         if status.is_none() {
-            if let Some(id) = &exec_id {
+            if let Some(id) = &f.exec_id {
                 status = self.executor().exec_exit_code(id).await.ok().flatten();
             }
         }
-        let (code, signal) = exit_of(status, kill.sent, kill.escalated);
+        let (code, signal) = exit_of(status, f.kill.sent, f.kill.escalated);
         let exit = ExitInfo {
             code,
             signal,
-            timed_out: kill.timed_out,
+            timed_out: f.kill.timed_out,
             finished_at_ms: now_ms(),
         };
         let limit = limit_hit(
@@ -286,13 +351,13 @@ impl Supervisor {
             // be going away (a wrapper that failed to fork has an exit code instead).
             (
                 exit.success(),
-                !kill.sent && exit_file.is_none() && exit.code.is_none(),
+                !f.kill.sent && exit_file.is_none() && exit.code.is_none(),
                 leftovers_ended,
             ),
         )
         .await;
         self.record(exit, limit, leftovers_ended);
-        for w in kill.waiters {
+        for w in f.kill.waiters {
             let _ = w.send(());
         }
     }
