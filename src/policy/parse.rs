@@ -19,6 +19,8 @@ use super::word::{literal, parser_options};
 /// goes through here, so every text the parser sees has passed the bounds first
 /// (docs/security.md, "Command parsing bounds").
 pub(crate) fn parse_program(command: &str) -> Result<Program, String> {
+    #[cfg(test)]
+    counted::note(command);
     if command.contains('\0') {
         return Err("NUL character".to_owned());
     }
@@ -31,6 +33,35 @@ pub(crate) fn parse_program(command: &str) -> Result<Program, String> {
             .map_err(|err| format!("parse error: {err}"))
     });
     parsed.unwrap_or_else(|_| Err("parse error: the parser failed".to_owned()))
+}
+
+/// How many times each text was parsed, for the unit tests that hold an exec to one parse
+/// (src/tools/exec/tests.rs). Keyed by the text, so tests running side by side in one process
+/// do not count each other's parses.
+#[cfg(test)]
+pub(crate) mod counted {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    static PARSES: Mutex<Option<HashMap<String, usize>>> = Mutex::new(None);
+
+    pub(crate) fn note(command: &str) {
+        let mut parses = PARSES.lock().unwrap();
+        *parses
+            .get_or_insert_with(HashMap::new)
+            .entry(command.to_owned())
+            .or_default() += 1;
+    }
+
+    /// How many times `command` was parsed so far.
+    pub(crate) fn of(command: &str) -> usize {
+        let parses = PARSES.lock().unwrap();
+        parses
+            .as_ref()
+            .and_then(|p| p.get(command))
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 /// Parses a command line into the IR. Never fails: problems become misses.
