@@ -10,10 +10,13 @@ mod result;
 pub mod sticky;
 mod workdir;
 
+#[cfg(test)]
+mod wire_tests;
+
 pub use arg_limits::{check_exec, fits_one_argument, ArgLimitError, MAX_ARG_BYTES};
 pub use elevated::{target, Caller, ElevatedError, GateError, Target};
 pub use env::{merge_env, request_path, validate_env, EnvError};
 pub use failure::{Edges, FailureKind};
 pub use request::{ExecRequest, HostChoice, RequestError};
-pub use result::{finished_result, running_result, with_limit, with_note, ToolResult};
+pub use result::{finished_result, running_result, with_limit, with_note, with_record, ToolResult};
 pub use workdir::{map_workdir, WorkdirError};

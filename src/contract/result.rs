@@ -127,6 +127,18 @@ pub fn with_note(mut result: ToolResult, sentence: &str) -> ToolResult {
     result
 }
 
+/// Tells the caller where a result's cut output can be read: the process id whose record
+/// `process log` pages (docs/mcp.md, `log`).
+pub fn with_record(mut result: ToolResult, id: &str) -> ToolResult {
+    if let Some(c) = result.content.first_mut() {
+        c.text.push_str(&format!(
+            "\n\n[Output truncated: the whole record is kept as session {id}; page it with process log (offset/limit).]"
+        ));
+    }
+    result.details["sessionId"] = json!(id);
+    result
+}
+
 /// The result of a command that moved to the background.
 pub fn running_result(
     id: &str,
