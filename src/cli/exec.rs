@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context};
-use moat::contract::{ExecRequest, ToolResult};
+use moat::contract::{ExecRequest, Status, ToolResult};
 use moat::daemon::{DaemonClient, WAIT_HEADER};
 use moat::home::Home;
 use moat::process::{EventKind, EventOutcome};
@@ -21,8 +21,9 @@ pub const REFUSED: u8 = 77;
 
 /// How a foreground exec ended, as the daemon reported it.
 enum Ended {
-    /// The tool result (finished, running in the background, or refused).
-    Result(ToolResult),
+    /// The tool result (finished, running in the background, or refused); boxed, as it is
+    /// far larger than an exit code.
+    Result(Box<ToolResult>),
     /// An approval's outcome: the command's exit code, or refused.
     Approval(ExitCode),
 }
@@ -63,9 +64,9 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
     };
     let result = match ended {
         Ended::Approval(code) => return Ok(code),
-        Ended::Result(r) => r,
+        Ended::Result(r) => *r,
     };
-    if result.details["denied"] == true {
+    if result.details.is_denied() {
         // The refusal sentence, exactly as the tool result carries it.
         if a.json {
             super::term::json(&result)?;
@@ -76,11 +77,11 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
     }
     if a.json {
         super::term::json(&result)?;
-    } else if result.status() == "running" {
+    } else if result.status() == Some(Status::Running) {
         say!("{}", result.text());
     } else {
         // The command's own output on stdout; moat's remarks (timeout, signal) on stderr.
-        let output = result.details["aggregated"].as_str().unwrap_or_default();
+        let output = result.details.aggregated().unwrap_or_default();
         say_part!("{output}");
         if !output.is_empty() && !output.ends_with('\n') {
             say!();
@@ -90,11 +91,8 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let code = match result.status() {
-        "completed" | "running" => 0,
-        _ => exit_status(
-            result.details["exitCode"].as_i64(),
-            result.details["exitSignal"].as_str(),
-        ),
+        Some(Status::Completed | Status::Running) => 0,
+        _ => exit_status(result.details.exit_code(), result.details.exit_signal()),
     };
     Ok(ExitCode::from(code))
 }
@@ -131,12 +129,12 @@ async fn follow(
         } else if !v["result"].is_null() {
             let result: ToolResult = serde_json::from_value(v["result"].clone())
                 .context("parse the tool result of moat serve")?;
-            if result.status() != "approval-pending" {
-                return Ok(Ended::Result(result));
+            if result.status() != Some(Status::ApprovalPending) {
+                return Ok(Ended::Result(Box::new(result)));
             }
             // The daemon holds the approval's waiter and runs the plan once an operator
             // decides (`moat approvals approve|deny`); its outcome follows on this answer.
-            let id = result.details["approvalId"].as_str().unwrap_or_default();
+            let id = result.details.approval_id().unwrap_or_default();
             let _ = waiting.set(Waiting::Approval(id.to_string()));
             if json {
                 super::term::json(&result)?;
@@ -185,10 +183,7 @@ fn remarks(result: &ToolResult) -> Vec<&str> {
     let d = &result.details;
     let text = result.text();
     // The text starts with the output itself (or "(no output)"); what follows is moat's.
-    let body = d["aggregated"]
-        .as_str()
-        .unwrap_or_default()
-        .trim_end_matches('\n');
+    let body = d.aggregated().unwrap_or_default().trim_end_matches('\n');
     let rest = if body.trim().is_empty() {
         text.strip_prefix("(no output)")
     } else {
@@ -198,9 +193,7 @@ fn remarks(result: &ToolResult) -> Vec<&str> {
     rest.split("\n\n")
         .filter(|p| !p.trim().is_empty())
         .filter(|p| {
-            !(p.starts_with("Command exited with code ")
-                && d["timedOut"] != true
-                && d["limit"].is_null())
+            !(p.starts_with("Command exited with code ") && !d.timed_out() && !d.has_limit())
         })
         .collect()
 }

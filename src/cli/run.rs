@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use http::Method;
-use moat::contract::{ExecRequest, ToolResult};
+use moat::contract::{ExecRequest, Status, ToolResult};
 use moat::daemon::DaemonClient;
 use moat::home::Home;
 use serde_json::Value;
@@ -146,29 +146,30 @@ async fn follow(
 /// to stderr.
 fn exit_code(result: &ToolResult) -> u8 {
     let d = &result.details;
-    if d["denied"] == true || result.status() == "approval-pending" {
+    let pending = result.status() == Some(Status::ApprovalPending);
+    if d.is_denied() || pending {
         say_err!("{}", result.text());
-        if result.status() == "approval-pending" {
+        if pending {
             say_err!("moat: moat run does not wait for approvals; the session is removed");
         }
         return super::exec::REFUSED;
     }
-    if d["timedOut"] == true {
+    if d.timed_out() {
         say_err!("moat: the command timed out");
         return TIMED_OUT;
     }
-    if !d["limit"].is_null() {
+    if d.has_limit() {
         // The sentence that says which limit and how to get out of it ends the text.
         if let Some((_, last)) = result.text().rsplit_once("\n\n") {
             say_err!("moat: {last}");
         }
     }
     match result.status() {
-        "completed" => 0,
-        _ => d["exitCode"]
-            .as_i64()
+        Some(Status::Completed) => 0,
+        _ => d
+            .exit_code()
             .or_else(|| {
-                let signal = d["exitSignal"].as_str()?;
+                let signal = d.exit_signal()?;
                 moat::process::signal_number(signal).map(|n| 128 + n)
             })
             .map(|c| c.clamp(1, 255) as u8)

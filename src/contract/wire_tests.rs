@@ -2,7 +2,8 @@
 //! (docs/mcp.md, "Results" and "Limits in results"; docs/http-api.md). The strings were taken
 //! from the results as they were built with `json!` (keys sorted, absent values as `null`);
 //! the typed results must serialize to exactly these, and read back from them unchanged (the
-//! CLI and `moat mcp` read the daemon's results).
+//! CLI and `moat mcp` read the daemon's results). The tools' own shapes are pinned over the
+//! fake engine in `tools/wire_tests.rs`.
 
 use super::*;
 use crate::process::{ExitInfo, LimitHit, LimitKind};
@@ -146,6 +147,18 @@ fn pinned() -> Vec<(&'static str, ToolResult, &'static str)> {
             "running, pid unknown",
             running_result("warm-river", None, 123, "/workspace", String::new()),
             r#"{"content":[{"type":"text","text":"Command still running (session warm-river, pid ?). Use process (list/poll/log/write/kill/clear/remove) for follow-up."}],"details":{"cwd":"/workspace","pid":null,"sessionId":"warm-river","startedAt":123,"status":"running","tail":""}}"#,
+        ),
+        (
+            "not started in a container at its limit",
+            ToolResult::new(
+                "Command could not start (failed to exec).\n\nFull.".into(),
+                Details::NotStarted(NotStarted {
+                    cwd: "/workspace".into(),
+                    limit: Limit::Pids,
+                    status: Status::Failed,
+                }),
+            ),
+            r#"{"content":[{"type":"text","text":"Command could not start (failed to exec).\n\nFull."}],"details":{"cwd":"/workspace","limit":"pids","status":"failed"}}"#,
         ),
         (
             "approval pending",
