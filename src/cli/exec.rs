@@ -73,7 +73,7 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         } else {
             say_err!("{}", result.text());
         }
-        return Ok(ExitCode::from(REFUSED));
+        return Ok(ExitCode::from(exit_code(&result)));
     }
     if a.json {
         super::term::json(&result)?;
@@ -90,11 +90,19 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
             say_err!("moat: {note}");
         }
     }
-    let code = match result.status() {
+    Ok(ExitCode::from(exit_code(&result)))
+}
+
+/// `moat exec`'s exit code for a result (README, "Exit codes of `moat exec`"): refused, 0
+/// for a command that completed or runs on in the background, else the command's status.
+fn exit_code(result: &ToolResult) -> u8 {
+    if result.details.is_denied() {
+        return REFUSED;
+    }
+    match result.status() {
         Some(Status::Completed | Status::Running) => 0,
         _ => exit_status(result.details.exit_code(), result.details.exit_signal()),
-    };
-    Ok(ExitCode::from(code))
+    }
 }
 
 /// Runs the call through the daemon and reads its lines (docs/ARCHITECTURE.md, "Daemon"):
@@ -196,4 +204,92 @@ fn remarks(result: &ToolResult) -> Vec<&str> {
             !(p.starts_with("Command exited with code ") && !d.timed_out() && !d.has_limit())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use moat::contract::{
+        finished_result, running_result, with_limit, Denied, Details, Limit, NotStarted,
+    };
+    use moat::process::{ExitInfo, LimitHit, LimitKind};
+
+    fn finished(code: Option<i64>, signal: Option<&str>, timed_out: bool) -> ToolResult {
+        let exit = ExitInfo {
+            code,
+            signal: signal.map(str::to_string),
+            timed_out,
+            finished_at_ms: 0,
+        };
+        finished_result(&exit, "out\n".into(), false, 1, "/w", Some(5))
+    }
+
+    /// The exit code and moat's remarks read from the typed result, for every shape `moat
+    /// exec` ends with (README, "Exit codes of `moat exec`").
+    #[test]
+    fn exit_codes_and_remarks_by_shape() {
+        let pids = LimitHit {
+            kind: LimitKind::Pids,
+            value: Some(512),
+        };
+        let rows: Vec<(&str, ToolResult, u8, Vec<&str>)> = vec![
+            ("completed", finished(Some(0), None, false), 0, vec![]),
+            ("exit 3", finished(Some(3), None, false), 3, vec![]),
+            (
+                "signal",
+                finished(None, Some("SIGKILL"), false),
+                137,
+                vec!["Command aborted by signal SIGKILL"],
+            ),
+            (
+                "timeout",
+                finished(Some(143), Some("SIGTERM"), true),
+                143,
+                vec!["Command timed out after 5 seconds. If it needs longer, re-run with a higher timeout (e.g. timeout=60), or start it with background=true and follow it with the process tool."],
+            ),
+            (
+                "exit 0 at a limit",
+                with_limit(finished(Some(0), None, false), &pids),
+                1,
+                vec!["The process limit (512) was reached: the sandbox refused to start more processes while this command ran (sandbox.pids_limit)."],
+            ),
+            (
+                "exit 2 at a limit",
+                with_limit(finished(Some(2), None, false), &pids),
+                2,
+                vec!["Command exited with code 2", "The process limit (512) was reached: the sandbox refused to start more processes while this command ran (sandbox.pids_limit)."],
+            ),
+            (
+                "running",
+                running_result("p", Some(7), 1, "/w", String::new()),
+                0,
+                vec![],
+            ),
+            (
+                "denied",
+                ToolResult::new("Exec denied".into(), Details::Denied(Denied::new("no"))),
+                REFUSED,
+                vec![],
+            ),
+            (
+                "not started",
+                ToolResult::new(
+                    "Command could not start (failed to x).\n\nFull.".into(),
+                    Details::NotStarted(NotStarted {
+                        cwd: "/w".into(),
+                        limit: Limit::Pids,
+                        status: Status::Failed,
+                    }),
+                ),
+                1,
+                vec!["Full."],
+            ),
+        ];
+        for (name, result, code, notes) in rows {
+            assert_eq!(exit_code(&result), code, "{name}");
+            if !matches!(result.details, Details::Denied(_) | Details::Running(_)) {
+                assert_eq!(remarks(&result), notes, "{name}");
+            }
+        }
+    }
 }

@@ -203,6 +203,46 @@ fn parse_env_file(text: &str) -> Result<Vec<(String, String)>, String> {
 mod tests {
     use super::*;
 
+    /// `moat run`'s exit code read from the typed result: refused, timed out, the command's
+    /// own status, 1 for a limit that left it none.
+    #[test]
+    fn exit_codes_by_shape() {
+        use moat::contract::{finished_result, with_limit, Denied, Details};
+        use moat::process::{ExitInfo, LimitHit, LimitKind};
+        let finished = |code: Option<i64>, signal: Option<&str>, timed_out: bool| {
+            let exit = ExitInfo {
+                code,
+                signal: signal.map(str::to_string),
+                timed_out,
+                finished_at_ms: 0,
+            };
+            finished_result(&exit, String::new(), false, 1, "/w", Some(5))
+        };
+        let memory = LimitHit {
+            kind: LimitKind::Memory,
+            value: None,
+        };
+        let rows = [
+            ("completed", finished(Some(0), None, false), 0),
+            ("exit 3", finished(Some(3), None, false), 3),
+            ("signal", finished(None, Some("SIGKILL"), false), 137),
+            ("timeout", finished(None, Some("SIGTERM"), true), TIMED_OUT),
+            (
+                "exit 0 at a limit",
+                with_limit(finished(Some(0), None, false), &memory),
+                1,
+            ),
+            (
+                "denied",
+                ToolResult::new("Exec denied".into(), Details::Denied(Denied::new("no"))),
+                super::super::exec::REFUSED,
+            ),
+        ];
+        for (name, result, code) in rows {
+            assert_eq!(exit_code(&result), code, "{name}");
+        }
+    }
+
     #[test]
     fn env_files() {
         type Want<'a> = Result<Vec<(&'a str, &'a str)>, &'a str>;
