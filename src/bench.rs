@@ -353,10 +353,7 @@ pub async fn run_processes(
         ..Default::default()
     };
     let r = app.exec.run(&key, &req, false).await?;
-    let id = r.details["sessionId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let id = r.details.process_id().unwrap_or_default().to_string();
     let mut latencies = Vec::new();
     loop {
         let poll = crate::tools::ProcessRequest {
@@ -379,7 +376,7 @@ pub async fn run_processes(
         {
             latencies.push((now_ns - ns) as f64 / 1e6);
         }
-        if p.status() != "running" {
+        if p.status() != Some(crate::contract::Status::Running) {
             break;
         }
     }

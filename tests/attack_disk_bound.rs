@@ -9,6 +9,7 @@ mod common;
 use std::os::unix::fs::MetadataExt;
 
 use moat::config::Config;
+use moat::contract::Status;
 
 const LIMIT_MB: u64 = 256;
 
@@ -24,7 +25,7 @@ async fn a_fast_writer_is_stopped_past_the_bound_and_rm_recovers() {
         return;
     };
     let r = m.exec("a", "echo warm").await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     let started = std::time::Instant::now();
     let r = m
         .exec(
@@ -34,7 +35,7 @@ async fn a_fast_writer_is_stopped_past_the_bound_and_rm_recovers() {
         .await;
     let took = started.elapsed();
     let text = r.text();
-    assert_ne!(r.status(), "completed", "{text}");
+    assert_ne!(r.status(), Some(Status::Completed), "{text}");
     assert!(!text.contains("wrote-all"), "{text}");
     assert!(
         text.contains("over sandbox.workspace_max_bytes (256.0 MiB)") && text.contains("rm"),
@@ -59,7 +60,7 @@ async fn a_fast_writer_is_stopped_past_the_bound_and_rm_recovers() {
     let r = m
         .exec("a", "ls -s /workspace/big >/dev/null && echo listed")
         .await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(
         r.text().contains("over sandbox.workspace_max_bytes"),
         "a warning says why: {}",
@@ -81,7 +82,7 @@ async fn a_fast_writer_is_stopped_past_the_bound_and_rm_recovers() {
     let r = m
         .exec("a", "rm -f /workspace/big /workspace/more && echo freed")
         .await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     let r = m
         .exec(
@@ -89,7 +90,7 @@ async fn a_fast_writer_is_stopped_past_the_bound_and_rm_recovers() {
             "dd if=/dev/zero of=/workspace/small bs=1M count=32 2>/dev/null && echo small-ok",
         )
         .await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(r.text().contains("small-ok"));
 }
 
@@ -125,7 +126,7 @@ async fn a_writer_left_by_an_exited_moat_is_stopped_too() {
     )
     .unwrap();
     let r = m.exec("a", "echo warm").await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
         .args([
             "exec",

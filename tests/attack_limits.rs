@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use moat::config::Config;
-use moat::contract::{ExecRequest, ToolResult};
+use moat::contract::{ExecRequest, Status, ToolResult};
 
 fn with_timeout(command: &str, secs: f64) -> ExecRequest {
     ExecRequest {
@@ -64,7 +64,7 @@ fn pids_refused(m: &common::TestMoat, session: &str) -> u64 {
 }
 
 fn assert_usable(r: &ToolResult) {
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert_eq!(r.text(), "ok");
 }
 
@@ -115,7 +115,7 @@ async fn every_tmpfs_full_at_once_still_leaves_room() {
         .await;
     eprintln!("{}", fill.text());
     assert!(fill.text().contains("100%"), "{}", fill.text());
-    assert_eq!(fill.details.get("limit"), None, "{}", fill.text());
+    assert_eq!(fill.details.to_json().get("limit"), None, "{}", fill.text());
     for _ in 0..3 {
         assert_usable(&m.exec("a", "echo ok").await);
     }
@@ -150,9 +150,9 @@ async fn a_fork_bomb_is_ended_with_everything_it_left() {
         r.text()
     );
     assert!(took < Duration::from_secs(10 + 5), "{took:?}");
-    assert_ne!(r.status(), "completed", "{}", r.text());
+    assert_ne!(r.status(), Some(Status::Completed), "{}", r.text());
     if after > before {
-        assert_eq!(r.details["limit"], "pids", "{}", r.text());
+        assert_eq!(r.details.to_json()["limit"], "pids", "{}", r.text());
         assert!(
             r.text().contains("The process limit (512) was reached"),
             "{}",
@@ -192,9 +192,9 @@ async fn a_fork_bomb_is_ended_at_the_timeout_and_named() {
         r.text()
     );
     assert!(took < Duration::from_secs(5 + 6), "{took:?}");
-    assert_eq!(r.status(), "failed", "{}", r.text());
-    assert_eq!(r.details["timedOut"], true, "{}", r.text());
-    assert_eq!(r.details["limit"], "pids", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Failed), "{}", r.text());
+    assert_eq!(r.details.to_json()["timedOut"], true, "{}", r.text());
+    assert_eq!(r.details.to_json()["limit"], "pids", "{}", r.text());
     assert!(r.text().contains("Command timed out after 5 seconds"));
     assert!(r.text().contains("The process limit (512) was reached"));
     let left = leftovers(&m, "a");
@@ -216,8 +216,8 @@ async fn an_oom_kill_is_reported_as_the_memory_limit() {
         .exec("a", "head -c 2G /dev/zero | tail -n 1 >/dev/null")
         .await;
     eprintln!("oom: {}", r.text());
-    assert_eq!(r.status(), "failed", "{}", r.text());
-    assert_eq!(r.details["limit"], "memory", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Failed), "{}", r.text());
+    assert_eq!(r.details.to_json()["limit"], "memory", "{}", r.text());
     assert!(
         r.text()
             .contains("The sandbox's memory limit (256 MiB) was reached"),
@@ -236,18 +236,18 @@ async fn an_oom_kill_is_reported_as_the_memory_limit() {
     };
     let mut p = m.process("a", &q).await;
     for _ in 0..30 {
-        if p.status() != "running" {
+        if p.status() != Some(Status::Running) {
             break;
         }
         q.timeout = Some(1000);
         p = m.process("a", &q).await;
     }
-    assert_eq!(p.details["limit"], "memory", "{}", p.text());
+    assert_eq!(p.details.to_json()["limit"], "memory", "{}", p.text());
     assert!(p.text().contains("memory limit (256 MiB)"), "{}", p.text());
     // A command that merely ran while memory was fine is not blamed.
     let fine = m.exec("a", "echo ok").await;
     assert_usable(&fine);
-    assert_eq!(fine.details.get("limit"), None);
+    assert_eq!(fine.details.to_json().get("limit"), None);
 }
 
 /// `docker rm -f` of the container while a command runs: the result says the container was
@@ -273,8 +273,13 @@ async fn a_removed_container_is_reported() {
         .await;
     remover.await.unwrap();
     eprintln!("removed: {}", r.text());
-    assert_eq!(r.status(), "failed", "{}", r.text());
-    assert_eq!(r.details["limit"], "container-removed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Failed), "{}", r.text());
+    assert_eq!(
+        r.details.to_json()["limit"],
+        "container-removed",
+        "{}",
+        r.text()
+    );
     assert!(
         r.text()
             .contains("The session's container was removed while the command ran"),
@@ -292,14 +297,14 @@ async fn foreground_leftovers_are_ended_and_background_ones_kept() {
         return;
     };
     let r = m.exec("a", "sleep 171 & echo started").await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(
         r.text()
             .ends_with("Processes the command left running were ended when it finished; start a command with background=true to keep it running."),
         "{}",
         r.text()
     );
-    assert_eq!(r.details["aggregated"], "started\n");
+    assert_eq!(r.details.to_json()["aggregated"], "started\n");
     assert!(!m.docker_exec("a", "ps -eo args").contains("sleep 171"));
     // Nothing left: no note.
     let r = m.exec("a", "echo ok").await;
@@ -316,12 +321,12 @@ async fn foreground_leftovers_are_ended_and_background_ones_kept() {
     // shell's end is recorded: poll until it has ended.
     let mut p = m.process("a", &q).await;
     for _ in 0..5 {
-        if p.status() != "running" {
+        if p.status() != Some(Status::Running) {
             break;
         }
         p = m.process("a", &q).await;
     }
-    assert_eq!(p.status(), "completed", "{}", p.text());
+    assert_eq!(p.status(), Some(Status::Completed), "{}", p.text());
     assert!(m.docker_exec("a", "ps -eo args").contains("sleep 172"));
 }
 
@@ -356,8 +361,8 @@ async fn a_wedged_session_is_reported_with_the_fix() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let r = m.exec("a", "echo ok").await;
     eprintln!("wedged: {}", r.text());
-    assert_eq!(r.status(), "failed", "{}", r.text());
-    assert_eq!(r.details["limit"], "pids", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Failed), "{}", r.text());
+    assert_eq!(r.details.to_json()["limit"], "pids", "{}", r.text());
     assert!(
         r.text().contains("still at its process limit"),
         "{}",

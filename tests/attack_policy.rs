@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use moat::approvals::{ApprovalDecision, Decider};
 use moat::config::Config;
-use moat::contract::{ExecRequest, ToolResult};
+use moat::contract::{ExecRequest, Status, ToolResult};
 use moat::policy::{Ask, Security};
 
 const MARKER: &str = "/tmp/pwned";
@@ -50,11 +50,14 @@ fn clear(m: &common::TestMoat) {
 }
 
 fn reason(r: &ToolResult) -> String {
-    r.details["reason"].as_str().unwrap_or_default().to_string()
+    r.details.to_json()["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn assert_denied(r: &ToolResult, needle: &str) {
-    assert_eq!(r.status(), "failed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Failed), "{}", r.text());
     assert!(r.text().starts_with("Exec denied"), "{}", r.text());
     assert!(reason(r).contains(needle), "{} lacks {needle:?}", reason(r));
 }
@@ -119,13 +122,13 @@ async fn request_env_cannot_steer_allowlisted_programs() {
 
     // Another name is a miss: asked here (ask = on-miss), with the name in the reason.
     let r = m.exec_req("a", request("ls", &[("FOO", "bar")])).await;
-    assert_eq!(r.status(), "approval-pending", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
     assert!(reason(&r).contains("request env FOO=bar is not on the env allowlist"));
     // Presentation settings pass and reach the command.
     let r = m
         .exec_req("a", request("ls /", &[("TZ", "UTC"), ("LANG", "C")]))
         .await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(!pwned(&m), "no attack reached its goal");
 }
 
@@ -187,10 +190,15 @@ async fn inline_eval_from_stdin_descriptors_and_repls_asks() {
     m.docker_exec("a", "ln -sf /dev/stdin /workspace/tool.py");
     for (command, needle) in &rows {
         let r = m.exec("a", command).await;
-        assert_eq!(r.status(), "approval-pending", "{command:?}: {}", r.text());
+        assert_eq!(
+            r.status(),
+            Some(Status::ApprovalPending),
+            "{command:?}: {}",
+            r.text()
+        );
         assert!(reason(&r).contains(needle), "{command:?}: {}", reason(&r));
         // Nothing to remember: allow-always is not offered.
-        let offered = r.details["allowedDecisions"].to_string();
+        let offered = r.details.to_json()["allowedDecisions"].to_string();
         assert!(!offered.contains("allow-always"), "{command:?}: {offered}");
     }
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
@@ -201,8 +209,8 @@ async fn inline_eval_from_stdin_descriptors_and_repls_asks() {
     let op = Decider::operator("alice", "cli");
     let command = "python3 -c 'open(\"/tmp/once\", \"a\").write(\"x\")'";
     let r = m.exec("a", command).await;
-    assert_eq!(r.status(), "approval-pending", "{}", r.text());
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
+    let id = r.details.approval_id().unwrap().to_string();
     assert!(m
         .app
         .approvals
@@ -220,7 +228,7 @@ async fn inline_eval_from_stdin_descriptors_and_repls_asks() {
     }
     assert_eq!(m.docker_exec("a", "cat /tmp/once"), "x");
     let r = m.exec("a", command).await;
-    assert_eq!(r.status(), "approval-pending", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
 }
 
 #[tokio::test]
@@ -266,7 +274,7 @@ async fn git_aliases_are_other_programs() {
         assert_denied(&r, needle);
     }
     let r = m.exec("a", "git -C /workspace/repo status --short").await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(!pwned(&m), "no alias ran");
 }
 
@@ -311,7 +319,7 @@ async fn deny_patterns_see_aliases_and_symlinks_in_full_mode() {
         assert_denied(&r, needle);
     }
     let r = m.exec("a", "echo fine").await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(!pwned(&m), "no denied program ran");
 }
 
@@ -380,8 +388,8 @@ async fn explain_and_exec_agree_on_inline_eval_and_env() {
         let r = m.exec_req("a", request(command, env)).await;
         let e = explain(home.path(), command, env);
         let exec_decision = match r.status() {
-            "approval-pending" => "ask",
-            "failed" if r.text().starts_with("Exec denied") => "deny",
+            Some(Status::ApprovalPending) => "ask",
+            Some(Status::Failed) if r.text().starts_with("Exec denied") => "deny",
             _ => "allow",
         };
         assert_eq!(

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use moat::config::Config;
-use moat::contract::ExecRequest;
+use moat::contract::{ExecRequest, Status};
 
 const EXECS: usize = 200;
 /// The unprivileged uid moat runs as in the second test (no account needed).
@@ -159,11 +159,8 @@ async fn symlink_race_on_run_files_as_root() {
         .await
         .unwrap_or_else(|_| panic!("exec {i} hung"));
         match r {
-            Ok(r) if r.status() == "completed" => {
-                assert_eq!(
-                    r.details["aggregated"].as_str().unwrap().trim(),
-                    format!("ok-{i}")
-                );
+            Ok(r) if r.status() == Some(Status::Completed) => {
+                assert_eq!(r.details.aggregated().unwrap().trim(), format!("ok-{i}"));
             }
             Ok(r) => panic!("exec {i}: {}", r.text()),
             Err(e) => {

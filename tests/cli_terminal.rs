@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use moat::config::Config;
-use moat::contract::ExecRequest;
+use moat::contract::{ExecRequest, Status};
 
 /// Clear screen, set the window title, overwrite the line, reverse what follows.
 const HOSTILE: &str = "\u{1b}[2J\u{1b}]0;pwn\u{7}fake\rreal \u{202e}txt.exe";
@@ -105,7 +105,7 @@ async fn hostile_command_and_output_reach_the_terminal_escaped() {
             },
         )
         .await;
-    assert_eq!(r.status(), "approval-pending", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
     let approvals = cli(&m, &["approvals", "list"]);
     assert_escaped("approvals list", &approvals);
     assert!(approvals.contains("\\u{202e}txt.exe"), "{approvals}");

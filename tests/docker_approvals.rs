@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use moat::approvals::{ApprovalDecision, Decider};
 use moat::config::Config;
+use moat::contract::Status;
 
 async fn event(
     rx: &mut tokio::sync::broadcast::Receiver<moat::process::SessionEvent>,
@@ -34,9 +35,9 @@ async fn sandbox_asks_then_runs_or_refuses() {
     let op = Decider::operator("alice", "cli");
     let mut events = m.app.registry.events().subscribe();
     let r = m.exec("s", "touch /workspace/approved && echo done").await;
-    assert_eq!(r.status(), "approval-pending", "{}", r.text());
-    assert_eq!(r.details["host"], "sandbox");
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
+    assert_eq!(r.details.to_json()["host"], "sandbox");
+    let id = r.details.approval_id().unwrap().to_string();
     m.app
         .approvals
         .decide(&id, ApprovalDecision::AllowOnce, &op)
@@ -53,7 +54,7 @@ async fn sandbox_asks_then_runs_or_refuses() {
     );
 
     let r = m.exec("s", "touch /workspace/refused").await;
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     m.app
         .approvals
         .decide(&id, ApprovalDecision::Deny, &op)

@@ -69,8 +69,8 @@ async fn output_exit_codes_env_and_workdir() {
         return;
     };
     let r = m.exec("a", "echo hi; echo err >&2; exit 3").await;
-    assert_eq!(r.details["exitCode"], 3, "{}", r.details);
-    assert_eq!(r.details["aggregated"], "hi\nerr\n");
+    assert_eq!(r.details.to_json()["exitCode"], 3, "{}", r.details);
+    assert_eq!(r.details.to_json()["aggregated"], "hi\nerr\n");
     assert!(m
         .docker_exec("a", "ls /etc/debian_version 2>&1")
         .contains("No such file"));
@@ -81,7 +81,8 @@ async fn output_exit_codes_env_and_workdir() {
     };
     let r = m.exec_req("a", req).await;
     assert_eq!(
-        r.details["aggregated"], "hello\n/workspace\n1000\n",
+        r.details.to_json()["aggregated"],
+        "hello\n/workspace\n1000\n",
         "{}",
         r.details
     );
@@ -103,7 +104,7 @@ async fn a_timeout_ends_the_whole_group() {
         ..Default::default()
     };
     let r = m.exec_req("a", req).await;
-    assert_eq!(r.details["timedOut"], true, "{}", r.details);
+    assert_eq!(r.details.to_json()["timedOut"], true, "{}", r.details);
     let ps = m.docker_exec("a", "ps -o args");
     assert!(!ps.contains("sleep 1000"), "left behind:\n{ps}");
 }
@@ -141,6 +142,6 @@ async fn background_stdin_and_pty() {
         ..Default::default()
     };
     let r = m.exec_req("a", req).await;
-    assert_eq!(r.details["exitCode"], 5, "{}", r.details);
+    assert_eq!(r.details.to_json()["exitCode"], 5, "{}", r.details);
     assert!(r.text().starts_with("on a terminal"), "{}", r.text());
 }

@@ -23,7 +23,7 @@ async fn a_timeout_or_a_kill_ends_what_left_the_group() {
         ..Default::default()
     };
     let r = m.exec_req("a", req).await;
-    assert_eq!(r.details["timedOut"], true, "{}", r.details);
+    assert_eq!(r.details.to_json()["timedOut"], true, "{}", r.details);
     let ps = m.docker_exec("a", "ps -eo args");
     for n in ["1000001", "1000002", "1000003"] {
         assert!(
@@ -69,7 +69,12 @@ async fn a_foreground_command_reads_end_of_file() {
             t.elapsed() < Duration::from_secs(5),
             "{command}: waited on stdin"
         );
-        assert_eq!(r.details["timedOut"], false, "{command}: {}", r.details);
+        assert_eq!(
+            r.details.to_json()["timedOut"],
+            false,
+            "{command}: {}",
+            r.details
+        );
         assert_eq!(r.text(), out, "{command}: {}", r.details);
     }
 }

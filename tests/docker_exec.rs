@@ -4,7 +4,7 @@
 mod common;
 
 use moat::config::Config;
-use moat::contract::ExecRequest;
+use moat::contract::{ExecRequest, Status};
 
 #[tokio::test]
 async fn output_and_exit_codes() {
@@ -12,18 +12,21 @@ async fn output_and_exit_codes() {
         return;
     };
     let r = m.exec("a", "echo hi; echo err >&2; exit 3").await;
-    assert_eq!(r.status(), "failed");
-    assert_eq!(r.details["exitCode"], 3);
+    assert_eq!(r.status(), Some(Status::Failed));
+    assert_eq!(r.details.to_json()["exitCode"], 3);
     assert!(r.text().contains("hi\nerr"), "{}", r.text());
     assert!(r.text().ends_with("Command exited with code 3"));
     let r = m.exec("a", "true").await;
-    assert_eq!(r.status(), "completed");
+    assert_eq!(r.status(), Some(Status::Completed));
     assert_eq!(r.text(), "(no output)");
     // Ordering of interleaved stdout/stderr is preserved.
     let r = m
         .exec("a", "for i in 1 2 3; do echo o$i; echo e$i >&2; done")
         .await;
-    assert_eq!(r.details["aggregated"], "o1\ne1\no2\ne2\no3\ne3\n");
+    assert_eq!(
+        r.details.to_json()["aggregated"],
+        "o1\ne1\no2\ne2\no3\ne3\n"
+    );
 }
 
 #[tokio::test]
@@ -165,8 +168,8 @@ async fn timeout_kills_the_whole_group() {
         ..Default::default()
     };
     let r = m.exec_req("a", req).await;
-    assert_eq!(r.status(), "failed");
-    assert_eq!(r.details["timedOut"], true);
+    assert_eq!(r.status(), Some(Status::Failed));
+    assert_eq!(r.details.to_json()["timedOut"], true);
     assert!(
         r.text().contains("Command timed out after 1 seconds"),
         "{}",
@@ -181,7 +184,7 @@ async fn timeout_kills_the_whole_group() {
         ..Default::default()
     };
     let r = m.exec_req("a", req).await;
-    assert_eq!(r.details["timedOut"], true);
+    assert_eq!(r.details.to_json()["timedOut"], true);
     assert!(!m.docker_exec("a", "ps -eo args").contains("sleep 1000"));
 }
 
@@ -196,8 +199,8 @@ async fn large_output_is_capped_with_marker() {
             "head -c 1000000 /dev/zero | tr '\\0' x; echo; echo END",
         )
         .await;
-    assert_eq!(r.details["truncated"], true);
-    let text = r.details["aggregated"].as_str().unwrap();
+    assert_eq!(r.details.to_json()["truncated"], true);
+    let text = r.details.aggregated().unwrap();
     assert!(text.contains("chars truncated …]"));
     assert!(text.starts_with("xxxx"));
     assert!(text.ends_with("END\n"));
@@ -214,7 +217,7 @@ async fn binary_and_ansi_output_is_sanitized() {
     let r = m
         .exec("a", "printf 'A\\033[3'; sleep 0.3; printf '1mRED\\033[0m\\n'; printf 'B\\342\\200\\256C\\n'; printf '\\377\\001\\002D\\n'")
         .await;
-    assert_eq!(r.details["aggregated"], "ARED\nBC\n\u{FFFD}D\n");
+    assert_eq!(r.details.to_json()["aggregated"], "ARED\nBC\n\u{FFFD}D\n");
 }
 
 #[tokio::test]
@@ -227,7 +230,7 @@ async fn container_reused_then_recreated_on_config_change() {
     // `test -e`, not `ls`: under Debian's runsc, GNU ls fails on every path (docs/security.md).
     assert_eq!(
         m.exec("a", "test -e /tmp/marker").await.status(),
-        "completed"
+        Some(Status::Completed)
     );
     assert_eq!(m.inspect("a")["Id"], first);
     // Same home, changed config, container idle for longer than 5 minutes: recreated.
@@ -258,7 +261,11 @@ async fn container_reused_then_recreated_on_config_change() {
         )
         .await
         .unwrap();
-    assert_eq!(r.status(), "failed", "a new container has a fresh /tmp");
+    assert_eq!(
+        r.status(),
+        Some(Status::Failed),
+        "a new container has a fresh /tmp"
+    );
     assert_ne!(m.inspect("a")["Id"], first);
     assert_eq!(m.inspect("a")["HostConfig"]["PidsLimit"], 256);
 }

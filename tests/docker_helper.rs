@@ -7,6 +7,7 @@ mod common;
 use std::time::Duration;
 
 use moat::config::Config;
+use moat::contract::Status;
 use moat::runtime::Transport;
 use moat::tools::ProcessRequest;
 
@@ -47,7 +48,7 @@ async fn commands_run_through_the_helper_with_the_engine_paths_results() {
     let r = m
         .exec("a", "echo out; echo err >&2; pwd; id -u; exit 3")
         .await;
-    assert_eq!(r.details["exitCode"], 3, "{}", r.text());
+    assert_eq!(r.details.to_json()["exitCode"], 3, "{}", r.text());
     assert!(
         r.text().starts_with("out\nerr\n/workspace\n1000"),
         "{}",
@@ -67,8 +68,13 @@ async fn commands_run_through_the_helper_with_the_engine_paths_results() {
         .into_iter()
         .enumerate()
     {
-        assert_eq!(r.details["aggregated"], format!("n{i}\n"), "{}", r.details);
-        assert_eq!(r.details["exitCode"], i % 5, "{}", r.text());
+        assert_eq!(
+            r.details.to_json()["aggregated"],
+            format!("n{i}\n"),
+            "{}",
+            r.details
+        );
+        assert_eq!(r.details.to_json()["exitCode"], i % 5, "{}", r.text());
     }
     assert_eq!(helper_pid(&m, "a"), pid, "one helper served them all");
     // `moat doctor`, another process, finds the helper answering.
@@ -89,7 +95,7 @@ async fn commands_run_through_the_helper_with_the_engine_paths_results() {
         ..Default::default()
     };
     let r = m.exec_req("a", req).await;
-    assert_eq!(r.details["exitCode"], 2, "{}", r.details);
+    assert_eq!(r.details.to_json()["exitCode"], 2, "{}", r.details);
     assert!(r.text().starts_with("tty"), "{}", r.text());
     assert!(is_helper(pid), "the helper outlives a PTY command");
     assert_eq!(m.exec("a", "echo still").await.text(), "still");
@@ -116,14 +122,14 @@ async fn a_helper_killed_mid_command_loses_no_output_and_no_status() {
     // A sandboxed command kills the helper, its own parent among them.
     let r = m.exec("a", KILL_HELPER).await;
     assert!(r.text().contains("killed"), "{}", r.text());
-    assert_eq!(r.details["exitCode"], 0, "{}", r.text());
+    assert_eq!(r.details.to_json()["exitCode"], 0, "{}", r.text());
     assert!(!is_helper(first));
     // The background command ran on, and its output and status arrive complete.
     let p = m.app.registry.get(&m.key("a"), &id).unwrap();
     assert!(p.wait_exit(Duration::from_secs(30)).await, "it ends");
     let log = m.process("a", &preq("log", &id)).await;
     assert_eq!(log.text(), "first\nsecond", "{}", log.details);
-    assert_eq!(log.details["exitCode"], 7, "{}", log.details);
+    assert_eq!(log.details.to_json()["exitCode"], 7, "{}", log.details);
     // The next command restarts the helper.
     let r = m.exec("a", "echo again").await;
     assert_eq!(r.text(), "again", "{}", r.details);
@@ -182,13 +188,13 @@ async fn garbage_on_the_helpers_socket_harms_no_command() {
     assert_eq!(helper_pid(&m, "a"), pid);
     assert!(is_helper(pid));
     let r = m.exec("a", "echo fine; exit 4").await;
-    assert_eq!(r.details["aggregated"], "fine\n", "{}", r.details);
-    assert_eq!(r.details["exitCode"], 4, "{}", r.details);
+    assert_eq!(r.details.to_json()["aggregated"], "fine\n", "{}", r.details);
+    assert_eq!(r.details.to_json()["exitCode"], 4, "{}", r.details);
     let p = m.app.registry.get(&m.key("a"), &id).unwrap();
     assert!(p.wait_exit(Duration::from_secs(20)).await);
     let log = m.process("a", &preq("log", &id)).await;
     assert_eq!(log.text(), "survived");
-    assert_eq!(log.details["exitCode"], 6);
+    assert_eq!(log.details.to_json()["exitCode"], 6);
 }
 
 /// Python: kill the helper and listen in its place, answering as a helper would, lying.
@@ -234,7 +240,7 @@ async fn a_listener_in_the_helpers_place_is_never_believed() {
     let Some(m) = common::moat_as_configured("t-hlp-impostor", helper_config()).await else {
         return;
     };
-    assert_eq!(m.exec("a", "true").await.status(), "completed");
+    assert_eq!(m.exec("a", "true").await.status(), Some(Status::Completed));
     let first = helper_pid(&m, "a");
     // The sandbox user, from outside moat's view, kills the helper and takes its socket.
     let container = m.container("a");
@@ -254,8 +260,8 @@ async fn a_listener_in_the_helpers_place_is_never_believed() {
     assert!(!is_helper(first));
     // The impostor says every command exited 0; the real status arrives.
     let r = m.exec("a", "echo real; exit 5").await;
-    assert_eq!(r.details["aggregated"], "real\n", "{}", r.details);
-    assert_eq!(r.details["exitCode"], 5, "{}", r.details);
+    assert_eq!(r.details.to_json()["aggregated"], "real\n", "{}", r.details);
+    assert_eq!(r.details.to_json()["exitCode"], 5, "{}", r.details);
     // moat connected, saw a listener that is not its helper, and sent it nothing.
     let log = m.docker_exec("a", "cat /tmp/impostor.log 2>/dev/null");
     assert!(

@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use moat::config::Config;
-use moat::contract::ExecRequest;
+use moat::contract::{ExecRequest, Status};
 use moat::tools::ProcessRequest;
 
 fn preq(action: &str, id: &str) -> ProcessRequest {
@@ -37,7 +37,7 @@ async fn poll_to_end(
     let deadline = std::time::Instant::now() + Duration::from_secs(secs);
     loop {
         let p = m.process(session, &q).await;
-        if p.status() != "running" || std::time::Instant::now() > deadline {
+        if p.status() != Some(Status::Running) || std::time::Instant::now() > deadline {
             return p;
         }
     }
@@ -59,19 +59,24 @@ async fn yielded_and_background_commands_get_the_configured_timeout() {
             },
         )
         .await;
-    assert_eq!(yielded.status(), "running", "{}", yielded.text());
+    assert_eq!(
+        yielded.status(),
+        Some(Status::Running),
+        "{}",
+        yielded.text()
+    );
     let bg = m.background("a", "sleep 4; echo done").await;
-    let y = yielded.details["sessionId"].as_str().unwrap().to_string();
+    let y = yielded.details.process_id().unwrap().to_string();
     for id in [&y, &bg] {
         let p = poll_to_end(&m, "a", id, 15).await;
-        assert_eq!(p.status(), "failed", "{}", p.text());
-        assert_eq!(p.details["timedOut"], true, "{}", p.text());
+        assert_eq!(p.status(), Some(Status::Failed), "{}", p.text());
+        assert_eq!(p.details.to_json()["timedOut"], true, "{}", p.text());
         assert!(
             p.text().contains("Process timed out after 2 seconds"),
             "{}",
             p.text()
         );
-        assert!(!p.details["aggregated"].as_str().unwrap().contains("done"));
+        assert!(!p.details.aggregated().unwrap().contains("done"));
     }
     // `timeout: 0` stays "no timeout", in the background too.
     let none = m
@@ -85,13 +90,13 @@ async fn yielded_and_background_commands_get_the_configured_timeout() {
             },
         )
         .await;
-    let id = none.details["sessionId"].as_str().unwrap().to_string();
+    let id = none.details.process_id().unwrap().to_string();
     let p = poll_to_end(&m, "a", &id, 15).await;
-    assert_eq!(p.status(), "completed", "{}", p.text());
-    assert!(p.details["aggregated"].as_str().unwrap().contains("done"));
+    assert_eq!(p.status(), Some(Status::Completed), "{}", p.text());
+    assert!(p.details.aggregated().unwrap().contains("done"));
     // The foreground keeps its timeout, counted from the start.
     let fg = m.exec("a", "sleep 4; echo done").await;
-    assert_eq!(fg.details["timedOut"], true, "{}", fg.text());
+    assert_eq!(fg.details.to_json()["timedOut"], true, "{}", fg.text());
     assert!(fg.text().contains("Command timed out after 2 seconds"));
 }
 
@@ -101,7 +106,7 @@ async fn a_dropped_foreground_call_ends_its_command_tree_and_shows_it() {
         return;
     };
     // Warm the container so the call is waiting on the command when it is dropped.
-    assert_eq!(m.exec("a", "true").await.status(), "completed");
+    assert_eq!(m.exec("a", "true").await.status(), Some(Status::Completed));
     let req = ExecRequest {
         command: "sleep 300 & sleep 301".into(),
         timeout: Some(0.0),
@@ -124,14 +129,17 @@ async fn a_dropped_foreground_call_ends_its_command_tree_and_shows_it() {
             },
         )
         .await;
-    let rows = list.details["sessions"].as_array().unwrap().clone();
+    let rows = list.details.to_json()["sessions"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(rows.len(), 1, "{}", list.text());
     let id = rows[0]["sessionId"].as_str().unwrap().to_string();
     assert!(rows[0]["command"].as_str().unwrap().contains("sleep 301"));
     let p = poll_to_end(&m, "a", &id, 10).await;
-    assert_eq!(p.status(), "failed", "{}", p.text());
-    assert_eq!(p.details["exitSignal"], "SIGTERM", "{}", p.text());
-    let all = p.details["aggregated"].as_str().unwrap();
+    assert_eq!(p.status(), Some(Status::Failed), "{}", p.text());
+    assert_eq!(p.details.to_json()["exitSignal"], "SIGTERM", "{}", p.text());
+    let all = p.details.aggregated().unwrap();
     assert!(all.contains("was cancelled"), "{all}");
     // The whole tree is gone, the background `sleep 300` too.
     let ps = m.docker_exec("a", "ps -eo args");
@@ -144,13 +152,13 @@ async fn a_command_killed_by_a_signal_says_which() {
         return;
     };
     let r = m.exec("a", "echo before; kill -9 $$").await;
-    assert_eq!(r.status(), "failed");
+    assert_eq!(r.status(), Some(Status::Failed));
     assert!(
         r.text().ends_with("Command aborted by signal SIGKILL"),
         "{}",
         r.text()
     );
-    assert!(r.details["exitCode"].is_null(), "{}", r.details);
+    assert!(r.details.to_json()["exitCode"].is_null(), "{}", r.details);
     assert!(r.text().starts_with("before"), "{}", r.text());
     let r = m.exec("a", "kill -TERM $$").await;
     assert!(
@@ -165,20 +173,20 @@ async fn a_command_killed_by_a_signal_says_which() {
         "{}",
         r.text()
     );
-    assert_eq!(r.details["exitCode"], 3);
+    assert_eq!(r.details.to_json()["exitCode"], 3);
     // In the background: `poll` and `list` say the signal.
     let id = m.background("a", "sleep 1; kill -9 $$").await;
     let p = poll_to_end(&m, "a", &id, 10).await;
-    assert_eq!(p.details["exitSignal"], "SIGKILL", "{}", p.text());
+    assert_eq!(p.details.to_json()["exitSignal"], "SIGKILL", "{}", p.text());
     assert!(p.text().ends_with("Process exited with signal SIGKILL."));
     // A successful `process kill` is not an error; the killed process has failed.
     let id = m.background("a", "sleep 600").await;
     let k = m.process("a", &preq("kill", &id)).await;
     assert_eq!(k.text(), format!("Killed session {id}."));
     assert!(!k.is_error(), "{}", k.details);
-    assert_eq!(k.details["exitSignal"], "SIGTERM");
+    assert_eq!(k.details.to_json()["exitSignal"], "SIGTERM");
     let p = m.process("a", &preq("poll", &id)).await;
-    assert_eq!(p.status(), "failed");
+    assert_eq!(p.status(), Some(Status::Failed));
     // The CLI says it on stderr and exits 128 + N, as a shell would.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
         .args(["exec", "--session", &m.key("a"), "--", "kill -9 $$"])
@@ -200,7 +208,7 @@ async fn an_interrupted_cli_ends_its_command_and_lists_it() {
     let Some(m) = common::moat("t-cli-int", Config::default()).await else {
         return;
     };
-    assert_eq!(m.exec("a", "true").await.status(), "completed");
+    assert_eq!(m.exec("a", "true").await.status(), Some(Status::Completed));
     let session = m.key("a");
     for (signal, marker, code) in [
         (nix::sys::signal::Signal::SIGINT, "sleep 311", 130),

@@ -8,6 +8,7 @@ mod common;
 use std::time::Duration;
 
 use moat::config::Config;
+use moat::contract::Status;
 use moat::tools::ProcessRequest;
 
 /// `printf` text: `before`, an opener that is never terminated, then the numbers 1 to 1000 on
@@ -42,7 +43,12 @@ async fn a_carriage_return_cannot_overwrite_and_an_open_sequence_cannot_swallow_
 
     for opener in [r"\033]0;title", r"\033[", r"\033[1;2", r"\033P", r"\033_"] {
         let r = m.exec("s", &flood_after(opener)).await;
-        assert_eq!(r.status(), "completed", "{opener}: {}", r.text());
+        assert_eq!(
+            r.status(),
+            Some(Status::Completed),
+            "{opener}: {}",
+            r.text()
+        );
         assert_eq!(r.text(), expected_flood(), "{opener}");
     }
 
@@ -72,11 +78,8 @@ async fn a_carriage_return_cannot_overwrite_and_an_open_sequence_cannot_swallow_
             )
             .await;
         polled.push_str(r.text());
-        aggregated = r.details["aggregated"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        if r.details["status"] != "running" {
+        aggregated = r.details.aggregated().unwrap_or_default().to_string();
+        if r.details.to_json()["status"] != "running" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -97,5 +100,5 @@ async fn a_carriage_return_cannot_overwrite_and_an_open_sequence_cannot_swallow_
         )
         .await;
     assert!(log.text().starts_with(&want), "log: {:?}", log.text());
-    assert_eq!(log.details["totalLines"], 1002, "{}", log.details);
+    assert_eq!(log.details.to_json()["totalLines"], 1002, "{}", log.details);
 }

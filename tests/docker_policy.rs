@@ -3,6 +3,7 @@
 mod common;
 
 use moat::config::Config;
+use moat::contract::Status;
 use moat::policy::Security;
 
 #[tokio::test]
@@ -40,12 +41,12 @@ async fn profile_function_cannot_hijack_an_allowlisted_name() {
     // …but moat runs the plan by absolute path.
     m.docker_exec("a", "touch /workspace/visible-file");
     let r = m.exec("a", "ls").await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(r.text().contains("visible-file"), "{}", r.text());
     assert!(!r.text().contains("HIJACKED"));
     // And a name outside the allowlist is refused without running.
     let r = m.exec("a", "rm -rf /workspace/visible-file").await;
-    assert_eq!(r.status(), "failed");
+    assert_eq!(r.status(), Some(Status::Failed));
     assert!(r.text().starts_with("Exec denied"), "{}", r.text());
     assert!(m.docker_exec("a", "ls /workspace").contains("visible-file"));
 }
@@ -55,7 +56,10 @@ async fn operator_session_override_tightens_the_config() {
     let Some(m) = common::moat("t-override", Config::default()).await else {
         return;
     };
-    assert_eq!(m.exec("a", "echo ok").await.status(), "completed");
+    assert_eq!(
+        m.exec("a", "echo ok").await.status(),
+        Some(Status::Completed)
+    );
     let over = moat::store::SessionPolicy {
         security: Some("deny".into()),
         ask: None,
@@ -65,7 +69,10 @@ async fn operator_session_override_tightens_the_config() {
     let r = m.exec("a", "echo ok").await;
     assert!(r.text().starts_with("Exec denied"), "{}", r.text());
     // Another session is unaffected.
-    assert_eq!(m.exec("b", "echo ok").await.status(), "completed");
+    assert_eq!(
+        m.exec("b", "echo ok").await.status(),
+        Some(Status::Completed)
+    );
 }
 
 /// An operator's safe-bin profile (docs/policy.md, "Operator safe-bin profiles"): `jq` with a
@@ -89,7 +96,7 @@ max_positional = 1
         return;
     };
     let r = m.exec("a", r#"printf '{"a":{"b":42}}' | jq -r .a.b"#).await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(r.text().starts_with("42"), "{}", r.text());
     // The goal of each attack: make jq read a file. A marker proves whether jq ran.
     m.docker_exec("a", "printf '\"SECRET-FILE\"' > /tmp/f.jq");
@@ -102,7 +109,7 @@ max_positional = 1
         "printf '{}' | jq -L /tmp 'import \"f\" as f; f::x'",
     ] {
         let r = m.exec("a", attack).await;
-        assert_eq!(r.status(), "failed", "{attack}: {}", r.text());
+        assert_eq!(r.status(), Some(Status::Failed), "{attack}: {}", r.text());
         assert!(
             r.text().starts_with("Exec denied"),
             "{attack}: {}",

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use moat::config::Config;
-use moat::contract::ExecRequest;
+use moat::contract::{ExecRequest, Status};
 use moat::tools::ProcessRequest;
 
 fn preq(action: &str, id: &str) -> ProcessRequest {
@@ -35,12 +35,12 @@ async fn background_poll_sees_every_line_once_then_log_pages() {
             seen.push_str(body);
             seen.push('\n');
         }
-        if p.status() != "running" {
-            assert_eq!(p.status(), "completed");
+        if p.status() != Some(Status::Running) {
+            assert_eq!(p.status(), Some(Status::Completed));
             assert!(p.text().ends_with("Process exited with code 0."));
             break;
         }
-        assert!(p.details["retryInMs"].as_u64().is_some());
+        assert!(p.details.to_json()["retryInMs"].as_u64().is_some());
     }
     assert_eq!(seen, "1\n2\n3\n4\n5\n");
     let mut q = preq("log", &id);
@@ -89,13 +89,13 @@ async fn write_and_eof_reach_a_non_pty_cat() {
     let mut q = preq("poll", &id);
     q.timeout = Some(5000);
     let p = m.process("a", &q).await;
-    let p = if p.status() == "running" {
+    let p = if p.status() == Some(Status::Running) {
         m.process("a", &q).await
     } else {
         p
     };
-    assert_eq!(p.status(), "completed", "{}", p.text());
-    assert_eq!(p.details["aggregated"], "hello\ndone\n");
+    assert_eq!(p.status(), Some(Status::Completed), "{}", p.text());
+    assert_eq!(p.details.to_json()["aggregated"], "hello\ndone\n");
 }
 
 #[tokio::test]
@@ -109,7 +109,7 @@ async fn kill_leaves_no_process_and_remove_forgets() {
     let ps = m.docker_exec("a", "ps -eo args");
     assert!(!ps.contains("sleep 90"), "{ps}");
     let p = m.process("a", &preq("poll", &id)).await;
-    assert_eq!(p.status(), "failed");
+    assert_eq!(p.status(), Some(Status::Failed));
     assert!(p.text().contains("signal SIGTERM"), "{}", p.text());
     assert!(m
         .process("a", &preq("remove", &id))
@@ -129,16 +129,19 @@ async fn yield_moves_a_foreground_command_to_the_background_without_losing_outpu
         ..Default::default()
     };
     let r = m.app.exec.run(&m.key("a"), &req, false).await.unwrap();
-    assert_eq!(r.status(), "running");
-    assert!(r.details["tail"].as_str().unwrap().contains("early"));
-    let id = r.details["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(r.status(), Some(Status::Running));
+    assert!(r.details.to_json()["tail"]
+        .as_str()
+        .unwrap()
+        .contains("early"));
+    let id = r.details.process_id().unwrap().to_string();
     let mut q = preq("poll", &id);
     q.timeout = Some(5000);
     let mut all = String::new();
     for _ in 0..5 {
         let p = m.process("a", &q).await;
         all.push_str(p.text());
-        if p.status() != "running" {
+        if p.status() != Some(Status::Running) {
             break;
         }
     }
@@ -205,8 +208,8 @@ async fn output_and_exit_survive_sigkill_of_moat() {
     // A fresh moat (this test's App never saw the process) finds everything.
     let log = m.process("a", &preq("log", &id)).await;
     assert_eq!(log.text(), "line1\nline2\nline3");
-    assert_eq!(log.details["exitCode"], 7);
-    assert_eq!(log.status(), "failed");
+    assert_eq!(log.details.to_json()["exitCode"], 7);
+    assert_eq!(log.status(), Some(Status::Failed));
 }
 
 #[tokio::test]
@@ -295,8 +298,11 @@ async fn log_pages_past_the_output_cap() {
         "{}",
         r.text()
     );
-    assert_eq!(r.details["totalLines"], 100_000);
-    assert_eq!(r.details["lines"], serde_json::json!([50_000, 50_002]));
+    assert_eq!(r.details.to_json()["totalLines"], 100_000);
+    assert_eq!(
+        r.details.to_json()["lines"],
+        serde_json::json!([50_000, 50_002])
+    );
     // Without offset: the last 200 lines.
     let out = cli_log(&m, &id, &[]);
     assert!(out.starts_with("99801\n"), "{out}");
@@ -323,7 +329,7 @@ async fn log_says_where_spill_cut_the_record() {
     q.offset = Some(1);
     q.limit = Some(3);
     let r = m.process("a", &q).await;
-    let first = r.details["firstLine"].as_u64().unwrap();
+    let first = r.details.to_json()["firstLine"].as_u64().unwrap();
     assert!(first > 1_000_000, "{}", r.text());
     // The first kept line is whole, and its number is its content.
     assert!(
@@ -340,7 +346,7 @@ async fn log_says_where_spill_cut_the_record() {
         "{}",
         r.text()
     );
-    assert_eq!(r.details["totalLines"], 1_500_000);
+    assert_eq!(r.details.to_json()["totalLines"], 1_500_000);
     // A fresh moat (the CLI) re-attaches at the recorded start: the same numbers.
     let out = cli_log(&m, &id, &["--offset", "1", "--limit", "2"]);
     assert!(
@@ -363,10 +369,8 @@ async fn a_truncated_foreground_result_points_at_its_record() {
         return;
     };
     let r = m.exec("a", "seq 1 100000").await;
-    assert_eq!(r.details["truncated"], true, "{}", r.details);
-    let id = r.details["sessionId"]
-        .as_str()
-        .expect("id of the kept record");
+    assert_eq!(r.details.to_json()["truncated"], true, "{}", r.details);
+    let id = r.details.process_id().expect("id of the kept record");
     assert!(
         r.text().ends_with(&format!(
             "the whole record is kept as session {id}; page it with process log (offset/limit).]"
@@ -380,7 +384,7 @@ async fn a_truncated_foreground_result_points_at_its_record() {
     assert!(m.process("a", &q).await.text().starts_with("4222\n4223\n"));
     let small = m.exec("a", "echo small").await;
     assert!(
-        small.details.get("sessionId").is_none(),
+        small.details.to_json().get("sessionId").is_none(),
         "{}",
         small.details
     );
@@ -423,7 +427,7 @@ async fn a_process_with_tampered_files_stays_listed() {
         ..Default::default()
     };
     let r = tool.run(&m.key("a"), &poll).await;
-    assert_eq!(r.status(), "failed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Failed), "{}", r.text());
     assert!(r.text().contains("tampered"), "{}", r.text());
     let list = ProcessRequest {
         action: "list".into(),

@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use moat::config::Config;
-use moat::contract::ExecRequest;
+use moat::contract::{ExecRequest, Status};
 use moat::tools::ProcessRequest;
 
 fn preq(action: &str, id: &str) -> ProcessRequest {
@@ -27,8 +27,8 @@ async fn pty_background(m: &common::TestMoat, session: &str, command: &str) -> S
         ..Default::default()
     };
     let r = m.exec_req(session, req).await;
-    assert_eq!(r.status(), "running", "{}", r.text());
-    r.details["sessionId"].as_str().unwrap().to_string()
+    assert_eq!(r.status(), Some(Status::Running), "{}", r.text());
+    r.details.process_id().unwrap().to_string()
 }
 
 /// Polls until the whole (sanitized) output contains `needle`; returns that output, or `None`
@@ -46,7 +46,7 @@ async fn wait_output(
         let mut q = preq("poll", id);
         q.timeout = Some(100);
         let p = m.process(session, &q).await;
-        last = p.details["aggregated"].as_str().unwrap_or("").to_string();
+        last = p.details.aggregated().unwrap_or("").to_string();
         if last.contains(needle) {
             return Some(last);
         }
@@ -67,8 +67,8 @@ async fn wait_exit(
         let mut q = preq("poll", id);
         q.timeout = Some(1000);
         let p = m.process(session, &q).await;
-        if p.status() != "running" || Instant::now() > deadline {
-            return p.details;
+        if p.status() != Some(Status::Running) || Instant::now() > deadline {
+            return p.details.to_json();
         }
     }
 }
@@ -123,7 +123,7 @@ async fn ctrl_c_interrupts_the_foreground_command_and_the_shell_survives() {
 
     // The shell itself is still there and still takes commands.
     let p = m.process("a", &preq("poll", &id)).await;
-    assert_eq!(p.status(), "running", "{}", p.text());
+    assert_eq!(p.status(), Some(Status::Running), "{}", p.text());
     send(&m, "a", &id, "echo alive-$((40+2))", &["Enter"]).await;
     assert!(
         wait_output(&m, "a", &id, "alive-42", Duration::from_secs(10))
@@ -154,7 +154,7 @@ async fn the_terminal_starts_at_30x120_and_follows_a_resize() {
             },
         )
         .await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert_eq!(r.text().trim(), "30 120");
 
     // A shell, resized while it runs.
@@ -247,8 +247,8 @@ async fn a_pty_command_reports_its_exit_code() {
         ..Default::default()
     };
     let r = m.exec_req("a", run("echo out; exit 4")).await;
-    assert_eq!(r.status(), "failed", "{}", r.text());
-    assert_eq!(r.details["exitCode"], 4, "{}", r.details);
+    assert_eq!(r.status(), Some(Status::Failed), "{}", r.text());
+    assert_eq!(r.details.to_json()["exitCode"], 4, "{}", r.details);
     assert!(r.text().contains("out"), "{}", r.text());
     assert!(
         r.text().ends_with("Command exited with code 4"),
@@ -257,8 +257,8 @@ async fn a_pty_command_reports_its_exit_code() {
     );
 
     let r = m.exec_req("a", run("true")).await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
-    assert_eq!(r.details["exitCode"], 0, "{}", r.details);
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
+    assert_eq!(r.details.to_json()["exitCode"], 0, "{}", r.details);
 
     // In the background, the exit reaches poll.
     let id = pty_background(&m, "a", "sleep 1; exit 7").await;

@@ -66,7 +66,7 @@ async fn encoded_secrets_are_redacted() {
     };
     for (name, command) in ATTACKS {
         let r = m.exec("a", command).await;
-        let out = r.details["aggregated"].as_str().unwrap_or_default();
+        let out = r.details.aggregated().unwrap_or_default();
         let text = r.text();
         assert!(
             out.contains("[REDACTED:S]"),

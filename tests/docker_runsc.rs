@@ -5,6 +5,7 @@
 mod common;
 
 use moat::config::Config;
+use moat::contract::Status;
 
 /// Whether the engine offers runsc; panics under CI=true when it does not.
 async fn has_runsc(m: &common::TestMoat) -> bool {
@@ -32,11 +33,11 @@ async fn a_session_runs_under_gvisor() {
         return;
     }
     let r = m.exec("a", "uname -r; echo done").await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert_eq!(m.inspect("a")["HostConfig"]["Runtime"], "runsc");
     // gVisor's own kernel answers, not the host's.
     let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let inside = r.details["aggregated"].as_str().unwrap().to_string();
+    let inside = r.details.aggregated().unwrap().to_string();
     assert!(!inside.contains(host.trim()), "{inside}");
     // A background process and the kill of its whole tree work as under runc.
     let id = m.background("a", "sleep 300 & sleep 300; echo never").await;

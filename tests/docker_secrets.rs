@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use moat::config::{Config, SecretConfig};
-use moat::contract::ExecRequest;
+use moat::contract::{ExecRequest, Status};
 
 const VALUE: &str = "sb-51a2b3c4d5e6";
 
@@ -29,13 +29,13 @@ async fn a_session_secret_is_redacted_everywhere() {
     };
     let r = m.exec("s", r#"echo "$API_TOKEN""#).await;
     assert_eq!(
-        r.details["aggregated"],
+        r.details.to_json()["aggregated"],
         "[REDACTED:API_TOKEN]\n",
         "{}",
         r.text()
     );
     let r = m.exec("s", "printenv").await;
-    let out = r.details["aggregated"].as_str().unwrap();
+    let out = r.details.aggregated().unwrap();
     assert!(
         out.contains("API_TOKEN=[REDACTED:API_TOKEN]") && !out.contains(VALUE),
         "{out}"
@@ -47,7 +47,7 @@ async fn a_session_secret_is_redacted_everywhere() {
             &format!("printf '%s' '{a}'; sleep 0.4; printf '%s\\n' '{b}'"),
         )
         .await;
-    assert_eq!(r.details["aggregated"], "[REDACTED:API_TOKEN]\n");
+    assert_eq!(r.details.to_json()["aggregated"], "[REDACTED:API_TOKEN]\n");
 
     let mut events = m.app.registry.events().subscribe();
     let r = m
@@ -60,7 +60,7 @@ async fn a_session_secret_is_redacted_everywhere() {
             },
         )
         .await;
-    assert_eq!(r.status(), "running");
+    assert_eq!(r.status(), Some(Status::Running));
     let ev = tokio::time::timeout(Duration::from_secs(20), async {
         loop {
             let e = events.recv().await.unwrap();

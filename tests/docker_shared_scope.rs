@@ -121,7 +121,7 @@ async fn a_container_secret_and_its_processes_are_shared_by_the_sessions_in_it()
     // Both sessions get the secret (redacted in what they see) and run in one container.
     for s in [&x, &y] {
         let r = run(s.clone(), r#"echo "$TOKEN"; hostname"#, false).await;
-        let out = r.details["aggregated"].as_str().unwrap();
+        let out = r.details.aggregated().unwrap();
         assert!(out.starts_with("[REDACTED:TOKEN]\n"), "{out}");
     }
     assert_eq!(
@@ -131,7 +131,7 @@ async fn a_container_secret_and_its_processes_are_shared_by_the_sessions_in_it()
     // x starts a background process; y sees it in `process list` and can stop it: processes
     // are per container, as documented, and the tool says so instead of hiding them.
     let r = run(x.clone(), "sleep 60", true).await;
-    let id = r.details["sessionId"].as_str().unwrap().to_string();
+    let id = r.details.process_id().unwrap().to_string();
     let tool = &m.app.process;
     let list = tool
         .run(

@@ -7,7 +7,7 @@
 mod common;
 
 use moat::config::{Config, SecretConfig};
-use moat::contract::ExecRequest;
+use moat::contract::{ExecRequest, Status};
 use moat::policy::Security;
 use moat::tools::ExecError;
 
@@ -49,7 +49,7 @@ async fn a_plan_that_quoting_grows_past_one_argument_is_refused_up_front() {
     // A plan that fits, however large, runs and its output arrives whole.
     let fits = format!("printf %s \"{}\"", "'".repeat(20_000));
     let r = m.exec_req("s", req(fits)).await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert_eq!(r.text().len(), 20_000);
 }
 
@@ -63,7 +63,7 @@ async fn the_command_bound_holds_below_one_argument() {
     let r = m
         .exec_req("s", req(format!("printf %s '{body}' | wc -c")))
         .await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert_eq!(r.text().trim(), body.len().to_string());
     // Past it, and past one argument: refused by the bound that names its limit, in every
     // mode, before a container is touched.
@@ -71,7 +71,7 @@ async fn the_command_bound_holds_below_one_argument() {
         let r = m
             .exec_req("s", req(format!("printf %s '{}'", "y".repeat(size))))
             .await;
-        assert_eq!(r.details["denied"], true, "{}", r.text());
+        assert_eq!(r.details.to_json()["denied"], true, "{}", r.text());
         assert!(
             r.text().contains("command is longer than 65536 bytes"),
             "{}",

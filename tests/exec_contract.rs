@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use moat::config::{Config, ElevatedLevel};
-use moat::contract::ExecRequest;
+use moat::contract::{ExecRequest, Status};
 use moat::process::script::Shell;
 
 fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -39,10 +39,7 @@ fn cli(m: &common::TestMoat, session: &str, args: &[&str]) -> std::process::Outp
 }
 
 fn aggregated(r: &moat::contract::ToolResult) -> String {
-    r.details["aggregated"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
+    r.details.aggregated().unwrap_or_default().to_string()
 }
 
 // ---- item 3: the CLI says why it refused, with its own exit code -------------------------
@@ -62,7 +59,12 @@ async fn cli_refusal_prints_the_sentence_on_stderr_and_exits_77() {
             },
         )
         .await;
-    assert_eq!(expected.details["denied"], true, "{}", expected.text());
+    assert_eq!(
+        expected.details.to_json()["denied"],
+        true,
+        "{}",
+        expected.text()
+    );
 
     let out = cli(
         &m,
@@ -246,7 +248,7 @@ async fn request_path_cannot_replace_the_wrapper_shell() {
             },
         )
         .await;
-    assert_eq!(r.details["exitCode"], 4, "{}", r.text());
+    assert_eq!(r.details.to_json()["exitCode"], 4, "{}", r.text());
     let listing = m.docker_exec("s", "ls /workspace");
     assert!(!listing.contains("hijacked"), "{listing}");
 }
@@ -266,7 +268,7 @@ async fn allowlist_still_refuses_a_request_path() {
             },
         )
         .await;
-    assert_eq!(r.details["denied"], true, "{}", r.text());
+    assert_eq!(r.details.to_json()["denied"], true, "{}", r.text());
     assert!(r.text().contains("PATH"), "{}", r.text());
 }
 
@@ -280,7 +282,7 @@ async fn sandbox_shell_bash_runs_bash_syntax_and_sh_does_not() {
         return;
     };
     let r = m.exec("s", ARRAY).await;
-    assert_eq!(r.status(), "failed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Failed), "{}", r.text());
     assert!(aggregated(&r).contains("Syntax error"), "{}", r.text());
 
     let mut c = Config::default();
@@ -289,7 +291,7 @@ async fn sandbox_shell_bash_runs_bash_syntax_and_sh_does_not() {
         return;
     };
     let r = m.exec("s", ARRAY).await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert_eq!(aggregated(&r).trim(), "b");
     // The prelude still runs in bash: a request's PATH comes first.
     let r = m
@@ -315,7 +317,7 @@ async fn sandbox_shell_bash_runs_bash_syntax_and_sh_does_not() {
             },
         )
         .await;
-    assert_eq!(r.details["timedOut"], true, "{}", r.text());
+    assert_eq!(r.details.to_json()["timedOut"], true, "{}", r.text());
     let left = m.docker_exec(
         "s",
         r#"for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 30[12]'"#,
@@ -332,7 +334,7 @@ async fn sandbox_shell_bash_runs_bash_syntax_and_sh_does_not() {
             .unwrap(),
         )
         .await;
-    assert_eq!(p.details["exitCode"], 5, "{}", p.text());
+    assert_eq!(p.details.to_json()["exitCode"], 5, "{}", p.text());
 }
 
 #[tokio::test]
@@ -393,11 +395,11 @@ async fn elevated_shell_bash_on_the_host() {
     c.elevated.shell = Shell::Bash;
     let m = common::host::moat(c);
     let r = m.exec(common::host::req(ARRAY)).await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert_eq!(aggregated(&r).trim(), "b");
     let m = common::host::moat(common::host::config(ElevatedLevel::Full));
     let r = m.exec(common::host::req(ARRAY)).await;
-    assert_eq!(r.status(), "failed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Failed), "{}", r.text());
 }
 
 // ---- item 9: the host PATH without repeats; `host` is not a hostname ---------------------
@@ -626,7 +628,7 @@ async fn patterns_see_through_the_request_path() {
         ..req(command)
     };
     let r = m.exec_req("s", with_path("myid -u")).await;
-    assert_eq!(r.details["denied"], true, "{}", r.text());
+    assert_eq!(r.details.to_json()["denied"], true, "{}", r.text());
     assert!(r.text().contains("id *"), "{}", r.text());
     let r = m.exec_req("s", with_path("hello")).await;
     assert_eq!(aggregated(&r).trim(), "hello-from-tool", "{}", r.text());

@@ -6,7 +6,7 @@
 mod common;
 
 use moat::config::Config;
-use moat::contract::ToolResult;
+use moat::contract::{Status, ToolResult};
 use moat::files::{FileCall, ListRequest, PatchRequest, ReadRequest, WriteRequest};
 use moat::policy::Security;
 
@@ -52,7 +52,7 @@ async fn written_files_are_the_sandbox_users_and_reads_see_commands_files() {
     let r = call(&m, "s", write("/workspace/src/hello.txt", "hi there\n"))
         .await
         .unwrap();
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(r.text().contains("Created"), "{}", r.text());
     let (uid, gid) = m.app.config.sandbox.uid_gid();
     let out = m
@@ -61,7 +61,7 @@ async fn written_files_are_the_sandbox_users_and_reads_see_commands_files() {
             "cat src/hello.txt; stat -c '%u:%g %a' src/hello.txt src",
         )
         .await;
-    assert_eq!(out.status(), "completed", "{}", out.text());
+    assert_eq!(out.status(), Some(Status::Completed), "{}", out.text());
     assert_eq!(
         out.text().trim(),
         format!("hi there\n{uid}:{gid} 644\n{uid}:{gid} 755")
@@ -119,8 +119,8 @@ async fn written_files_are_the_sandbox_users_and_reads_see_commands_files() {
     // A binary file is described, not dumped.
     m.exec("s", "head -c 3000 /bin/sh > blob.bin").await;
     let r = call(&m, "s", read("blob.bin")).await.unwrap();
-    assert_eq!(r.details["binary"], true, "{}", r.text());
-    assert_eq!(r.details["size"], 3000);
+    assert_eq!(r.details.to_json()["binary"], true, "{}", r.text());
+    assert_eq!(r.details.to_json()["size"], 3000);
     assert!(
         r.text().contains("binary file (3000 bytes)"),
         "{}",
@@ -152,7 +152,7 @@ async fn paths_and_links_that_leave_are_refused() {
             "ln -s /etc etc-link && ln -s ../.. up && mkdir d && ls",
         )
         .await;
-    assert_eq!(out.status(), "completed", "{}", out.text());
+    assert_eq!(out.status(), Some(Status::Completed), "{}", out.text());
     let host_passwd = std::fs::read("/etc/passwd").unwrap();
     for (what, c) in [
         ("read through /etc link", read("etc-link/passwd")),
@@ -234,7 +234,7 @@ async fn a_patch_whose_second_hunk_fails_changes_nothing() {
 
     let good = "*** Begin Patch\n*** Update File: a.txt\n*** Move to: moved/a.txt\n@@\n one\n-two\n+TWO\n*** Update File: b.txt\n@@ alpha\n-beta\n+BETA\n*** Add File: c.txt\n+new\n*** End Patch";
     let r = call(&m, "s", patch(good)).await.unwrap();
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     let (uid, gid) = m.app.config.sandbox.uid_gid();
     let out = m
         .exec(
@@ -269,14 +269,14 @@ async fn security_deny_leaves_only_the_reads() {
         patch("*** Begin Patch\n*** Delete File: seen.txt\n*** End Patch"),
     ] {
         let r = call(&m, "s", c).await.unwrap();
-        assert_eq!(r.status(), "failed");
+        assert_eq!(r.status(), Some(Status::Failed));
         assert!(
             r.text()
                 .starts_with("Write denied (sandbox, security is deny)"),
             "{}",
             r.text()
         );
-        assert_eq!(r.details["denied"], true);
+        assert_eq!(r.details.to_json()["denied"], true);
     }
     assert_eq!(
         std::fs::read_to_string(ws.join("seen.txt")).unwrap(),

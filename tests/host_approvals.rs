@@ -6,6 +6,7 @@ mod common;
 use common::host::{config, event_with, moat, moat_in, req};
 use moat::approvals::{ApprovalDecision, ApprovalError, Decider};
 use moat::config::ElevatedLevel;
+use moat::contract::Status;
 use moat::store::{ApprovalStatus, RecordedDecision};
 
 fn op() -> Decider {
@@ -26,9 +27,10 @@ async fn approve_runs_exactly_the_plan_once() {
     let mut events = m.events();
     let (cmd, marker) = touch(&m.scratch(), "once");
     let r = m.exec(req(&cmd)).await;
-    assert_eq!(r.status(), "approval-pending", "{}", r.text());
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
-    let slug = r.details["approvalSlug"].as_str().unwrap();
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
+    let id = r.details.approval_id().unwrap().to_string();
+    let details = r.details.to_json();
+    let slug = details["approvalSlug"].as_str().unwrap();
     assert_eq!(slug, &id[..8]);
     assert!(
         r.text()
@@ -36,12 +38,12 @@ async fn approve_runs_exactly_the_plan_once() {
         "{}",
         r.text()
     );
-    assert_eq!(r.details["host"], "host");
+    assert_eq!(r.details.to_json()["host"], "host");
     assert_eq!(
-        r.details["allowedDecisions"],
+        r.details.to_json()["allowedDecisions"],
         serde_json::json!(["allow-once", "allow-always", "deny"])
     );
-    assert!(r.details["expiresAtMs"].as_i64().unwrap() > 0);
+    assert!(r.details.to_json()["expiresAtMs"].as_i64().unwrap() > 0);
     assert!(!marker.exists(), "nothing runs before a decision");
 
     m.app
@@ -84,7 +86,7 @@ async fn deny_reports_and_nothing_runs() {
     let mut events = m.events();
     let (cmd, marker) = touch(&m.scratch(), "denied");
     let r = m.exec(req(&cmd)).await;
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     m.app
         .approvals
         .decide(&id, ApprovalDecision::Deny, &op())
@@ -106,7 +108,7 @@ async fn expiry_applies_ask_fallback_deny() {
     let mut events = m.events();
     let (cmd, marker) = touch(&m.scratch(), "late");
     let r = m.exec(req(&cmd)).await;
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     let ev = event_with(&mut events, "Exec denied", 10).await;
     assert_eq!(
         ev.split(": ").next().unwrap(),
@@ -131,7 +133,7 @@ async fn allow_always_adds_the_resolved_executable_not_a_shell() {
     let mut events = m.events();
     let (cmd, _) = touch(&m.scratch(), "always");
     let r = m.exec(req(&cmd)).await;
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     m.app
         .approvals
         .decide(&id, ApprovalDecision::AllowAlways, &op())
@@ -150,18 +152,18 @@ async fn allow_always_adds_the_resolved_executable_not_a_shell() {
     // Now the same executables run without asking, as the rebuilt plan.
     let (again, marker) = touch(&m.scratch(), "direct");
     let r = m.exec(req(&again)).await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(marker.exists());
 
     // A shell is never allowlisted as a whole; inline eval is never remembered at all: it asks
     // every time (docs/approvals.md).
     let r = m.exec(req("sh -c 'echo inline'")).await;
-    assert_eq!(r.status(), "approval-pending", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
     assert_eq!(
-        r.details["allowedDecisions"],
+        r.details.to_json()["allowedDecisions"],
         serde_json::json!(["allow-once", "deny"])
     );
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     assert!(m
         .app
         .approvals
@@ -181,7 +183,7 @@ async fn allow_always_adds_the_resolved_executable_not_a_shell() {
     );
     assert_eq!(
         m.exec(req("sh -c 'echo inline'")).await.status(),
-        "approval-pending"
+        Some(Status::ApprovalPending)
     );
     for blanket in ["/bin/sh", "/usr/bin/python3"] {
         assert!(matches!(
@@ -198,10 +200,10 @@ async fn ask_always_offers_no_allow_always() {
     let m = moat(c);
     let r = m.exec(req("true")).await;
     assert_eq!(
-        r.details["allowedDecisions"],
+        r.details.to_json()["allowedDecisions"],
         serde_json::json!(["allow-once", "deny"])
     );
-    let id = r.details["approvalId"].as_str().unwrap();
+    let id = r.details.approval_id().unwrap();
     let err = m
         .app
         .approvals
@@ -217,7 +219,7 @@ async fn ask_always_offers_no_allow_always() {
 async fn an_agent_cannot_decide() {
     let m = moat(config(ElevatedLevel::Off));
     let r = m.exec(req("true")).await;
-    let id = r.details["approvalId"].as_str().unwrap();
+    let id = r.details.approval_id().unwrap();
     let err = m
         .app
         .approvals
@@ -250,16 +252,13 @@ fn pending_approvals_survive_a_restart_and_run_after_it() {
         );
         let r = m.exec(req(&cmd)).await;
         let d = m.exec(req("true")).await;
-        let denied = d.details["approvalId"].as_str().unwrap().to_string();
+        let denied = d.details.approval_id().unwrap().to_string();
         m.app
             .approvals
             .decide(&denied, ApprovalDecision::Deny, &op())
             .unwrap();
         let _ = m.dir.keep();
-        (
-            r.details["approvalId"].as_str().unwrap().to_string(),
-            denied,
-        )
+        (r.details.approval_id().unwrap().to_string(), denied)
     });
     drop(first);
     let state = std::fs::read_dir(home.path())
@@ -308,7 +307,7 @@ async fn a_plan_that_changed_after_approval_is_refused() {
         ..req("touch swapped-marker")
     };
     let r = m.exec(r).await;
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     // The directory the operator saw is swapped for a link elsewhere before the run.
     let elsewhere = m.scratch().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
@@ -347,7 +346,7 @@ async fn expiry_with_fallback_full_or_allowlist() {
     let mut events = m.events();
     let (cmd, marker) = touch(&m.scratch(), "fallback-full");
     let r = m.exec(req(&cmd)).await;
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     let ev = event_with(&mut events, &id, 10).await;
     assert!(ev.starts_with("Exec finished"), "{ev}");
     assert!(marker.exists());
@@ -365,7 +364,7 @@ async fn expiry_with_fallback_full_or_allowlist() {
     let mut events = m.events();
     let (cmd, marker) = touch(&m.scratch(), "fallback-allowlist");
     let r = m.exec(req(&cmd)).await;
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     let ev = event_with(&mut events, &id, 10).await;
     assert!(ev.contains("approval-timeout (allowlist-miss)"), "{ev}");
     assert!(!marker.exists());

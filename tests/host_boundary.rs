@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use common::host::{config, event_with, moat, req, HostMoat};
 use moat::approvals::{ApprovalDecision, ApprovalError, Decider};
 use moat::config::{Config, ElevatedLevel, SecretConfig};
-use moat::contract::{Caller, ExecRequest};
+use moat::contract::{Caller, ExecRequest, Status};
 use sha2::Digest;
 
 fn op() -> Decider {
@@ -123,8 +123,13 @@ async fn env_that_makes_an_allowlisted_tool_run_anything_is_refused_by_name() {
         format!("env TAR_OPTIONS='{payload}' tar -cf /dev/null f"),
     ] {
         let r = m.exec(with_env(&text, &dir, &[])).await;
-        assert_eq!(r.status(), "approval-pending", "{text}: {}", r.text());
-        assert!(r.details["command"]
+        assert_eq!(
+            r.status(),
+            Some(Status::ApprovalPending),
+            "{text}: {}",
+            r.text()
+        );
+        assert!(r.details.to_json()["command"]
             .as_str()
             .unwrap()
             .contains("TAR_OPTIONS="));
@@ -141,7 +146,7 @@ async fn env_that_makes_an_allowlisted_tool_run_anything_is_refused_by_name() {
         &dir,
         &[("FROBNICATE_LEVEL", "9")],
     );
-    assert_eq!(m.exec(r).await.details["aggregated"], "9");
+    assert_eq!(m.exec(r).await.details.to_json()["aggregated"], "9");
     let err = moat::config::load_from_str(
         "[elevated]\nenv_allow = [\"TAR_OPTIONS\"]\n",
         "moat.toml",
@@ -165,10 +170,10 @@ async fn moats_own_environment_reaches_host_commands_only_by_allowlist() {
     std::env::set_var("GIT_TRACE2_EVENT", &trace);
     std::env::set_var("FROBNICATE_INHERITED", "x");
     let r = m.exec(with_env("git --version", &dir, &[])).await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(!trace.exists(), "GIT_TRACE2_EVENT was inherited");
     let r = m.exec(with_env("printenv", &dir, &[])).await;
-    let out = r.details["aggregated"].as_str().unwrap();
+    let out = r.details.aggregated().unwrap();
     let names: Vec<&str> = out
         .lines()
         .filter_map(|l| l.split_once('='))
@@ -207,8 +212,8 @@ async fn the_approval_shows_every_variable_it_passes_with_secrets_redacted() {
             &[("TZ", "UTC"), ("COLUMNS", "80")],
         ))
         .await;
-    assert_eq!(r.status(), "approval-pending", "{}", r.text());
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
+    let id = r.details.approval_id().unwrap().to_string();
     let shown = m.app.approvals.to_json(&m.app.approvals.get(&id).unwrap());
     let env: Vec<String> = serde_json::from_value(shown["binding"]["env"].clone()).unwrap();
     assert!(
@@ -270,8 +275,8 @@ async fn a_script_swapped_after_approval_never_runs() {
     // Swapped content: refused, nothing runs.
     std::fs::write(&script, &good).unwrap();
     let r = m.exec(with_env("sh build.sh", &dir, &[])).await;
-    assert_eq!(r.status(), "approval-pending", "{}", r.text());
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
+    let id = r.details.approval_id().unwrap().to_string();
     let row = m.app.approvals.get(&id).unwrap();
     let b: moat::approvals::Binding = serde_json::from_str(&row.binding).unwrap();
     assert_eq!(b.files.len(), 1, "{b:?}");
@@ -296,7 +301,7 @@ async fn a_script_swapped_after_approval_never_runs() {
     // Swapped for a symlink to other content: refused too.
     std::fs::write(&script, &good).unwrap();
     let r = m.exec(with_env("sh build.sh", &dir, &[])).await;
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     let elsewhere = dir.join("elsewhere.sh");
     std::fs::write(&elsewhere, &evil).unwrap();
     std::fs::remove_file(&script).unwrap();
@@ -313,7 +318,7 @@ async fn a_script_swapped_after_approval_never_runs() {
     std::fs::remove_file(&script).unwrap();
     std::fs::write(&script, &good).unwrap();
     let r = m.exec(with_env("sh build.sh", &dir, &[])).await;
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     m.app
         .approvals
         .decide(&id, ApprovalDecision::AllowOnce, &op())
@@ -334,7 +339,7 @@ async fn a_script_swapped_after_approval_never_runs() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
     let r = m.exec(with_env("./run.sh", &dir, &[])).await;
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     std::fs::write(&tool, format!("#!/bin/sh\n{evil}")).unwrap();
     m.app
         .approvals
@@ -366,12 +371,12 @@ async fn allow_always_stores_nothing_for_a_script_and_exact_entries_are_scoped()
     )
     .unwrap();
     let r = m.exec(with_env("sh run2.sh", &dir, &[])).await;
-    assert_eq!(r.status(), "approval-pending", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
     assert_eq!(
-        r.details["allowedDecisions"],
+        r.details.to_json()["allowedDecisions"],
         serde_json::json!(["allow-once", "deny"])
     );
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     let err = m
         .app
         .approvals
@@ -390,7 +395,7 @@ async fn allow_always_stores_nothing_for_a_script_and_exact_entries_are_scoped()
     // The agent edits the script and asks again: it asks again.
     std::fs::write(dir.join("run2.sh"), "echo edited\n").unwrap();
     let r = m.exec(with_env("sh run2.sh", &dir, &[])).await;
-    assert_eq!(r.status(), "approval-pending", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
 
     // An exact entry applies only to the session and workdir it was approved in.
     let other_dir = dir.join("other");
@@ -398,7 +403,7 @@ async fn allow_always_stores_nothing_for_a_script_and_exact_entries_are_scoped()
     // An interpreter without inline eval (inline eval is never remembered: docs/approvals.md).
     let cmd = "python3 -V";
     let r = m.exec(with_env(cmd, &dir, &[])).await;
-    let id = r.details["approvalId"].as_str().unwrap().to_string();
+    let id = r.details.approval_id().unwrap().to_string();
     m.app
         .approvals
         .decide(&id, ApprovalDecision::AllowAlways, &op())
@@ -409,10 +414,13 @@ async fn allow_always_stores_nothing_for_a_script_and_exact_entries_are_scoped()
     let real = dir.canonicalize().unwrap().display().to_string();
     assert_eq!(entries[0].session.as_deref(), Some("main"));
     assert_eq!(entries[0].cwd.as_deref(), Some(real.as_str()));
-    assert_eq!(m.exec(with_env(cmd, &dir, &[])).await.status(), "completed");
+    assert_eq!(
+        m.exec(with_env(cmd, &dir, &[])).await.status(),
+        Some(Status::Completed)
+    );
     assert_eq!(
         m.exec(with_env(cmd, &other_dir, &[])).await.status(),
-        "approval-pending"
+        Some(Status::ApprovalPending)
     );
     let elsewhere = m
         .app
@@ -422,7 +430,7 @@ async fn allow_always_stores_nothing_for_a_script_and_exact_entries_are_scoped()
         .unwrap();
     assert_eq!(
         elsewhere.status(),
-        "approval-pending",
+        Some(Status::ApprovalPending),
         "{}",
         elsewhere.text()
     );
@@ -447,7 +455,7 @@ async fn allow_always_stores_nothing_for_a_script_and_exact_entries_are_scoped()
         .unwrap();
     assert_eq!(
         m.exec(with_env(old, &dir, &[])).await.status(),
-        "approval-pending"
+        Some(Status::ApprovalPending)
     );
 }
 
@@ -491,7 +499,7 @@ async fn an_allowlisted_git_in_a_sandbox_repository_asks_every_time() {
 
     // Elsewhere the allowlist alone still runs git.
     let r = m.exec(req("git --version")).await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
 
     for r in [
         with_env("git status", &repo, &[]),
@@ -501,16 +509,19 @@ async fn an_allowlisted_git_in_a_sandbox_repository_asks_every_time() {
         let out = m.exec(r.clone()).await;
         assert_eq!(
             out.status(),
-            "approval-pending",
+            Some(Status::ApprovalPending),
             "{}: {}",
             r.command,
             out.text()
         );
-        let reason = out.details["reason"].as_str().unwrap();
+        let reason = out.details.to_json()["reason"]
+            .as_str()
+            .unwrap()
+            .to_string();
         assert!(reason.contains("which a sandbox can write"), "{reason}");
         assert!(reason.contains("core.fsmonitor"), "{reason}");
         assert_eq!(
-            out.details["allowedDecisions"],
+            out.details.to_json()["allowedDecisions"],
             serde_json::json!(["allow-once", "deny"]),
             "{}",
             r.command
@@ -528,7 +539,7 @@ async fn an_allowlisted_git_in_a_sandbox_repository_asks_every_time() {
     c.sandbox.workspace_root = m.dir.path().join("workspaces").display().to_string();
     let quiet = moat(c);
     let out = quiet.exec(with_env("git status", &repo, &[])).await;
-    assert_eq!(out.details["denied"], true, "{}", out.text());
+    assert_eq!(out.details.to_json()["denied"], true, "{}", out.text());
     assert!(
         out.text().contains("which a sandbox can write"),
         "{}",
@@ -542,7 +553,12 @@ async fn an_allowlisted_git_in_a_sandbox_repository_asks_every_time() {
         .allowlist_add("host", &which("git"), &op())
         .unwrap();
     let out = m.exec(with_env("git status", &repo, &[])).await;
-    assert_eq!(out.status(), "approval-pending", "{}", out.text());
+    assert_eq!(
+        out.status(),
+        Some(Status::ApprovalPending),
+        "{}",
+        out.text()
+    );
     assert!(!marker.exists());
 }
 
@@ -552,7 +568,7 @@ async fn host_commands_run_in_a_private_directory_by_default() {
     let r = m.exec(req("pwd")).await;
     let want = m.dir.path().join("host-work").canonicalize().unwrap();
     assert_eq!(
-        r.details["aggregated"].as_str().unwrap().trim(),
+        r.details.aggregated().unwrap().trim(),
         want.display().to_string()
     );
     use std::os::unix::fs::PermissionsExt;
@@ -586,17 +602,20 @@ async fn every_location_a_sandbox_writes_asks() {
         let r = m.exec(with_env("ls", dir, &[])).await;
         assert_eq!(
             r.status(),
-            "approval-pending",
+            Some(Status::ApprovalPending),
             "{}: {}",
             dir.display(),
             r.text()
         );
-        let reason = r.details["reason"].as_str().unwrap();
+        let reason = r.details.to_json()["reason"].as_str().unwrap().to_string();
         assert!(reason.contains(what), "{reason}");
         let r = m.exec(req(&format!("ls {}", dir.display()))).await;
-        assert_eq!(r.status(), "approval-pending", "{}", r.text());
+        assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
     }
     // A read-only bind and the host workdir are not writable from a sandbox.
-    assert_eq!(m.exec(with_env("ls", &ro, &[])).await.status(), "completed");
-    assert_eq!(m.exec(req("ls")).await.status(), "completed");
+    assert_eq!(
+        m.exec(with_env("ls", &ro, &[])).await.status(),
+        Some(Status::Completed)
+    );
+    assert_eq!(m.exec(req("ls")).await.status(), Some(Status::Completed));
 }

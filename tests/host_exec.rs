@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::host::{config, moat, req};
 use moat::config::{Config, ElevatedLevel};
-use moat::contract::{Caller, ExecRequest};
+use moat::contract::{Caller, ExecRequest, Status};
 use moat::tools::{ExecError, ProcessRequest};
 
 #[tokio::test]
@@ -39,9 +39,9 @@ async fn full_level_runs_on_the_host_in_the_host_workdir() {
             r#"printf '%s|%s|' "$MOAT_SHELL" "$(pwd)"; echo "$PATH"; exit 3"#,
         ))
         .await;
-    assert_eq!(r.status(), "failed", "{}", r.text());
-    assert_eq!(r.details["exitCode"], 3);
-    let out = r.details["aggregated"].as_str().unwrap();
+    assert_eq!(r.status(), Some(Status::Failed), "{}", r.text());
+    assert_eq!(r.details.to_json()["exitCode"], 3);
+    let out = r.details.aggregated().unwrap();
     let wd = m.dir.path().join("host-work");
     assert!(out.starts_with("exec|"), "{out}");
     assert!(
@@ -57,7 +57,7 @@ async fn path_prepend_comes_first() {
     c.elevated.path_prepend = vec!["/opt/moat-test/bin".into()];
     let m = moat(c);
     let r = m.exec(req(r#"echo "$PATH""#)).await;
-    let out = r.details["aggregated"].as_str().unwrap();
+    let out = r.details.aggregated().unwrap();
     assert!(out.starts_with("/opt/moat-test/bin:"), "{out}");
 }
 
@@ -100,7 +100,7 @@ async fn env_names_off_the_allowlist_are_refused_by_name() {
     // Built-in names pass.
     let mut r = req("printf %s \"$TERM\"");
     r.env = BTreeMap::from([("TERM".to_string(), "xterm".to_string())]);
-    assert_eq!(m.exec(r).await.details["aggregated"], "xterm");
+    assert_eq!(m.exec(r).await.details.to_json()["aggregated"], "xterm");
 }
 
 #[tokio::test]
@@ -113,7 +113,12 @@ async fn moat_credentials_do_not_reach_host_commands() {
             r#"printf '[%s]' "${GITHUB_TOKEN-unset}"; env | grep -c ghp_moat_own_token"#,
         ))
         .await;
-    assert_eq!(r.details["aggregated"], "[unset]0\n", "{}", r.text());
+    assert_eq!(
+        r.details.to_json()["aggregated"],
+        "[unset]0\n",
+        "{}",
+        r.text()
+    );
 }
 
 #[tokio::test]
@@ -123,9 +128,14 @@ async fn a_timeout_leaves_no_process_of_the_group() {
     r.background = Some(true);
     r.timeout = Some(1.0);
     let started = m.exec(r).await;
-    assert_eq!(started.status(), "running", "{}", started.text());
-    let pgid = started.details["pid"].as_i64().expect("pgid") as i32;
-    let id = started.details["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(
+        started.status(),
+        Some(Status::Running),
+        "{}",
+        started.text()
+    );
+    let pgid = started.details.to_json()["pid"].as_i64().expect("pgid") as i32;
+    let id = started.details.process_id().unwrap().to_string();
     let tool = &m.app.process;
     let polled = tool
         .run(
@@ -138,7 +148,12 @@ async fn a_timeout_leaves_no_process_of_the_group() {
             },
         )
         .await;
-    assert_eq!(polled.details["status"], "failed", "{}", polled.text());
+    assert_eq!(
+        polled.details.to_json()["status"],
+        "failed",
+        "{}",
+        polled.text()
+    );
     let gone = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None);
     assert_eq!(
         gone,
@@ -153,8 +168,8 @@ async fn host_processes_take_stdin_poll_and_kill() {
     let mut r = req("read line; echo got:$line; sleep 60");
     r.background = Some(true);
     let started = m.exec(r).await;
-    let id = started.details["sessionId"].as_str().unwrap().to_string();
-    let pgid = started.details["pid"].as_i64().unwrap() as i32;
+    let id = started.details.process_id().unwrap().to_string();
+    let pgid = started.details.to_json()["pid"].as_i64().unwrap() as i32;
     let tool = &m.app.process;
     let call = |action: &str, data: Option<&str>| ProcessRequest {
         action: action.into(),
@@ -189,7 +204,7 @@ async fn host_pty() {
     let mut r = req(r#"test -t 0 && test -t 1 && echo is-a-tty; printf '%s' "$MOAT_SHELL""#);
     r.pty = Some(true);
     let out = m.exec(r).await;
-    let text = out.details["aggregated"].as_str().unwrap();
+    let text = out.details.aggregated().unwrap();
     assert!(text.contains("is-a-tty"), "{}", out.text());
     assert!(text.contains("exec"), "{}", out.text());
 }

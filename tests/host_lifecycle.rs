@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::host::{config, moat, req};
 use moat::config::ElevatedLevel;
-use moat::contract::Caller;
+use moat::contract::{Caller, Status};
 use moat::tools::ProcessRequest;
 
 /// Whether a process whose command line contains `needle` runs on this machine.
@@ -53,7 +53,10 @@ async fn a_dropped_host_call_ends_its_process_group_and_lists_it() {
             },
         )
         .await;
-    let rows = list.details["sessions"].as_array().unwrap().clone();
+    let rows = list.details.to_json()["sessions"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(rows.len(), 1, "{}", list.text());
     let id = rows[0]["sessionId"].as_str().unwrap().to_string();
     let poll = ProcessRequest {
@@ -65,13 +68,13 @@ async fn a_dropped_host_call_ends_its_process_group_and_lists_it() {
     // The first poll may return at once with the cancellation note; poll to the end.
     let mut p = tool.run("main", &poll).await;
     for _ in 0..5 {
-        if p.status() != "running" {
+        if p.status() != Some(Status::Running) {
             break;
         }
         p = tool.run("main", &poll).await;
     }
-    assert_eq!(p.status(), "failed", "{}", p.text());
-    assert_eq!(p.details["exitSignal"], "SIGTERM", "{}", p.text());
+    assert_eq!(p.status(), Some(Status::Failed), "{}", p.text());
+    assert_eq!(p.details.to_json()["exitSignal"], "SIGTERM", "{}", p.text());
     // The whole group: the backgrounded child too.
     assert!(!running(&marker), "{marker} still runs");
     assert!(!running(&child), "{child} still runs");
@@ -81,11 +84,11 @@ async fn a_dropped_host_call_ends_its_process_group_and_lists_it() {
 async fn a_host_command_killed_by_a_signal_says_which() {
     let m = moat(config(ElevatedLevel::Full));
     let r = m.exec(req("kill -9 $$")).await;
-    assert_eq!(r.status(), "failed");
+    assert_eq!(r.status(), Some(Status::Failed));
     assert!(
         r.text().ends_with("Command aborted by signal SIGKILL"),
         "{}",
         r.text()
     );
-    assert_eq!(r.details["exitSignal"], "SIGKILL");
+    assert_eq!(r.details.to_json()["exitSignal"], "SIGKILL");
 }

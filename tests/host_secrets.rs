@@ -5,6 +5,7 @@ mod common;
 
 use common::host::{config, event_with, moat, req};
 use moat::config::{ElevatedLevel, SecretConfig, SkillConfig};
+use moat::contract::Status;
 use moat::policy::Ask;
 use moat::tools::ProcessRequest;
 
@@ -30,13 +31,13 @@ async fn a_secret_is_injected_and_redacted_from_every_output() {
     let m = moat(with_secret());
     let r = m.exec(req(r#"echo "$DEPLOY_KEY""#)).await;
     assert_eq!(
-        r.details["aggregated"],
+        r.details.to_json()["aggregated"],
         "[REDACTED:DEPLOY_KEY]\n",
         "{}",
         r.text()
     );
     let r = m.exec(req("printenv")).await;
-    let out = r.details["aggregated"].as_str().unwrap();
+    let out = r.details.aggregated().unwrap();
     assert!(out.contains("DEPLOY_KEY=[REDACTED:DEPLOY_KEY]"), "{out}");
     assert!(
         !out.contains(VALUE) && !out.contains("HOST_SECRET_SOURCE_VAR"),
@@ -49,7 +50,7 @@ async fn a_secret_is_injected_and_redacted_from_every_output() {
             "printf '%s' '{a}'; sleep 0.4; printf '%s\\n' '{b}'"
         )))
         .await;
-    assert_eq!(r.details["aggregated"], "[REDACTED:DEPLOY_KEY]\n");
+    assert_eq!(r.details.to_json()["aggregated"], "[REDACTED:DEPLOY_KEY]\n");
     assert!(!r.text().contains(a) || !r.text().contains(b));
 }
 
@@ -60,7 +61,7 @@ async fn exit_events_and_logs_are_redacted() {
     let mut r = req(r#"sleep 0.3; echo "key=$DEPLOY_KEY""#);
     r.background = Some(true);
     let started = m.exec(r).await;
-    let id = started.details["sessionId"].as_str().unwrap().to_string();
+    let id = started.details.process_id().unwrap().to_string();
     let ev = event_with(&mut events, "Exec completed", 10).await;
     assert!(
         ev.contains("key=[REDACTED:DEPLOY_KEY]") && !ev.contains(VALUE),
@@ -94,7 +95,7 @@ async fn secrets_reach_only_listed_sessions() {
         )
         .await
         .unwrap();
-    assert_eq!(r.details["aggregated"], "[]\n");
+    assert_eq!(r.details.to_json()["aggregated"], "[]\n");
 }
 
 #[tokio::test]
@@ -107,13 +108,13 @@ async fn approval_events_are_redacted() {
     let r = m
         .exec(req(&format!("sleep 1.5; echo {VALUE} $DEPLOY_KEY")))
         .await;
-    assert_eq!(r.status(), "approval-pending");
+    assert_eq!(r.status(), Some(Status::ApprovalPending));
     assert!(!r.text().contains(VALUE), "{}", r.text());
-    assert!(r.details["command"]
+    assert!(r.details.to_json()["command"]
         .as_str()
         .unwrap()
         .contains("[REDACTED:DEPLOY_KEY]"));
-    let id = r.details["approvalId"].as_str().unwrap();
+    let id = r.details.approval_id().unwrap();
     m.app
         .approvals
         .decide(
@@ -155,8 +156,8 @@ async fn an_enabled_skill_allows_its_binary_by_name() {
     );
     m.app.store.set_skill("sysinfo", true, "cli:op").unwrap();
     let r = m.exec(req("uname -s")).await;
-    assert_eq!(r.status(), "completed", "{}", r.text());
-    assert_eq!(r.details["aggregated"], "Linux\n");
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
+    assert_eq!(r.details.to_json()["aggregated"], "Linux\n");
     m.app.store.set_skill("sysinfo", false, "cli:op").unwrap();
     let r = m.exec(req("uname -s")).await;
     assert!(

@@ -1,8 +1,6 @@
 //! What agents and session streams are told about approvals (docs/approvals.md, "Approvals").
 
-use serde_json::json;
-
-use crate::contract::ToolResult;
+use crate::contract::{Details, Pending, Status, ToolResult};
 use crate::process::ExitInfo;
 use crate::store::ApprovalRow;
 
@@ -11,7 +9,7 @@ use crate::store::ApprovalRow;
 pub fn pending_result(row: &ApprovalRow, display: &str, cwd: &str) -> ToolResult {
     let slug: String = row.id.chars().take(8).collect();
     let host = row.target.machine();
-    let allowed: Vec<&str> = row.allowed.split(',').collect();
+    let allowed = row.allowed.split(',').map(str::to_string).collect();
     let text = format!(
         "Approval required (id {slug}). Approve to run; updates will arrive after completion.\n\
          Host: {host}\nCWD: {}\nCommand: {display}\nReason: {}\n\
@@ -21,16 +19,16 @@ pub fn pending_result(row: &ApprovalRow, display: &str, cwd: &str) -> ToolResult
     );
     ToolResult::new(
         text,
-        json!({
-            "status": "approval-pending",
-            "approvalId": row.id,
-            "approvalSlug": slug,
-            "expiresAtMs": row.expires_at_ms,
-            "host": host,
-            "command": display,
-            "cwd": cwd,
-            "allowedDecisions": allowed,
-            "reason": row.reason,
+        Details::Pending(Pending {
+            allowed_decisions: allowed,
+            approval_id: row.id.clone(),
+            approval_slug: slug,
+            command: display.to_string(),
+            cwd: cwd.to_string(),
+            expires_at_ms: row.expires_at_ms,
+            host: host.to_string(),
+            reason: row.reason.clone(),
+            status: Status::ApprovalPending,
         }),
     )
 }

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context};
-use moat::contract::{ExecRequest, ToolResult};
+use moat::contract::{ExecRequest, Status, ToolResult};
 use moat::daemon::{DaemonClient, WAIT_HEADER};
 use moat::home::Home;
 use moat::process::{EventKind, EventOutcome};
@@ -21,8 +21,9 @@ pub const REFUSED: u8 = 77;
 
 /// How a foreground exec ended, as the daemon reported it.
 enum Ended {
-    /// The tool result (finished, running in the background, or refused).
-    Result(ToolResult),
+    /// The tool result (finished, running in the background, or refused); boxed, as it is
+    /// far larger than an exit code.
+    Result(Box<ToolResult>),
     /// An approval's outcome: the command's exit code, or refused.
     Approval(ExitCode),
 }
@@ -63,24 +64,24 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
     };
     let result = match ended {
         Ended::Approval(code) => return Ok(code),
-        Ended::Result(r) => r,
+        Ended::Result(r) => *r,
     };
-    if result.details["denied"] == true {
+    if result.details.is_denied() {
         // The refusal sentence, exactly as the tool result carries it.
         if a.json {
             super::term::json(&result)?;
         } else {
             say_err!("{}", result.text());
         }
-        return Ok(ExitCode::from(REFUSED));
+        return Ok(ExitCode::from(exit_code(&result)));
     }
     if a.json {
         super::term::json(&result)?;
-    } else if result.status() == "running" {
+    } else if result.status() == Some(Status::Running) {
         say!("{}", result.text());
     } else {
         // The command's own output on stdout; moat's remarks (timeout, signal) on stderr.
-        let output = result.details["aggregated"].as_str().unwrap_or_default();
+        let output = result.details.aggregated().unwrap_or_default();
         say_part!("{output}");
         if !output.is_empty() && !output.ends_with('\n') {
             say!();
@@ -89,14 +90,19 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
             say_err!("moat: {note}");
         }
     }
-    let code = match result.status() {
-        "completed" | "running" => 0,
-        _ => exit_status(
-            result.details["exitCode"].as_i64(),
-            result.details["exitSignal"].as_str(),
-        ),
-    };
-    Ok(ExitCode::from(code))
+    Ok(ExitCode::from(exit_code(&result)))
+}
+
+/// `moat exec`'s exit code for a result (README, "Exit codes of `moat exec`"): refused, 0
+/// for a command that completed or runs on in the background, else the command's status.
+fn exit_code(result: &ToolResult) -> u8 {
+    if result.details.is_denied() {
+        return REFUSED;
+    }
+    match result.status() {
+        Some(Status::Completed | Status::Running) => 0,
+        _ => exit_status(result.details.exit_code(), result.details.exit_signal()),
+    }
 }
 
 /// Runs the call through the daemon and reads its lines (docs/ARCHITECTURE.md, "Daemon"):
@@ -131,12 +137,12 @@ async fn follow(
         } else if !v["result"].is_null() {
             let result: ToolResult = serde_json::from_value(v["result"].clone())
                 .context("parse the tool result of moat serve")?;
-            if result.status() != "approval-pending" {
-                return Ok(Ended::Result(result));
+            if result.status() != Some(Status::ApprovalPending) {
+                return Ok(Ended::Result(Box::new(result)));
             }
             // The daemon holds the approval's waiter and runs the plan once an operator
             // decides (`moat approvals approve|deny`); its outcome follows on this answer.
-            let id = result.details["approvalId"].as_str().unwrap_or_default();
+            let id = result.details.approval_id().unwrap_or_default();
             let _ = waiting.set(Waiting::Approval(id.to_string()));
             if json {
                 super::term::json(&result)?;
@@ -185,10 +191,7 @@ fn remarks(result: &ToolResult) -> Vec<&str> {
     let d = &result.details;
     let text = result.text();
     // The text starts with the output itself (or "(no output)"); what follows is moat's.
-    let body = d["aggregated"]
-        .as_str()
-        .unwrap_or_default()
-        .trim_end_matches('\n');
+    let body = d.aggregated().unwrap_or_default().trim_end_matches('\n');
     let rest = if body.trim().is_empty() {
         text.strip_prefix("(no output)")
     } else {
@@ -198,9 +201,95 @@ fn remarks(result: &ToolResult) -> Vec<&str> {
     rest.split("\n\n")
         .filter(|p| !p.trim().is_empty())
         .filter(|p| {
-            !(p.starts_with("Command exited with code ")
-                && d["timedOut"] != true
-                && d["limit"].is_null())
+            !(p.starts_with("Command exited with code ") && !d.timed_out() && !d.has_limit())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use moat::contract::{
+        finished_result, running_result, with_limit, Denied, Details, Limit, NotStarted,
+    };
+    use moat::process::{ExitInfo, LimitHit, LimitKind};
+
+    fn finished(code: Option<i64>, signal: Option<&str>, timed_out: bool) -> ToolResult {
+        let exit = ExitInfo {
+            code,
+            signal: signal.map(str::to_string),
+            timed_out,
+            finished_at_ms: 0,
+        };
+        finished_result(&exit, "out\n".into(), false, 1, "/w", Some(5))
+    }
+
+    /// The exit code and moat's remarks read from the typed result, for every shape `moat
+    /// exec` ends with (README, "Exit codes of `moat exec`").
+    #[test]
+    fn exit_codes_and_remarks_by_shape() {
+        let pids = LimitHit {
+            kind: LimitKind::Pids,
+            value: Some(512),
+        };
+        let rows: Vec<(&str, ToolResult, u8, Vec<&str>)> = vec![
+            ("completed", finished(Some(0), None, false), 0, vec![]),
+            ("exit 3", finished(Some(3), None, false), 3, vec![]),
+            (
+                "signal",
+                finished(None, Some("SIGKILL"), false),
+                137,
+                vec!["Command aborted by signal SIGKILL"],
+            ),
+            (
+                "timeout",
+                finished(Some(143), Some("SIGTERM"), true),
+                143,
+                vec!["Command timed out after 5 seconds. If it needs longer, re-run with a higher timeout (e.g. timeout=60), or start it with background=true and follow it with the process tool."],
+            ),
+            (
+                "exit 0 at a limit",
+                with_limit(finished(Some(0), None, false), &pids),
+                1,
+                vec!["The process limit (512) was reached: the sandbox refused to start more processes while this command ran (sandbox.pids_limit)."],
+            ),
+            (
+                "exit 2 at a limit",
+                with_limit(finished(Some(2), None, false), &pids),
+                2,
+                vec!["Command exited with code 2", "The process limit (512) was reached: the sandbox refused to start more processes while this command ran (sandbox.pids_limit)."],
+            ),
+            (
+                "running",
+                running_result("p", Some(7), 1, "/w", String::new()),
+                0,
+                vec![],
+            ),
+            (
+                "denied",
+                ToolResult::new("Exec denied".into(), Details::Denied(Denied::new("no"))),
+                REFUSED,
+                vec![],
+            ),
+            (
+                "not started",
+                ToolResult::new(
+                    "Command could not start (failed to x).\n\nFull.".into(),
+                    Details::NotStarted(NotStarted {
+                        cwd: "/w".into(),
+                        limit: Limit::Pids,
+                        status: Status::Failed,
+                    }),
+                ),
+                1,
+                vec!["Full."],
+            ),
+        ];
+        for (name, result, code, notes) in rows {
+            assert_eq!(exit_code(&result), code, "{name}");
+            if !matches!(result.details, Details::Denied(_) | Details::Running(_)) {
+                assert_eq!(remarks(&result), notes, "{name}");
+            }
+        }
+    }
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use http::Method;
+use moat::contract::{Status, ToolResult};
 use moat::daemon::DaemonClient;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -69,7 +70,9 @@ pub async fn ended(
             while Instant::now() < deadline {
                 let poll = serde_json::json!({"action": "poll", "sessionId": id, "timeout": 500});
                 let p = super::daemon::call(client, Method::POST, &path, Some(&poll)).await?;
-                if p["details"]["status"] != "running" {
+                let running = serde_json::from_value::<ToolResult>(p)
+                    .is_ok_and(|r| r.status() == Some(Status::Running));
+                if !running {
                     break;
                 }
             }

@@ -7,7 +7,6 @@ use moat::contract::ToolResult;
 use moat::daemon::ClientError;
 use moat::home::Home;
 use moat::tools::ProcessRequest;
-use serde_json::json;
 
 use super::args::ProcessArgs;
 
@@ -39,7 +38,7 @@ pub async fn run(home: Home, a: ProcessArgs) -> anyhow::Result<ExitCode> {
             status: 400,
             message,
             ..
-        }) => ToolResult::new(message, json!({"status": "failed"})),
+        }) => ToolResult::failed(message),
         Err(e @ ClientError::Refused { .. }) => return Err(super::failure::from_client(e)),
         Err(e) => return Err(e).context("reach moat serve"),
     };
@@ -49,7 +48,7 @@ pub async fn run(home: Home, a: ProcessArgs) -> anyhow::Result<ExitCode> {
         say!("{}", result.text());
     }
     Ok(
-        if result.is_error() && result.details.get("sessionId").is_none() {
+        if result.is_error() && result.details.process_id().is_none() {
             ExitCode::from(1)
         } else {
             ExitCode::SUCCESS

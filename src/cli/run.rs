@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use http::Method;
-use moat::contract::{ExecRequest, ToolResult};
+use moat::contract::{ExecRequest, Status, ToolResult};
 use moat::daemon::DaemonClient;
 use moat::home::Home;
 use serde_json::Value;
@@ -146,29 +146,30 @@ async fn follow(
 /// to stderr.
 fn exit_code(result: &ToolResult) -> u8 {
     let d = &result.details;
-    if d["denied"] == true || result.status() == "approval-pending" {
+    let pending = result.status() == Some(Status::ApprovalPending);
+    if d.is_denied() || pending {
         say_err!("{}", result.text());
-        if result.status() == "approval-pending" {
+        if pending {
             say_err!("moat: moat run does not wait for approvals; the session is removed");
         }
         return super::exec::REFUSED;
     }
-    if d["timedOut"] == true {
+    if d.timed_out() {
         say_err!("moat: the command timed out");
         return TIMED_OUT;
     }
-    if !d["limit"].is_null() {
+    if d.has_limit() {
         // The sentence that says which limit and how to get out of it ends the text.
         if let Some((_, last)) = result.text().rsplit_once("\n\n") {
             say_err!("moat: {last}");
         }
     }
     match result.status() {
-        "completed" => 0,
-        _ => d["exitCode"]
-            .as_i64()
+        Some(Status::Completed) => 0,
+        _ => d
+            .exit_code()
             .or_else(|| {
-                let signal = d["exitSignal"].as_str()?;
+                let signal = d.exit_signal()?;
                 moat::process::signal_number(signal).map(|n| 128 + n)
             })
             .map(|c| c.clamp(1, 255) as u8)
@@ -201,6 +202,46 @@ fn parse_env_file(text: &str) -> Result<Vec<(String, String)>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `moat run`'s exit code read from the typed result: refused, timed out, the command's
+    /// own status, 1 for a limit that left it none.
+    #[test]
+    fn exit_codes_by_shape() {
+        use moat::contract::{finished_result, with_limit, Denied, Details};
+        use moat::process::{ExitInfo, LimitHit, LimitKind};
+        let finished = |code: Option<i64>, signal: Option<&str>, timed_out: bool| {
+            let exit = ExitInfo {
+                code,
+                signal: signal.map(str::to_string),
+                timed_out,
+                finished_at_ms: 0,
+            };
+            finished_result(&exit, String::new(), false, 1, "/w", Some(5))
+        };
+        let memory = LimitHit {
+            kind: LimitKind::Memory,
+            value: None,
+        };
+        let rows = [
+            ("completed", finished(Some(0), None, false), 0),
+            ("exit 3", finished(Some(3), None, false), 3),
+            ("signal", finished(None, Some("SIGKILL"), false), 137),
+            ("timeout", finished(None, Some("SIGTERM"), true), TIMED_OUT),
+            (
+                "exit 0 at a limit",
+                with_limit(finished(Some(0), None, false), &memory),
+                1,
+            ),
+            (
+                "denied",
+                ToolResult::new("Exec denied".into(), Details::Denied(Denied::new("no"))),
+                super::super::exec::REFUSED,
+            ),
+        ];
+        for (name, result, code) in rows {
+            assert_eq!(exit_code(&result), code, "{name}");
+        }
+    }
 
     #[test]
     fn env_files() {

@@ -2,18 +2,28 @@
 //! and the result shape. Pure; `tools::exec` wires it to sessions and processes.
 
 mod arg_limits;
+mod details;
 mod elevated;
 mod env;
 mod failure;
+mod read;
 mod request;
 mod result;
+mod status;
 pub mod sticky;
 mod workdir;
 
+#[cfg(test)]
+mod wire_tests;
+
 pub use arg_limits::{check_exec, fits_one_argument, ArgLimitError, MAX_ARG_BYTES};
+pub use details::{Denied, Details, Finished, NotStarted, Other, Pending, Poll, Running};
 pub use elevated::{target, Caller, ElevatedError, GateError, Target};
 pub use env::{merge_env, request_path, validate_env, EnvError};
 pub use failure::{Edges, FailureKind};
 pub use request::{ExecRequest, HostChoice, RequestError};
-pub use result::{finished_result, running_result, with_limit, with_note, ToolResult};
+pub use result::{
+    finished_result, running_result, with_limit, with_note, with_record, Content, ToolResult,
+};
+pub use status::{Limit, Status};
 pub use workdir::{map_workdir, WorkdirError};

@@ -1,25 +1,31 @@
-//! The tool result object (docs/mcp.md, "Results"): `{content: [{type: "text", text}], details}`.
+//! The tool result object (docs/mcp.md, "Results"): `{content: [{type: "text", text}], details}`,
+//! `details` typed ([`Details`]) until an edge turns it into JSON.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 
+use super::details::{Details, Finished, Running};
+use super::status::{Limit, Status};
 use crate::process::{ExitInfo, LimitHit};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolResult {
+    /// One text block: what the model (and the CLI) reads.
     pub content: Vec<Content>,
-    pub details: Value,
+    /// The same outcome as data, for the edges and for clients that read fields.
+    pub details: Details,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Content {
+    /// Always `text`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The text itself.
     pub text: String,
 }
 
 impl ToolResult {
-    pub fn new(text: String, details: Value) -> Self {
+    pub fn new(text: String, details: Details) -> Self {
         Self {
             content: vec![Content {
                 kind: "text".into(),
@@ -29,20 +35,29 @@ impl ToolResult {
         }
     }
 
+    /// A call that failed with `text` and nothing more to say (`{"status": "failed"}`).
+    pub fn failed(text: impl Into<String>) -> Self {
+        Self::new(text.into(), Details::bare(Status::Failed))
+    }
+
+    /// A call that did what it was asked, with nothing more to say.
+    pub fn completed(text: impl Into<String>) -> Self {
+        Self::new(text.into(), Details::bare(Status::Completed))
+    }
+
     pub fn text(&self) -> &str {
         self.content.first().map(|c| c.text.as_str()).unwrap_or("")
     }
 
-    pub fn status(&self) -> &str {
-        self.details
-            .get("status")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+    /// `details.status`; `None` only for a result from a build with statuses this one does
+    /// not know.
+    pub fn status(&self) -> Option<Status> {
+        self.details.status()
     }
 
     /// Failed statuses map to MCP `isError` and a non-zero CLI exit.
     pub fn is_error(&self) -> bool {
-        self.status() == "failed"
+        matches!(self.status(), Some(Status::Failed))
     }
 
     /// Puts warnings in front of the text (docs/mcp.md, "Results").
@@ -72,9 +87,9 @@ pub fn finished_result(
         aggregated.trim_end_matches('\n').to_string()
     };
     let status = if exit.success() {
-        "completed"
+        Status::Completed
     } else {
-        "failed"
+        Status::Failed
     };
     let text = if exit.timed_out {
         let secs = timeout_secs.unwrap_or(0);
@@ -93,15 +108,17 @@ pub fn finished_result(
     };
     ToolResult::new(
         text,
-        json!({
-            "status": status,
-            "exitCode": exit.code,
-            "exitSignal": exit.signal,
-            "durationMs": duration_ms,
-            "aggregated": aggregated,
-            "cwd": cwd,
-            "timedOut": exit.timed_out,
-            "truncated": truncated,
+        Details::Finished(Finished {
+            aggregated,
+            cwd: cwd.to_string(),
+            duration_ms,
+            exit_code: exit.code,
+            exit_signal: exit.signal.clone(),
+            limit: None,
+            process_id: None,
+            status,
+            timed_out: exit.timed_out,
+            truncated,
         }),
     )
 }
@@ -111,9 +128,18 @@ pub fn finished_result(
 /// in results"). Every other field stays as it was.
 pub fn with_limit(mut result: ToolResult, hit: &LimitHit) -> ToolResult {
     result = with_note(result, &hit.sentence());
-    if let Some(d) = result.details.as_object_mut() {
-        d.insert("status".into(), json!("failed"));
-        d.insert("limit".into(), json!(hit.kind.as_str()));
+    let limit = Limit::from(hit.kind);
+    match &mut result.details {
+        Details::Finished(d) => {
+            d.status = Status::Failed;
+            d.limit = Some(limit);
+        }
+        Details::Poll(d) => {
+            d.status = Status::Failed;
+            d.limit = Some(limit);
+        }
+        // Only commands and polls are cut short; any other shape keeps its own fields.
+        _ => {}
     }
     result
 }
@@ -123,6 +149,20 @@ pub fn with_note(mut result: ToolResult, sentence: &str) -> ToolResult {
     if let Some(c) = result.content.first_mut() {
         c.text.push_str("\n\n");
         c.text.push_str(sentence);
+    }
+    result
+}
+
+/// Tells the caller where a result's cut output can be read: the process id whose record
+/// `process log` pages (docs/mcp.md, `log`).
+pub fn with_record(mut result: ToolResult, id: &str) -> ToolResult {
+    if let Some(c) = result.content.first_mut() {
+        c.text.push_str(&format!(
+            "\n\n[Output truncated: the whole record is kept as session {id}; page it with process log (offset/limit).]"
+        ));
+    }
+    if let Details::Finished(d) = &mut result.details {
+        d.process_id = Some(id.to_string());
     }
     result
 }
@@ -141,13 +181,13 @@ pub fn running_result(
     );
     ToolResult::new(
         text,
-        json!({
-            "status": "running",
-            "sessionId": id,
-            "pid": pid,
-            "startedAt": started_at_ms,
-            "cwd": cwd,
-            "tail": tail,
+        Details::Running(Running {
+            cwd: cwd.to_string(),
+            pid,
+            process_id: id.to_string(),
+            started_at: started_at_ms,
+            status: Status::Running,
+            tail,
         }),
     )
 }
@@ -168,27 +208,35 @@ mod tests {
     #[test]
     fn texts_and_statuses() {
         let rows = [
-            (exit(Some(0), None, false), "hi\n", "completed", "hi"),
-            (exit(Some(0), None, false), "", "completed", "(no output)"),
+            (exit(Some(0), None, false), "hi\n", Status::Completed, "hi"),
+            (
+                exit(Some(0), None, false),
+                "",
+                Status::Completed,
+                "(no output)",
+            ),
             (
                 exit(Some(3), None, false),
                 "hi\n",
-                "failed",
+                Status::Failed,
                 "hi\n\nCommand exited with code 3",
             ),
             (
                 exit(None, Some("SIGKILL"), false),
                 "x",
-                "failed",
+                Status::Failed,
                 "x\n\nCommand aborted by signal SIGKILL",
             ),
         ];
         for (e, out, status, text) in rows {
             let r = finished_result(&e, out.into(), false, 5, "/workspace", Some(10));
-            assert_eq!(r.status(), status);
+            assert_eq!(r.status(), Some(status));
             assert_eq!(r.text(), text);
-            assert_eq!(r.details["cwd"], "/workspace");
-            assert_eq!(r.details["exitSignal"].as_str(), e.signal.as_deref());
+            let Details::Finished(d) = &r.details else {
+                panic!("{}", r.details)
+            };
+            assert_eq!(d.cwd, "/workspace");
+            assert_eq!(d.exit_signal, e.signal);
         }
         let r = finished_result(
             &exit(None, Some("SIGTERM"), true),
@@ -199,14 +247,14 @@ mod tests {
             Some(2),
         );
         assert!(r.text().contains("Command timed out after 2 seconds"));
-        assert_eq!(r.details["timedOut"], true);
+        assert!(r.details.timed_out());
         assert!(r.is_error());
     }
 
     #[test]
     fn running_shape() {
         let r = running_result("warm-river", Some(7), 123, "/workspace", "tail".into());
-        assert_eq!(r.status(), "running");
+        assert_eq!(r.status(), Some(Status::Running));
         assert_eq!(
             r.text(),
             "Command still running (session warm-river, pid 7). Use process (list/poll/log/write/kill/clear/remove) for follow-up."
@@ -248,10 +296,16 @@ mod tests {
             r.text(),
             "x\n\nCommand aborted by signal SIGKILL\n\nThe sandbox's memory limit (2 GiB) was reached: the kernel killed a process of this command to stay under it (sandbox.memory)."
         );
-        assert_eq!(r.details["limit"], "memory");
-        let mut rest = r.details.clone();
-        rest.as_object_mut().unwrap().remove("limit");
-        assert_eq!(rest, plain.details, "the other fields stay as they were");
+        let (Details::Finished(cut), Details::Finished(plain)) = (&r.details, &plain.details)
+        else {
+            panic!("{}", r.details)
+        };
+        assert_eq!(cut.limit, Some(Limit::Memory));
+        let rest = Finished {
+            limit: None,
+            ..cut.clone()
+        };
+        assert_eq!(&rest, plain, "the other fields stay as they were");
         // A command that exited 0 but hit a limit reads as failed.
         let ok = ExitInfo {
             code: Some(0),
@@ -265,8 +319,8 @@ mod tests {
                 value: Some(512),
             },
         );
-        assert_eq!(r.status(), "failed");
+        assert_eq!(r.status(), Some(Status::Failed));
         assert!(r.is_error());
-        assert_eq!(r.details["exitCode"], 0);
+        assert_eq!(r.details.exit_code(), Some(0));
     }
 }

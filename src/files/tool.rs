@@ -14,7 +14,7 @@ use super::patch::{parse, PatchError};
 use super::read::{is_binary, lines, SNIFF_BYTES};
 use super::request::*;
 use crate::config::Config;
-use crate::contract::ToolResult;
+use crate::contract::{Denied, Details, Status, ToolResult};
 use crate::output::{Redactor, Sanitizer};
 use crate::policy::{escape_display, with_override, Security};
 use crate::secrets::Secrets;
@@ -60,10 +60,9 @@ pub struct FilesTool {
     pub secrets: Arc<Secrets>,
 }
 
-fn done(text: String, details: serde_json::Value) -> ToolResult {
-    let mut details = details;
-    details["status"] = json!("completed");
-    ToolResult::new(text, details)
+/// A call that did its work: `fields` (the tool's own) and status `completed`.
+fn done(text: String, fields: serde_json::Value) -> ToolResult {
+    ToolResult::new(text, Details::other(Status::Completed, fields))
 }
 
 fn request(msg: impl Into<String>) -> FilesError {
@@ -121,7 +120,7 @@ impl FilesTool {
                 format!(
                     "Write denied (sandbox, security is deny): {tool} {what}. Only read_file and list_dir work in this session."
                 ),
-                json!({"status": "failed", "denied": true, "reason": "security is deny"}),
+                Details::Denied(Denied::new("security is deny")),
             )
         })
     }

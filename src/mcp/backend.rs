@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use http::Method;
-use serde_json::json;
 use tokio::sync::broadcast;
 
 use crate::app::App;
@@ -197,7 +196,7 @@ fn failure_text(text: &str) -> String {
 }
 
 pub fn failed(text: String) -> ToolResult {
-    ToolResult::new(text, json!({ "status": "failed" }))
+    ToolResult::failed(text)
 }
 
 #[cfg(test)]

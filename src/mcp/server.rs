@@ -216,7 +216,7 @@ pub fn call_result(result: ToolResult) -> CallToolResult {
     } else {
         CallToolResult::success(content)
     };
-    out.structured_content = Some(result.details);
+    out.structured_content = Some(result.details.to_json());
     out
 }
 
@@ -312,13 +312,14 @@ impl ServerHandler for MoatMcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::{Details, Status};
     use serde_json::json;
 
     #[test]
     fn results_map_status_to_is_error() {
         let ok = call_result(ToolResult::new(
             "hi".into(),
-            json!({"status": "completed", "exitCode": 0}),
+            Details::other(Status::Completed, json!({"exitCode": 0})),
         ));
         assert_eq!(ok.is_error, Some(false));
         assert_eq!(
@@ -330,13 +331,13 @@ mod tests {
 
         let running = call_result(ToolResult::new(
             "Command still running".into(),
-            json!({"status": "running", "sessionId": "warm-river"}),
+            Details::other(Status::Running, json!({"sessionId": "warm-river"})),
         ));
         assert_eq!(running.is_error, Some(false));
 
         let bad = call_result(ToolResult::new(
             "x\n\nCommand exited with code 3".into(),
-            json!({"status": "failed", "exitCode": 3}),
+            Details::other(Status::Failed, json!({"exitCode": 3})),
         ));
         assert_eq!(bad.is_error, Some(true));
         assert_eq!(bad.structured_content.unwrap()["exitCode"], 3);

@@ -8,3 +8,6 @@ pub use exec::{
     analyse, analyse_within, real_path, ExecError, ExecTool, ExplainRequest, Explained,
 };
 pub use process::{CallError, ProcessAction, ProcessCall, ProcessRequest, ProcessTool, ACTIONS};
+
+#[cfg(test)]
+mod wire_tests;

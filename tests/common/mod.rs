@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use moat::app::App;
 use moat::config::{Config, ConfigSource};
-use moat::contract::{ExecRequest, ToolResult};
+use moat::contract::{ExecRequest, Status, ToolResult};
 use moat::home::Home;
 use moat::runtime::docker::DockerRuntime;
 use moat::runtime::{Engine, Runtime};
@@ -148,8 +148,8 @@ impl TestMoat {
             ..Default::default()
         };
         let r = self.exec_req(session, req).await;
-        assert_eq!(r.status(), "running", "{}", r.text());
-        r.details["sessionId"].as_str().unwrap().to_string()
+        assert_eq!(r.status(), Some(Status::Running), "{}", r.text());
+        r.details.process_id().unwrap().to_string()
     }
 
     /// One `process` tool call in `session`.

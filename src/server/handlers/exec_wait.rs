@@ -84,9 +84,7 @@ pub fn answer(
                 return;
             }
         };
-        let pending = (result.status() == "approval-pending")
-            .then(|| result.details["approvalId"].as_str().map(str::to_string))
-            .flatten();
+        let pending = result.details.approval_id().map(str::to_string);
         let _ = tx.send(line(json!({ "result": result })));
         let Some(id) = pending else { return };
         loop {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::contract::{
-    finished_result, running_result, with_limit, with_note, ExecRequest, ToolResult,
+    finished_result, running_result, with_limit, with_note, with_record, ExecRequest, ToolResult,
 };
 use crate::process::limit::LEFTOVERS_NOTE;
 use crate::process::{Place, Proc, ProcessError, RunFiles, StartSpec};
@@ -140,7 +140,7 @@ impl ExecTool {
             result = with_note(result, LEFTOVERS_NOTE);
         }
         let result = if truncated {
-            kept_for_log(result, &proc.info.id)
+            with_record(result, &proc.info.id)
         } else {
             result
         };
@@ -173,15 +173,4 @@ impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         self.registry.cancel(self.proc, CANCELLED_NOTE);
     }
-}
-
-/// Tells the caller where the cut output can be read: the process id for `process log`.
-fn kept_for_log(mut result: crate::contract::ToolResult, id: &str) -> crate::contract::ToolResult {
-    if let Some(c) = result.content.first_mut() {
-        c.text.push_str(&format!(
-            "\n\n[Output truncated: the whole record is kept as session {id}; page it with process log (offset/limit).]"
-        ));
-    }
-    result.details["sessionId"] = serde_json::json!(id);
-    result
 }

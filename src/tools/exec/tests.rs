@@ -89,7 +89,7 @@ async fn an_allowed_command_reports_its_output_and_exit_code() {
     let moat = Moat::new(Config::default());
     for (command, code, status) in [("make", 0, "completed"), ("make; exit 3", 3, "failed")] {
         let result = moat.exec(&request(command)).await;
-        let d = &result.details;
+        let d = &result.details.to_json();
         assert_eq!(d["status"], status, "{command}: {d}");
         assert_eq!(d["exitCode"], code, "{command}: {d}");
         assert_eq!(d["aggregated"], "built\n", "{command}: {d}");
@@ -165,7 +165,7 @@ async fn a_denied_command_never_reaches_the_engine() {
             ..request(command)
         };
         let result = moat.exec(&req).await;
-        let d = &result.details;
+        let d = &result.details.to_json();
         assert_eq!(d["status"], "failed", "{name}: {d}");
         assert_eq!(d["denied"], true, "{name}: {d}");
         assert!(
@@ -212,8 +212,12 @@ async fn an_approved_command_runs_once() {
             ..request(command)
         };
         let pending = moat.exec(&req).await;
-        assert_eq!(pending.details["status"], "approval-pending", "{name}");
-        let id = pending.details["approvalId"].as_str().unwrap().to_string();
+        assert_eq!(
+            pending.status(),
+            Some(crate::contract::Status::ApprovalPending),
+            "{name}"
+        );
+        let id = pending.details.approval_id().unwrap().to_string();
         let row = moat.app.approvals.get(&id).unwrap();
         assert_eq!(row.status, ApprovalStatus::Pending, "{name}");
         assert_eq!(moat.execs(), 0, "{name}: ran before the approval");
@@ -264,7 +268,7 @@ async fn a_command_past_its_timeout_is_killed() {
         ..request("sleep 600")
     };
     let result = moat.exec(&req).await;
-    let d = &result.details;
+    let d = &result.details.to_json();
     assert_eq!(d["status"], "failed", "{d}");
     assert_eq!(d["timedOut"], true, "{d}");
     assert_eq!(d["exitSignal"], "SIGTERM", "{d}");

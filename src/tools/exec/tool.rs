@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use super::error::ExecError;
 use crate::approvals::{
     pending_result, persist_entries, ApprovalDecision, Approvals, Binding, NewApproval,
 };
 use crate::config::Config;
-use crate::contract::{validate_env, Caller, ExecRequest, ToolResult};
+use crate::contract::{
+    validate_env, Caller, Denied, Details, ExecRequest, Limit, NotStarted, Status, ToolResult,
+};
 use crate::home::Home;
 use crate::policy::{Ask, Decision};
 use crate::process::Registry;
@@ -154,14 +154,20 @@ impl ExecTool {
                     // The engine could not start it: a container at a limit says why and how
                     // to get out, instead of an engine error.
                     Err(e) => match self.wedged(&prepared.place).await {
-                        Some(wedge) if !prepared.on_host() => return Ok(ToolResult::new(
-                            format!(
-                                "Command could not start (failed to {e}).\n\n{}",
-                                wedge.sentence(session)
-                            ),
-                            json!({"status": "failed", "cwd": prepared.cwd, "limit": wedge.kind()}),
-                        )
-                        .with_warnings(&prepared.warnings)),
+                        Some(wedge) if !prepared.on_host() => {
+                            return Ok(ToolResult::new(
+                                format!(
+                                    "Command could not start (failed to {e}).\n\n{}",
+                                    wedge.sentence(session)
+                                ),
+                                Details::NotStarted(NotStarted {
+                                    cwd: prepared.cwd.clone(),
+                                    limit: wedge_limit(&wedge),
+                                    status: Status::Failed,
+                                }),
+                            )
+                            .with_warnings(&prepared.warnings))
+                        }
                         _ => return Err(e),
                     },
                 };
@@ -175,7 +181,7 @@ impl ExecTool {
                     crate::policy::escape_display(&reason),
                     self.approvals.display(&req.command)
                 ),
-                json!({"status": "failed", "denied": true, "reason": reason}),
+                Details::Denied(Denied::new(reason)),
             )
             .with_warnings(&prepared.warnings)),
             Decision::Ask { reason } => {
@@ -252,6 +258,14 @@ fn refusal_result(target: &crate::contract::Target, reason: &str, command: &str)
             "Exec denied ({place}, {reason}): a command of {} bytes",
             command.len()
         ),
-        json!({"status": "failed", "denied": true, "reason": reason}),
+        Details::Denied(Denied::new(reason)),
     )
+}
+
+/// The limit a wedged container is stuck at, as `details.limit` names it.
+fn wedge_limit(wedge: &crate::session::health::Wedge) -> Limit {
+    match wedge {
+        crate::session::health::Wedge::Memory { .. } => Limit::Memory,
+        crate::session::health::Wedge::Pids { .. } => Limit::Pids,
+    }
 }

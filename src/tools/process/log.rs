@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::shape::{failed, human_bytes, status_of};
-use crate::contract::ToolResult;
+use crate::contract::{Details, Status, ToolResult};
 use crate::output::page;
 use crate::process::Proc;
 
@@ -87,7 +87,7 @@ pub(super) fn read_log(p: &Proc, offset: Option<usize>, limit: Option<usize>) ->
         notes.push(format!("page cut at {budget} bytes; pass a smaller limit"));
     }
     let mut text = if pg.last < pg.first {
-        if status == "running" {
+        if status == Status::Running {
             "(no output yet)".to_string()
         } else {
             "(no output recorded)".to_string()
@@ -107,8 +107,9 @@ pub(super) fn read_log(p: &Proc, offset: Option<usize>, limit: Option<usize>) ->
     };
     ToolResult::new(
         text,
-        json!({
-            "status": status,
+        Details::other(
+            status,
+            json!({
             "sessionId": p.info.id,
             "total": pg.last,
             "totalLines": pg.last,
@@ -119,7 +120,8 @@ pub(super) fn read_log(p: &Proc, offset: Option<usize>, limit: Option<usize>) ->
             "truncated": record_cut || pg.cut,
             "exitCode": exit.as_ref().and_then(|e| e.code),
             "exitSignal": exit.as_ref().and_then(|e| e.signal.clone()),
-        }),
+            }),
+        ),
     )
 }
 
@@ -135,22 +137,23 @@ fn capped_log(p: &Proc, offset: Option<usize>, limit: Option<usize>) -> ToolResu
     };
     let status = status_of(p);
     if aggregated.is_empty() {
-        let text = if status == "running" {
+        let text = if status == Status::Running {
             "(no output yet)"
         } else {
             "(no output recorded)"
         };
         return ToolResult::new(
             text.into(),
-            json!({"status": status, "totalLines": 0, "totalChars": 0}),
+            Details::other(status, json!({"totalLines": 0, "totalChars": 0})),
         );
     }
     let pg = page(&aggregated, offset.map(|o| o.saturating_sub(1)), limit);
     let exit = p.exit();
     ToolResult::new(
         pg.render(),
-        json!({
-            "status": status,
+        Details::other(
+            status,
+            json!({
             "sessionId": p.info.id,
             "total": pg.total_lines,
             "totalLines": pg.total_lines,
@@ -158,6 +161,7 @@ fn capped_log(p: &Proc, offset: Option<usize>, limit: Option<usize>) -> ToolResu
             "truncated": truncated,
             "exitCode": exit.as_ref().and_then(|e| e.code),
             "exitSignal": exit.as_ref().and_then(|e| e.signal.clone()),
-        }),
+            }),
+        ),
     )
 }

@@ -1,21 +1,19 @@
 //! The small texts and details the actions and the log pager share.
 
-use serde_json::json;
-
-use crate::contract::ToolResult;
+use crate::contract::{Status, ToolResult};
 use crate::process::Proc;
 
 /// A failed call: its text, `details.status = "failed"`.
 pub(super) fn failed(text: impl Into<String>) -> ToolResult {
-    ToolResult::new(text.into(), json!({ "status": "failed" }))
+    ToolResult::failed(text)
 }
 
-/// `running`, `completed` or `failed`: the status word of `p` in every result about it.
-pub(super) fn status_of(p: &Proc) -> &'static str {
+/// `running`, `completed` or `failed`: the status of `p` in every result about it.
+pub(super) fn status_of(p: &Proc) -> Status {
     match p.exit() {
-        None => "running",
-        Some(_) if p.succeeded() => "completed",
-        Some(_) => "failed",
+        None => Status::Running,
+        Some(_) if p.succeeded() => Status::Completed,
+        Some(_) => Status::Failed,
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::log::read_log;
 use super::request::{ProcessAction, ProcessCall, ProcessRequest};
 use super::shape::{exit_line, failed, runtime_text, status_of};
-use crate::contract::ToolResult;
+use crate::contract::{Details, Poll, Status, ToolResult};
 use crate::policy::escape_display;
 use crate::process::{Proc, Registry};
 use crate::store::now_ms;
@@ -24,7 +24,10 @@ pub struct ProcessTool {
 
 /// The result of a call that fed the process's stdin.
 fn fed(text: String, id: &str) -> ToolResult {
-    ToolResult::new(text, json!({"status": "running", "sessionId": id}))
+    ToolResult::new(
+        text,
+        Details::other(Status::Running, json!({"sessionId": id})),
+    )
 }
 
 impl ProcessTool {
@@ -161,7 +164,10 @@ impl ProcessTool {
         // failed (its own status says so on `poll` and `list`).
         ToolResult::new(
             format!("Killed session {id}."),
-            json!({"status": "completed", "sessionId": id, "exitSignal": p.exit().and_then(|e| e.signal)}),
+            Details::other(
+                Status::Completed,
+                json!({"sessionId": id, "exitSignal": p.exit().and_then(|e| e.signal)}),
+            ),
         )
     }
 
@@ -171,10 +177,7 @@ impl ProcessTool {
             return failed(format!("No finished session found for {id}"));
         }
         self.registry.forget(p);
-        ToolResult::new(
-            format!("Cleared session {id}."),
-            json!({"status": "completed"}),
-        )
+        ToolResult::completed(format!("Cleared session {id}."))
     }
 
     /// `remove`: ends the process if it runs, then forgets it.
@@ -185,10 +188,7 @@ impl ProcessTool {
         }
         self.registry.forget(p);
         let suffix = if running { " (terminated)" } else { "" };
-        ToolResult::new(
-            format!("Removed session {id}{suffix}."),
-            json!({"status": "completed"}),
-        )
+        ToolResult::completed(format!("Removed session {id}{suffix}."))
     }
 
     /// `list`: the session's processes, running and recent, newest state of each.
@@ -197,7 +197,7 @@ impl ProcessTool {
         if procs.is_empty() {
             return ToolResult::new(
                 "No running or recent sessions.".into(),
-                json!({"status": "completed", "sessions": []}),
+                Details::other(Status::Completed, json!({"sessions": []})),
             );
         }
         let now = now_ms();
@@ -231,7 +231,7 @@ impl ProcessTool {
         }
         ToolResult::new(
             lines.join("\n"),
-            json!({"status": "completed", "sessions": rows}),
+            Details::other(Status::Completed, json!({"sessions": rows})),
         )
     }
 
@@ -264,17 +264,16 @@ impl ProcessTool {
         };
         let status = status_of(p);
         let exit = p.exit();
-        let mut details = json!({
-            "status": status,
-            "sessionId": p.info.id,
-            "exitCode": exit.as_ref().and_then(|e| e.code),
-            "exitSignal": exit.as_ref().and_then(|e| e.signal.clone()),
-            "timedOut": exit.as_ref().is_some_and(|e| e.timed_out),
-            "aggregated": p.lock().output.aggregated(),
+        let details = Details::Poll(Poll {
+            aggregated: p.lock().output.aggregated(),
+            exit_code: exit.as_ref().and_then(|e| e.code),
+            exit_signal: exit.as_ref().and_then(|e| e.signal.clone()),
+            limit: None,
+            retry_in_ms: exit.is_none().then_some(retry),
+            process_id: p.info.id.clone(),
+            status,
+            timed_out: exit.as_ref().is_some_and(|e| e.timed_out),
         });
-        if exit.is_none() {
-            details["retryInMs"] = json!(retry);
-        }
         let result = ToolResult::new(format!("{body}\n\n{}", exit_line(p)), details);
         // A sandbox limit that cut it short says so (docs/mcp.md, "Limits in results").
         match p.limit() {
