@@ -45,6 +45,8 @@ pub use explain::{display_argv, escape_display, explain_json, explain_text, is_d
 pub use ir::{Joiner, Redirect, Script, Segment, TimeKeyword};
 pub use judge::{covered, judge, must_ask, Standing};
 pub use levels::{raise_ask, tighten_security, with_override, Ask, Security};
+#[cfg(test)]
+pub(crate) use parse::counted as parse_count;
 pub use parse::parse_script;
 pub use patterns::{ArgvPattern, PatternSet};
 pub use plan::{quote, render, Plan, PlannedSegment};

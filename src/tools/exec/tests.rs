@@ -291,3 +291,30 @@ async fn a_command_past_its_timeout_is_killed() {
     );
     assert_eq!(moat.execs(), 1);
 }
+
+/// An exec parses its command once, whatever the policy decides: the evaluation, the name
+/// resolution, the approval's cover and the plan all work from that one parse
+/// (docs/ARCHITECTURE.md, "The data flow of one exec"). Each command here is unique, so the
+/// count is this test's alone.
+#[tokio::test]
+async fn an_exec_parses_its_command_once() {
+    use crate::policy::parse_count as counted;
+    let mut ask = Config::default();
+    ask.policy.sandbox.ask_patterns = vec!["make asked*".into()];
+    let mut deny = Config::default();
+    deny.policy.sandbox.deny_patterns = vec!["make denied*".into()];
+    let mut allowlist = Config::default();
+    allowlist.policy.sandbox.security = crate::policy::Security::Allowlist;
+    let cases = [
+        ("allowed", Config::default(), "make allowed-once; exit 0"),
+        ("denied", deny, "make denied-once"),
+        ("asked", ask, "make asked-once"),
+        // Names resolved in the container, then judged against the allowlist.
+        ("allowlist", allowlist, "make under-allowlist | wc -l"),
+    ];
+    for (name, config, command) in cases {
+        let moat = Moat::new(config);
+        moat.exec(&request(command)).await;
+        assert_eq!(counted::of(command), 1, "{name}: {command}");
+    }
+}
