@@ -1,5 +1,5 @@
 //! The `exec` tool's contract: request parsing and validation, env rules, workdir mapping,
-//! and the result shape. Pure; `tools::exec` wires it to sessions and processes.
+//! and the result shape. Pure; `tools::exec_tool` wires it to sessions and processes.
 
 mod arg_limits;
 mod details;

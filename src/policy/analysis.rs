@@ -50,7 +50,7 @@ impl Parsed {
 }
 
 /// Checks the bounds, then parses `command` once. Pure and synchronous: callers that serve
-/// others run it off their async workers, under a deadline (`tools::exec::analyse`).
+/// others run it off their async workers, under a deadline (`tools::exec_tool::analyse`).
 pub fn analyse(command: &str) -> Parsed {
     if let Err(why) = bounds::check(command) {
         return Parsed::refused(command, why);

@@ -36,7 +36,7 @@ pub(crate) fn parse_program(command: &str) -> Result<Program, String> {
 }
 
 /// How many times each text was parsed, for the unit tests that hold an exec to one parse
-/// (src/tools/exec/tests.rs). Keyed by the text, so tests running side by side in one process
+/// (src/tools/exec_tool/tests.rs). Keyed by the text, so tests running side by side in one process
 /// do not count each other's parses.
 #[cfg(test)]
 pub(crate) mod counted {

@@ -183,7 +183,7 @@ impl Wrapper {
                 },
             );
         }
-        // `sh -lc RESOLVE moat-resolve PREPEND REQUEST_PATH CWD NAME…` (tools::exec::prepare).
+        // `sh -lc RESOLVE moat-resolve PREPEND REQUEST_PATH CWD NAME…` (tools::exec_tool::prepare).
         if argv.get(3).map(String::as_str) == Some("moat-resolve") {
             let found: String = argv
                 .iter()
