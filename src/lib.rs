@@ -7,11 +7,11 @@
 //! - orchestration: `tools` (exec, process), `files`, `approvals`, checking requests against
 //!   `contract` (what an exec call is: request, result, env rules, failure kinds) and `policy`;
 //! - `process` (registry, supervisor, run files) → `session` (containers) and `egress` →
-//!   `runtime` (the engine seam: Docker, the in-container helper, a fake for tests) or
-//!   `host` (commands on this machine, behind the same seam).
+//!   `runtime` (the seams: `Engine` for containers, `Executor` for commands — Docker, the
+//!   in-container helper, a fake for tests) or `host` (an `Executor` for this machine).
 //!
 //! `config`, `home`, `store`, `secrets` and `skills` are shared foundations; `policy`,
-//! `output`, `keys` and `names` are pure and synchronous.
+//! `output`, `keys`, `names` and `session_key` are pure and synchronous.
 
 pub mod app;
 pub mod approvals;
@@ -38,6 +38,7 @@ pub mod runtime;
 pub mod secrets;
 pub mod server;
 pub mod session;
+pub mod session_key;
 pub mod skills;
 pub mod store;
 pub mod tools;

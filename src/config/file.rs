@@ -328,22 +328,22 @@ impl SandboxConfig {
 
     /// Every tmpfs with its size, inside the memory limit (validated at load, so this falls
     /// back to the engine's defaults only for a config that skipped validation).
-    pub fn tmpfs_plan(&self) -> crate::session::TmpfsPlan {
+    pub fn tmpfs_plan(&self) -> super::TmpfsPlan {
         let memory = self.memory_bytes().max(0) as u64;
-        crate::session::tmpfs_plan(memory, &self.tmpfs_max_bytes, &self.tmpfs).unwrap_or_else(
-            |_| crate::session::TmpfsPlan {
+        super::tmpfs_plan(memory, &self.tmpfs_max_bytes, &self.tmpfs).unwrap_or_else(|_| {
+            super::TmpfsPlan {
                 mounts: self
                     .tmpfs
                     .iter()
-                    .map(|e| crate::session::TmpfsMount {
+                    .map(|e| super::TmpfsMount {
                         path: e.split(':').next().unwrap_or_default().to_string(),
                         size: None,
                     })
                     .collect(),
                 shm: None,
                 total: None,
-            },
-        )
+            }
+        })
     }
 
     /// `workspace_max_bytes` in bytes (0: no bound); validated at load.

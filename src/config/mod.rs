@@ -10,6 +10,7 @@ mod file;
 mod load;
 mod sections;
 mod size;
+mod tmpfs;
 mod validate;
 
 pub use egress::EgressConfig;
@@ -21,4 +22,5 @@ pub use file::{
 pub use load::{load, load_from_str, ConfigSource};
 pub use sections::{ApprovalsConfig, ElevatedConfig, ElevatedLevel, SecretConfig, SkillConfig};
 pub use size::parse_size;
+pub use tmpfs::{human_bytes, plan as tmpfs_plan, TmpfsMount, TmpfsPlan};
 pub use validate::check_host_path;

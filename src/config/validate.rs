@@ -102,7 +102,7 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
     // tmpfs pages count against the memory limit: every mount is sized inside it
     // (docs/security.md, "Sandbox limits").
     let memory = parse_size(&s.memory).unwrap_or(0);
-    crate::session::tmpfs_plan(memory, &s.tmpfs_max_bytes, &s.tmpfs)
+    super::tmpfs_plan(memory, &s.tmpfs_max_bytes, &s.tmpfs)
         .map_err(|e| invalid(e.key, e.message))?;
     for cap in &s.cap_add {
         let c = cap.trim().to_ascii_uppercase();
@@ -140,7 +140,7 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
                 "token is already used by another identity".into(),
             ));
         }
-        crate::session::validate_key(&a.session).map_err(|e| invalid(&key, e.to_string()))?;
+        crate::session_key::validate_key(&a.session).map_err(|e| invalid(&key, e.to_string()))?;
     }
     for (key, value, range) in [
         (

@@ -6,8 +6,8 @@
 //! before and after the command, whether moat had to end processes it left behind, and what
 //! the engine says about the container.
 
+use crate::config::human_bytes;
 use crate::session::cgroup::Counters;
-use crate::session::human_bytes;
 
 /// The limit that cut a command short.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

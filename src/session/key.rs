@@ -1,35 +1,9 @@
-//! Session keys (`[A-Za-z0-9._:-]{1,128}`) and the names derived from them.
+//! The container a session key lives in, and the names derived from it (the key's own rule
+//! is `crate::session_key`).
 
 use sha2::{Digest, Sha256};
 
 use crate::config::Scope;
-
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum KeyError {
-    #[error(
-        "use session key `{0}`: it must be 1–128 characters of A–Z a–z 0–9 . _ : -, not only dots"
-    )]
-    Invalid(String),
-}
-
-/// A key made only of dots (`.`, `..`) reads as "here" or "the parent" wherever a key becomes
-/// a path segment (the HTTP API's `/v1/sessions/{session}`, however it was percent-encoded):
-/// refused, so no key can ever name a directory above itself (docs/http-api.md).
-pub fn validate_key(key: &str) -> Result<(), KeyError> {
-    let ok = !key.is_empty()
-        && key.len() <= 128
-        && !key.bytes().all(|b| b == b'.')
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(KeyError::Invalid(crate::policy::escape_display(
-            &key.chars().take(160).collect::<String>(),
-        )))
-    }
-}
 
 /// Which container a session lives in, by scope: the session key itself, the agent part of
 /// it (before the first `:`), or one key for everybody.
@@ -83,30 +57,6 @@ impl ContainerName {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys() {
-        let ok = ["main", "a", "agent:main:42", "x.y_z-1", &"k".repeat(128)];
-        for k in ok {
-            assert!(validate_key(k).is_ok(), "{k}");
-        }
-        let bad = [
-            "",
-            "a b",
-            "a/b",
-            "ä",
-            "a\0b",
-            "a;rm",
-            &"k".repeat(129),
-            "$(id)",
-            ".",
-            "..",
-            "...",
-        ];
-        for k in bad {
-            assert!(validate_key(k).is_err(), "{k:?}");
-        }
-    }
 
     #[test]
     fn names_are_bounded_unique_and_stable() {

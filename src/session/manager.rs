@@ -15,8 +15,9 @@ use crate::home::Home;
 use crate::runtime::{Engine, Executor, RuntimeError};
 use crate::store::{now_ms, Store, StoreError};
 
-use super::key::{container_key, validate_key, ContainerName, KeyError};
+use super::key::{container_key, ContainerName};
 use super::spec::{build_spec, config_hash, HASH_LABEL, MOAT_LABEL};
+use crate::session_key::{validate_key, KeyError};
 
 /// How recently a container must have been used to be spared recreation on a config change.
 const RECENT_USE_MS: i64 = 5 * 60 * 1000;

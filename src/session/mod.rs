@@ -10,11 +10,10 @@ mod manager;
 mod prune;
 pub mod setup;
 mod spec;
-mod tmpfs;
 
-pub use key::{container_key, validate_key, ContainerName, KeyError};
+pub use crate::session_key::{validate_key, KeyError};
+pub use key::{container_key, ContainerName};
 pub use manager::{SessionContainer, SessionError, Sessions};
 pub use prune::{prune_once, prune_reason};
 pub use setup::SetupError;
 pub use spec::{build_spec, config_hash, labels, MOAT_LABEL, RUN_MOUNT, WORKSPACE_MOUNT};
-pub use tmpfs::{human_bytes, plan as tmpfs_plan, TmpfsMount, TmpfsPlan};

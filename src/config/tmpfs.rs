@@ -8,7 +8,7 @@
 //! `sandbox.tmpfs_max_bytes`, which leaves the rest of `sandbox.memory` to the processes
 //! (docs/security.md, "Sandbox limits").
 
-use crate::config::parse_size;
+use super::parse_size;
 
 /// What `sandbox.tmpfs_max_bytes = "auto"` gives: this fraction (1/N) of the memory limit.
 const AUTO_DIVISOR: u64 = 2;
