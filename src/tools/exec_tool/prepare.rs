@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use crate::contract::{map_workdir, merge_env, ExecRequest, Target};
 use crate::host;
 use crate::policy::{
-    covered, judge, must_ask, pattern_words, raise_ask, source_words, tighten_security,
-    with_override, Ask, Decision, Evaluation, MapResolver, Parsed, Policy,
-    Request as PolicyRequest, Security, Standing,
+    compose, covered, judge, must_ask, pattern_words, reads_entries, source_words, with_entries,
+    Decision, Evaluation, Layers, MapResolver, Parsed, Policy, Request as PolicyRequest,
+    RequestLevels, Security, SessionOverride, Standing,
 };
 use crate::process::Place;
 
@@ -269,22 +269,24 @@ impl ExecTool {
             self.check_sandbox_shell(&container.name, &container.id, sandbox.shell)
                 .await?;
         }
-        let mut policy = self.config.policy.sandbox.clone();
-        // The operator's per-session override: it tightens the config, or replaces it when
-        // the operator said `--loosen`.
-        if let Ok(Some(o)) = self.sessions.store().session_policy(session) {
-            (policy.security, policy.ask) = with_override(
-                (policy.security, policy.ask),
-                o.security.as_deref(),
-                o.ask.as_deref(),
-                o.loosen,
-            );
-        }
-        apply_request(&mut policy, req);
+        // The operator's per-session override, then the request (docs/policy.md, "Settings").
+        let session_override = self.sessions.store().session_policy(session).ok().flatten();
+        let mut policy = compose(
+            &self.config.policy.sandbox,
+            Layers {
+                host_full: false,
+                session: session_override.as_ref().map(|o| SessionOverride {
+                    security: o.security.as_deref(),
+                    ask: o.ask.as_deref(),
+                    loosen: o.loosen,
+                }),
+                request: request_levels(req),
+            },
+        );
         tweak(&mut policy);
         // Skills and run-time allowlist entries only matter to an allowlist; in the other
         // modes the exec hot path skips their store reads.
-        let allowlist = policy.security == Security::Allowlist;
+        let allowlist = reads_entries(&policy);
         let patterns = !policy.deny_patterns.is_empty() || !policy.ask_patterns.is_empty();
         let skills = if allowlist { self.skills() } else { Vec::new() };
         let mut resolver = MapResolver::new();
@@ -350,9 +352,7 @@ impl ExecTool {
             split_stderr: false,
             sticky: false,
         };
-        if allowlist {
-            self.add_runtime_entries(&mut p, &skills);
-        }
+        self.add_runtime_entries(&mut p, &skills);
         Ok(p)
     }
 
@@ -389,14 +389,20 @@ impl ExecTool {
                 place: "this host".into(),
             });
         }
-        let mut policy = self.config.policy.host.clone();
-        if full {
-            policy.security = Security::Full;
-            policy.ask = Ask::Off;
-        }
-        apply_request(&mut policy, req);
+        let mut policy = compose(
+            &self.config.policy.host,
+            Layers {
+                host_full: full,
+                session: None,
+                request: request_levels(req),
+            },
+        );
         tweak(&mut policy);
-        let skills = self.skills();
+        let skills = if reads_entries(&policy) {
+            self.skills()
+        } else {
+            Vec::new()
+        };
         let mut wanted = parsed.command_names();
         wanted.extend(crate::skills::names(&skills));
         for word in pattern_words(parsed)
@@ -527,8 +533,13 @@ impl ExecTool {
         crate::skills::states(&self.config, self.sessions.store()).unwrap_or_default()
     }
 
-    /// Adds enabled skills' binaries and the operator's run-time allowlist entries.
+    /// Adds enabled skills' binaries and the operator's run-time allowlist entries; they
+    /// count only under an allowlist (`policy::with_entries`), so otherwise the store is not
+    /// read at all.
     fn add_runtime_entries(&self, p: &mut Prepared, skills: &[crate::skills::SkillState]) {
+        if !reads_entries(&p.policy) {
+            return;
+        }
         let mut labeled = crate::skills::entries(skills, &p.resolver);
         let target = p.target.machine();
         for e in self.approvals.allowlist(Some(target)).unwrap_or_default() {
@@ -542,7 +553,7 @@ impl ExecTool {
                 labeled.push((e.entry, rule));
             }
         }
-        p.policy.labeled_allowlist.extend(labeled);
+        p.policy = with_entries(std::mem::take(&mut p.policy), labeled);
     }
 }
 
@@ -594,13 +605,12 @@ pub fn real_path(path: &std::path::Path) -> Option<String> {
     followed.then(|| current.display().to_string())
 }
 
-/// A request may only tighten `security` and raise `ask`.
-fn apply_request(policy: &mut Policy, req: &ExecRequest) {
-    policy.security = tighten_security(
-        policy.security,
-        req.security.as_deref().and_then(Security::parse_lenient),
-    );
-    policy.ask = raise_ask(policy.ask, req.ask.as_deref().and_then(Ask::parse_lenient));
+/// The levels a request asked for (it can only tighten; `policy::compose`).
+fn request_levels(req: &ExecRequest) -> RequestLevels<'_> {
+    RequestLevels {
+        security: req.security.as_deref(),
+        ask: req.ask.as_deref(),
+    }
 }
 
 /// A host working directory: absolute, or relative to the host workdir `base`; it must exist

@@ -5,7 +5,7 @@
 
 use crate::contract::sticky::{apply, parse_state, policy_filter, StickyState, STATE_MAX_BYTES};
 use crate::contract::{map_workdir, ExecRequest, Target};
-use crate::policy::{tighten_security, with_override, Security};
+use crate::policy::{compose, Layers, RequestLevels, SessionOverride};
 use crate::process::{Proc, RunFiles};
 
 use super::prepare::Prepared;
@@ -35,16 +35,22 @@ impl ExecTool {
             .ok()
             .flatten()
             .unwrap_or_default();
-        let (security, _) = with_override(
-            (base.security, base.ask),
-            o.security.as_deref(),
-            o.ask.as_deref(),
-            o.loosen,
-        );
-        let mut policy = base.clone();
-        policy.security = tighten_security(
-            security,
-            req.security.as_deref().and_then(Security::parse_lenient),
+        // The env filter follows the security level in force; a request's ask changes nothing
+        // here.
+        let policy = compose(
+            base,
+            Layers {
+                host_full: false,
+                session: Some(SessionOverride {
+                    security: o.security.as_deref(),
+                    ask: o.ask.as_deref(),
+                    loosen: o.loosen,
+                }),
+                request: RequestLevels {
+                    security: req.security.as_deref(),
+                    ask: None,
+                },
+            },
         );
         policy_filter(policy)
     }
