@@ -1,4 +1,5 @@
-//! The policy in force for one exec, composed from its layers (docs/policy.md, "Settings").
+//! The policy in force for one exec, composed from its layers (docs/policy.md, "The policy in
+//! force").
 //! Pure: the tools layer reads the layers (configuration, the store, skills) and hands them
 //! here; nothing else decides how they combine.
 //!
