@@ -16,7 +16,7 @@ use super::request::*;
 use crate::config::Config;
 use crate::contract::{Denied, Details, Status, ToolResult};
 use crate::output::{Redactor, Sanitizer};
-use crate::policy::{escape_display, with_override, Security};
+use crate::policy::{compose, escape_display, Layers, Security};
 use crate::secrets::Secrets;
 use crate::session::{SessionError, Sessions};
 
@@ -93,24 +93,15 @@ impl FilesTool {
     }
 
     /// The sandbox security mode in force for `session`: the config, tightened (or, with
-    /// `--loosen`, replaced) by the operator's per-session override, as exec composes it
-    /// (docs/policy.md). File tools take no request-level mode.
+    /// `--loosen`, replaced) by the operator's per-session override, composed as exec's
+    /// (docs/policy.md, "The policy in force"). File tools take no request-level mode.
     fn security(&self, session: &str) -> Security {
-        let base = &self.config.policy.sandbox;
-        let o = self
-            .sessions
-            .store()
-            .session_policy(session)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        with_override(
-            (base.security, base.ask),
-            o.security.as_deref(),
-            o.ask.as_deref(),
-            o.loosen,
-        )
-        .0
+        let o = self.sessions.store().session_policy(session).ok().flatten();
+        let layers = Layers {
+            session: o.as_ref().map(crate::store::SessionPolicy::layer),
+            ..Layers::default()
+        };
+        compose(&self.config.policy.sandbox, layers).security
     }
 
     /// `None` when writes are allowed; else the refusal, worded like exec's.

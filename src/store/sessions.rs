@@ -75,6 +75,17 @@ pub struct SessionPolicy {
     pub loosen: bool,
 }
 
+impl SessionPolicy {
+    /// The override as a layer of the policy in force (`policy::compose`).
+    pub fn layer(&self) -> crate::policy::SessionOverride<'_> {
+        crate::policy::SessionOverride {
+            security: self.security.as_deref(),
+            ask: self.ask.as_deref(),
+            loosen: self.loosen,
+        }
+    }
+}
+
 impl Store {
     pub fn set_session_policy(&self, key: &str, p: &SessionPolicy) -> Result<(), StoreError> {
         self.conn()

@@ -9,9 +9,10 @@ use crate::host;
 use crate::policy::{
     compose, covered, judge, must_ask, pattern_words, reads_entries, source_words, with_entries,
     Decision, Evaluation, Layers, MapResolver, Parsed, Policy, Request as PolicyRequest,
-    RequestLevels, Security, SessionOverride, Standing,
+    RequestLevels, Security, Standing,
 };
 use crate::process::Place;
+use crate::store::SessionPolicy;
 
 use super::error::ExecError;
 use super::tool::ExecTool;
@@ -275,11 +276,7 @@ impl ExecTool {
             &self.config.policy.sandbox,
             Layers {
                 host_full: false,
-                session: session_override.as_ref().map(|o| SessionOverride {
-                    security: o.security.as_deref(),
-                    ask: o.ask.as_deref(),
-                    loosen: o.loosen,
-                }),
+                session: session_override.as_ref().map(SessionPolicy::layer),
                 request: request_levels(req),
             },
         );

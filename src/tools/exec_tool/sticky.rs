@@ -5,7 +5,7 @@
 
 use crate::contract::sticky::{apply, parse_state, policy_filter, StickyState, STATE_MAX_BYTES};
 use crate::contract::{map_workdir, ExecRequest, Target};
-use crate::policy::{compose, Layers, RequestLevels, SessionOverride};
+use crate::policy::{compose, Layers, RequestLevels};
 use crate::process::{Proc, RunFiles};
 
 use super::prepare::Prepared;
@@ -28,24 +28,14 @@ impl ExecTool {
     /// request may set only listed names, so only those are carried.
     fn policy_carries(&self, session: &str, req: &ExecRequest) -> impl Fn(&str, &str) -> bool {
         let base = &self.config.policy.sandbox;
-        let o = self
-            .sessions
-            .store()
-            .session_policy(session)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+        let o = self.sessions.store().session_policy(session).ok().flatten();
         // The env filter follows the security level in force; a request's ask changes nothing
         // here.
         let policy = compose(
             base,
             Layers {
                 host_full: false,
-                session: Some(SessionOverride {
-                    security: o.security.as_deref(),
-                    ask: o.ask.as_deref(),
-                    loosen: o.loosen,
-                }),
+                session: o.as_ref().map(crate::store::SessionPolicy::layer),
                 request: RequestLevels {
                     security: req.security.as_deref(),
                     ask: None,
