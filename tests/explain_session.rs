@@ -117,3 +117,80 @@ async fn explain_in_a_session_agrees_with_exec() {
         text(&host)
     );
 }
+
+/// A Ctrl-C while `policy explain` starts its throwaway sandbox ends the CLI (130) and leaves
+/// no session and no container behind. The signal is sent earlier and earlier until one lands
+/// before the verdict, so the test cannot pass on runs that finished first.
+#[tokio::test]
+async fn an_interrupted_explain_leaves_nothing() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-explain-int");
+    // The daemon is up before the timed runs, so the signal lands in the explain itself.
+    assert!(home.run(&["sessions", "list"]).status.success());
+    let mut interrupted = false;
+    for delay_ms in [400u64, 200, 100, 50, 25] {
+        let child = home
+            .moat()
+            .args(["policy", "explain", "--", "ls /"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        );
+        let out = child.wait_with_output().unwrap();
+        if out.status.code() == Some(130) {
+            interrupted = true;
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("throwaway sandbox was removed"),
+                "{}",
+                text(&out)
+            );
+        }
+        let left = json(&home.run(&["sessions", "list", "--json"]));
+        let explains: Vec<String> = left
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["session"].as_str())
+            .filter(|s| s.starts_with("explain-"))
+            .map(str::to_string)
+            .collect();
+        for s in &explains {
+            assert!(home.containers(s).is_empty(), "container of {s} left");
+        }
+        assert!(
+            explains.is_empty(),
+            "after {delay_ms} ms: {explains:?} left"
+        );
+        if interrupted {
+            break;
+        }
+    }
+    assert!(interrupted, "no run was interrupted before its verdict");
+}
+
+/// Containers (running or not) with a mount from beneath `home`: this home's sandboxes, and no
+/// other test's.
+fn containers_of(home: &std::path::Path) -> Vec<String> {
+    let ids = std::process::Command::new("docker")
+        .args(["ps", "-aq", "--filter", "label=dev.moat.session"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&ids.stdout)
+        .lines()
+        .filter(|id| {
+            let mounts = std::process::Command::new("docker")
+                .args(["inspect", "-f", "{{range .Mounts}}{{.Source}} {{end}}", id])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&mounts.stdout).contains(&*home.to_string_lossy())
+        })
+        .map(str::to_string)
+        .collect()
+}

@@ -28,6 +28,11 @@ impl Interrupted {
     pub fn exit_code(&self) -> ExitCode {
         ExitCode::from(128 + self.number)
     }
+
+    /// `SIGINT` or `SIGTERM`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
 }
 
 /// Runs `fut` until it finishes, or until SIGINT or SIGTERM arrives (then `fut` is dropped,

@@ -132,20 +132,31 @@ async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
 async fn explain_in_throwaway(home: &Home, a: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let id = uuid::Uuid::new_v4().simple().to_string();
     let session = format!("explain-{}", &id[..12]);
-    let verdict = explain_in_session(
+    // Interrupted or not, the throwaway goes: a Ctrl-C while its sandbox starts must not
+    // leave it behind.
+    let verdict = super::interrupt::or_interrupt(explain_in_session(
         home,
         &session,
         a,
         Some("a throwaway sandbox of the configured image (removed again)"),
-    )
-    .await;
+    ))
+    .await?;
     let client = super::daemon::client(home).await?;
     let path = format!("/v1/sessions/{session}?purge=true");
     if let Err(e) = super::daemon::call(&client, Method::DELETE, &path, None).await {
         // The verdict stands; what is left is named so it can be removed by hand.
         say_err!("moat: failed to remove the throwaway session {session}: {e:#} (moat sessions rm {session})");
     }
-    verdict
+    match verdict {
+        Ok(verdict) => verdict,
+        Err(sig) => {
+            say_err!(
+                "moat: {}: no verdict; the throwaway sandbox was removed",
+                sig.name()
+            );
+            Ok(sig.exit_code())
+        }
+    }
 }
 
 /// Through the daemon, as `exec` in `session` would judge it. `place` replaces the daemon's
