@@ -1,15 +1,34 @@
 //! What agents and session streams are told about approvals (docs/approvals.md, "Approvals").
 
-use crate::contract::{Details, Pending, Status, ToolResult};
+use super::ApprovalDecision;
+use crate::contract::{Decision, Details, Machine, Pending, Status, ToolResult};
 use crate::process::ExitInfo;
 use crate::store::ApprovalRow;
+
+/// The decision as `details.allowedDecisions` spells it: the same three words.
+impl From<ApprovalDecision> for Decision {
+    fn from(d: ApprovalDecision) -> Self {
+        match d {
+            ApprovalDecision::AllowOnce => Decision::AllowOnce,
+            ApprovalDecision::AllowAlways => Decision::AllowAlways,
+            ApprovalDecision::Deny => Decision::Deny,
+        }
+    }
+}
 
 /// The `approval-pending` result, returned at once. `display` is the command as shown
 /// (escaped, secrets replaced, never truncated).
 pub fn pending_result(row: &ApprovalRow, display: &str, cwd: &str) -> ToolResult {
     let slug: String = row.id.chars().take(8).collect();
-    let host = row.target.machine();
-    let allowed = row.allowed.split(',').map(str::to_string).collect();
+    let host = Machine::from(row.target);
+    // The service stored the words `ApprovalDecision::as_str` wrote; one it cannot read (a
+    // damaged row) could not be decided either, so it is not offered.
+    let allowed = row
+        .allowed
+        .split(',')
+        .filter_map(|d| ApprovalDecision::parse(d).ok())
+        .map(Decision::from)
+        .collect();
     let text = format!(
         "Approval required (id {slug}). Approve to run; updates will arrive after completion.\n\
          Host: {host}\nCWD: {}\nCommand: {display}\nReason: {}\n\
@@ -26,7 +45,7 @@ pub fn pending_result(row: &ApprovalRow, display: &str, cwd: &str) -> ToolResult
             command: display.to_string(),
             cwd: cwd.to_string(),
             expires_at_ms: row.expires_at_ms,
-            host: host.to_string(),
+            host,
             reason: row.reason.clone(),
             status: Status::ApprovalPending,
         }),

@@ -17,7 +17,11 @@ mod workdir;
 mod wire_tests;
 
 pub use arg_limits::{check_exec, fits_one_argument, ArgLimitError, MAX_ARG_BYTES};
-pub use details::{Denied, Details, Finished, NotStarted, Other, Pending, Poll, Running};
+pub use details::{
+    Bare, BinaryFile, CappedLog, Decision, Denied, Details, DirEntry, DirListing, EmptyLog,
+    EntryKind, FileBytes, FileLines, FileWritten, Finished, Killed, Log, Machine, NotStarted,
+    Other, Patched, Pending, Poll, ProcessList, ProcessRow, Running, Sent,
+};
 pub use elevated::{target, Caller, ElevatedError, GateError, Target};
 pub use env::{merge_env, request_path, validate_env, EnvError};
 pub use failure::{Edges, FailureKind};

@@ -201,8 +201,8 @@ fn every_shape_reads_back_unchanged() {
     }
 }
 
-/// Shapes built outside the contract and shapes this build does not know are read and
-/// printed again unchanged, never refused.
+/// The other tools' shapes and shapes this build does not know are read and printed again
+/// unchanged, never refused.
 #[test]
 fn other_shapes_read_back_unchanged() {
     let wires = [

@@ -8,23 +8,13 @@ use nix::dir::Dir;
 use nix::fcntl::AtFlags;
 use nix::sys::stat::{fstatat, SFlag};
 
-/// One entry as shown.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ListEntry {
-    /// The name, escaped (control, bidi and invisible characters shown as `\u{…}`).
-    pub name: String,
-    /// `file`, `dir`, `symlink` or `other`.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// Bytes, for files (and the link text's length for symlinks).
-    pub size: u64,
-}
+use crate::contract::{DirEntry, EntryKind};
 
 /// What was listed.
 #[derive(Debug)]
 pub struct Listing {
     /// The first `limit` entries by name.
-    pub entries: Vec<ListEntry>,
+    pub entries: Vec<DirEntry>,
     /// Entries in the directory (counted up to the scan bound).
     pub total: usize,
     /// The scan bound stopped the count: `total` is a lower bound.
@@ -59,21 +49,21 @@ pub fn list(dir: &OwnedFd, limit: usize, max_scan: usize) -> io::Result<Listing>
             let (kind, size) = match fstatat(dir, name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
                 Ok(st) => {
                     let kind = match SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) {
-                        SFlag::S_IFREG => "file",
-                        SFlag::S_IFDIR => "dir",
-                        SFlag::S_IFLNK => "symlink",
-                        _ => "other",
+                        SFlag::S_IFREG => EntryKind::File,
+                        SFlag::S_IFDIR => EntryKind::Dir,
+                        SFlag::S_IFLNK => EntryKind::Symlink,
+                        _ => EntryKind::Other,
                     };
-                    let size = if kind == "dir" {
+                    let size = if kind == EntryKind::Dir {
                         0
                     } else {
                         st.st_size.max(0) as u64
                     };
                     (kind, size)
                 }
-                Err(_) => ("other", 0),
+                Err(_) => (EntryKind::Other, 0),
             };
-            ListEntry {
+            DirEntry {
                 name: crate::policy::escape_display(&String::from_utf8_lossy(name.to_bytes())),
                 kind,
                 size,

@@ -6,15 +6,16 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::Arc;
 
-use serde_json::json;
-
 use super::confine::{ConfineError, Workspace};
 use super::list::list;
 use super::patch::{parse, PatchError};
 use super::read::{is_binary, lines, SNIFF_BYTES};
 use super::request::*;
 use crate::config::Config;
-use crate::contract::{Denied, Details, Status, ToolResult};
+use crate::contract::{
+    BinaryFile, Denied, Details, DirListing, EntryKind, FileBytes, FileLines, FileWritten, Patched,
+    Status, ToolResult,
+};
 use crate::output::{Redactor, Sanitizer};
 use crate::policy::{compose, escape_display, Layers, Security};
 use crate::secrets::Secrets;
@@ -58,11 +59,6 @@ pub struct FilesTool {
     pub config: Arc<Config>,
     /// Every configured secret: file text is redacted like command output.
     pub secrets: Arc<Secrets>,
-}
-
-/// A call that did its work: `fields` (the tool's own) and status `completed`.
-fn done(text: String, fields: serde_json::Value) -> ToolResult {
-    ToolResult::new(text, Details::other(Status::Completed, fields))
 }
 
 fn request(msg: impl Into<String>) -> FilesError {
@@ -145,9 +141,14 @@ impl FilesTool {
         let n = read_up_to(&mut file, &mut head).map_err(read_err)?;
         head.truncate(n);
         if is_binary(&head) {
-            return Ok(done(
+            return Ok(ToolResult::new(
                 format!("`{shown}` is a binary file ({size} bytes); its content is not shown."),
-                json!({"path": shown, "binary": true, "size": size}),
+                Details::BinaryFile(BinaryFile {
+                    binary: true,
+                    path: shown,
+                    size,
+                    status: Status::Completed,
+                }),
             ));
         }
         file.seek(SeekFrom::Start(0)).map_err(read_err)?;
@@ -167,9 +168,16 @@ impl FilesTool {
                     "\n\n[Bytes {start}-{end} of {size}; pass byteOffset={end} to read on.]"
                 ));
             }
-            return Ok(done(
+            return Ok(ToolResult::new(
                 text,
-                json!({"path": shown, "size": size, "byteOffset": start, "bytes": buf.len(), "more": end < size}),
+                Details::FileBytes(FileBytes {
+                    byte_offset: start,
+                    bytes: buf.len() as u64,
+                    more: end < size,
+                    path: shown,
+                    size,
+                    status: Status::Completed,
+                }),
             ));
         }
         let limit = req.limit.unwrap_or(DEFAULT_READ_LINES).max(1);
@@ -201,9 +209,16 @@ impl FilesTool {
                 w.first_line
             );
         }
-        Ok(done(
+        Ok(ToolResult::new(
             text,
-            json!({"path": shown, "size": size, "offset": w.first_line, "lines": w.lines, "more": w.more}),
+            Details::FileLines(FileLines {
+                lines: w.lines,
+                more: w.more,
+                offset: w.first_line,
+                path: shown,
+                size,
+                status: Status::Completed,
+            }),
         ))
     }
 
@@ -224,13 +239,18 @@ impl FilesTool {
         let entry = ws.entry(&req.path, req.create_dirs.unwrap_or(false))?;
         let existed = entry.regular()?.is_some();
         entry.write(req.content.as_bytes(), ws.owner())?;
-        Ok(done(
+        Ok(ToolResult::new(
             format!(
                 "{} `{shown}` ({} bytes).",
                 if existed { "Replaced" } else { "Created" },
                 req.content.len()
             ),
-            json!({"path": shown, "bytes": req.content.len(), "created": !existed}),
+            Details::FileWritten(FileWritten {
+                bytes: req.content.len() as u64,
+                created: !existed,
+                path: shown,
+                status: Status::Completed,
+            }),
         ))
     }
 
@@ -250,8 +270,8 @@ impl FilesTool {
         let mut text = String::new();
         for e in &listing.entries {
             match e.kind {
-                "dir" => text.push_str(&format!("{}/\n", e.name)),
-                "file" => text.push_str(&format!("{}  {} bytes\n", e.name, e.size)),
+                EntryKind::Dir => text.push_str(&format!("{}/\n", e.name)),
+                EntryKind::File => text.push_str(&format!("{}  {} bytes\n", e.name, e.size)),
                 kind => text.push_str(&format!("{}  ({kind})\n", e.name)),
             }
         }
@@ -270,9 +290,15 @@ impl FilesTool {
                 listing.total
             ));
         }
-        Ok(done(
+        Ok(ToolResult::new(
             text,
-            json!({"path": shown, "entries": listing.entries, "total": listing.total, "more": more}),
+            Details::DirListing(DirListing {
+                entries: listing.entries,
+                more,
+                path: shown,
+                status: Status::Completed,
+                total: listing.total as u64,
+            }),
         ))
     }
 
@@ -366,7 +392,13 @@ impl FilesTool {
         } else {
             format!("The patch applied:\n{}", summary.join("\n"))
         };
-        Ok(done(text, json!({"files": summary})))
+        Ok(ToolResult::new(
+            text,
+            Details::Patched(Patched {
+                files: summary,
+                status: Status::Completed,
+            }),
+        ))
     }
 }
 

@@ -312,14 +312,19 @@ impl ServerHandler for MoatMcp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::{Details, Status};
+    use crate::contract::Details;
     use serde_json::json;
+
+    /// Details as they might come from any build: the mapping reads only the status.
+    fn details(value: Value) -> Details {
+        serde_json::from_value(value).unwrap()
+    }
 
     #[test]
     fn results_map_status_to_is_error() {
         let ok = call_result(ToolResult::new(
             "hi".into(),
-            Details::other(Status::Completed, json!({"exitCode": 0})),
+            details(json!({"exitCode": 0, "status": "completed"})),
         ));
         assert_eq!(ok.is_error, Some(false));
         assert_eq!(
@@ -331,13 +336,13 @@ mod tests {
 
         let running = call_result(ToolResult::new(
             "Command still running".into(),
-            Details::other(Status::Running, json!({"sessionId": "warm-river"})),
+            details(json!({"sessionId": "warm-river", "status": "running"})),
         ));
         assert_eq!(running.is_error, Some(false));
 
         let bad = call_result(ToolResult::new(
             "x\n\nCommand exited with code 3".into(),
-            Details::other(Status::Failed, json!({"exitCode": 3})),
+            details(json!({"exitCode": 3, "status": "failed"})),
         ));
         assert_eq!(bad.is_error, Some(true));
         assert_eq!(bad.structured_content.unwrap()["exitCode"], 3);

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::app::App;
 use crate::config::{Config, ConfigSource};
-use crate::contract::{ExecRequest, ToolResult};
+use crate::contract::{Details, ExecRequest, ToolResult};
 use crate::files::{FileCall, ListRequest, PatchRequest, ReadRequest, WriteRequest};
 use crate::home::Home;
 use crate::runtime::fake_wrapper::{Play, Wrapper};
@@ -135,7 +135,8 @@ fn request(command: &str) -> ExecRequest {
 }
 
 /// Compares every `(name, actual, expected)`, reporting all mismatches at once; then reads
-/// each back as the CLI does and checks that it prints again unchanged.
+/// each back as the CLI does and checks that it is read as a typed shape (`Other` is only
+/// for what another build sends) and prints again unchanged.
 fn check(rows: &[(&str, String, &str)]) {
     let wrong: Vec<String> = rows
         .iter()
@@ -145,6 +146,10 @@ fn check(rows: &[(&str, String, &str)]) {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     for (name, actual, _) in rows {
         let read: ToolResult = serde_json::from_str(actual).unwrap();
+        assert!(
+            !matches!(read.details, Details::Other(_)),
+            "{name}: read back untyped"
+        );
         assert_eq!(&serde_json::to_string(&read).unwrap(), actual, "{name}");
     }
 }

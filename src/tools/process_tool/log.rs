@@ -1,10 +1,8 @@
 //! `process log`: the whole recorded output paged by line numbers (docs/mcp.md, `process log`).
 //! Blocking file I/O: callers run it off the async workers.
 
-use serde_json::json;
-
 use super::shape::{failed, human_bytes, status_of};
-use crate::contract::{Details, Status, ToolResult};
+use crate::contract::{CappedLog, Details, EmptyLog, Log, Status, ToolResult};
 use crate::output::page;
 use crate::process::Proc;
 
@@ -98,30 +96,21 @@ pub(super) fn read_log(p: &Proc, offset: Option<usize>, limit: Option<usize>) ->
     if !notes.is_empty() {
         text = format!("{text}\n\n[{}]", notes.join("; "));
     }
-    let lines = |a: u64, b: u64| {
-        if b > a {
-            json!([a, b - 1])
-        } else {
-            json!(null)
-        }
-    };
     ToolResult::new(
         text,
-        Details::other(
+        Details::Log(Log {
+            exit_code: exit.as_ref().and_then(|e| e.code),
+            exit_signal: exit.as_ref().and_then(|e| e.signal.clone()),
+            first_line: pg.first,
+            lines: (pg.end > pg.start).then(|| [pg.start, pg.end - 1]),
+            record_cut,
+            process_id: p.info.id.clone(),
             status,
-            json!({
-            "sessionId": p.info.id,
-            "total": pg.last,
-            "totalLines": pg.last,
-            "firstLine": pg.first,
-            "lines": lines(pg.start, pg.end),
-            "totalChars": total_chars,
-            "recordCut": record_cut,
-            "truncated": record_cut || pg.cut,
-            "exitCode": exit.as_ref().and_then(|e| e.code),
-            "exitSignal": exit.as_ref().and_then(|e| e.signal.clone()),
-            }),
-        ),
+            total: pg.last,
+            total_chars,
+            total_lines: pg.last,
+            truncated: record_cut || pg.cut,
+        }),
     )
 }
 
@@ -144,24 +133,26 @@ fn capped_log(p: &Proc, offset: Option<usize>, limit: Option<usize>) -> ToolResu
         };
         return ToolResult::new(
             text.into(),
-            Details::other(status, json!({"totalLines": 0, "totalChars": 0})),
+            Details::EmptyLog(EmptyLog {
+                status,
+                total_chars: 0,
+                total_lines: 0,
+            }),
         );
     }
     let pg = page(&aggregated, offset.map(|o| o.saturating_sub(1)), limit);
     let exit = p.exit();
     ToolResult::new(
         pg.render(),
-        Details::other(
+        Details::CappedLog(CappedLog {
+            exit_code: exit.as_ref().and_then(|e| e.code),
+            exit_signal: exit.as_ref().and_then(|e| e.signal.clone()),
+            process_id: p.info.id.clone(),
             status,
-            json!({
-            "sessionId": p.info.id,
-            "total": pg.total_lines,
-            "totalLines": pg.total_lines,
-            "totalChars": total_chars,
-            "truncated": truncated,
-            "exitCode": exit.as_ref().and_then(|e| e.code),
-            "exitSignal": exit.as_ref().and_then(|e| e.signal.clone()),
-            }),
-        ),
+            total: pg.total_lines as u64,
+            total_chars,
+            total_lines: pg.total_lines as u64,
+            truncated,
+        }),
     )
 }

@@ -3,12 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
-
 use super::log::read_log;
 use super::request::{ProcessAction, ProcessCall, ProcessRequest};
 use super::shape::{exit_line, failed, runtime_text, status_of};
-use crate::contract::{Details, Poll, Status, ToolResult};
+use crate::contract::{Details, Killed, Poll, ProcessList, ProcessRow, Sent, Status, ToolResult};
 use crate::policy::escape_display;
 use crate::process::{Proc, Registry};
 use crate::store::now_ms;
@@ -24,10 +22,7 @@ pub struct ProcessTool {
 
 /// The result of a call that fed the process's stdin.
 fn fed(text: String, id: &str) -> ToolResult {
-    ToolResult::new(
-        text,
-        Details::other(Status::Running, json!({"sessionId": id})),
-    )
+    ToolResult::new(text, Details::Sent(Sent::new(id)))
 }
 
 impl ProcessTool {
@@ -164,10 +159,11 @@ impl ProcessTool {
         // failed (its own status says so on `poll` and `list`).
         ToolResult::new(
             format!("Killed session {id}."),
-            Details::other(
-                Status::Completed,
-                json!({"sessionId": id, "exitSignal": p.exit().and_then(|e| e.signal)}),
-            ),
+            Details::Killed(Killed {
+                exit_signal: p.exit().and_then(|e| e.signal),
+                process_id: id.to_string(),
+                status: Status::Completed,
+            }),
         )
     }
 
@@ -197,7 +193,10 @@ impl ProcessTool {
         if procs.is_empty() {
             return ToolResult::new(
                 "No running or recent sessions.".into(),
-                Details::other(Status::Completed, json!({"sessions": []})),
+                Details::ProcessList(ProcessList {
+                    sessions: Vec::new(),
+                    status: Status::Completed,
+                }),
             );
         }
         let now = now_ms();
@@ -217,21 +216,24 @@ impl ProcessTool {
                 runtime_text(runtime),
                 escape_display(&cmd)
             ));
-            rows.push(json!({
-                "sessionId": p.info.id,
-                "status": status,
-                "startedAt": p.info.started_at_ms,
-                "endedAt": exit.as_ref().map(|e| e.finished_at_ms),
-                "runtimeMs": runtime,
-                "cwd": p.info.cwd,
-                "command": p.info.command,
-                "exitCode": exit.as_ref().and_then(|e| e.code),
-                "exitSignal": exit.as_ref().and_then(|e| e.signal.clone()),
-            }));
+            rows.push(ProcessRow {
+                command: p.info.command.clone(),
+                cwd: p.info.cwd.clone(),
+                ended_at: exit.as_ref().map(|e| e.finished_at_ms),
+                exit_code: exit.as_ref().and_then(|e| e.code),
+                exit_signal: exit.as_ref().and_then(|e| e.signal.clone()),
+                runtime_ms: runtime,
+                process_id: p.info.id.clone(),
+                started_at: p.info.started_at_ms,
+                status,
+            });
         }
         ToolResult::new(
             lines.join("\n"),
-            Details::other(Status::Completed, json!({"sessions": rows})),
+            Details::ProcessList(ProcessList {
+                sessions: rows,
+                status: Status::Completed,
+            }),
         )
     }
 
