@@ -161,12 +161,14 @@ async fn an_interrupted_explain_leaves_nothing() {
             .filter(|s| s.starts_with("explain-"))
             .map(str::to_string)
             .collect();
-        for s in &explains {
-            assert!(home.containers(s).is_empty(), "container of {s} left");
-        }
         assert!(
             explains.is_empty(),
             "after {delay_ms} ms: {explains:?} left"
+        );
+        let containers = containers_of(home.path());
+        assert!(
+            containers.is_empty(),
+            "after {delay_ms} ms: containers {containers:?} left"
         );
         if interrupted {
             break;
