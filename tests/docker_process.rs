@@ -398,12 +398,21 @@ async fn a_process_with_tampered_files_stays_listed() {
     let Some(m) = common::moat("t-tamper", Config::default()).await else {
         return;
     };
-    let id = m.background("a", "sleep 30").await;
+    let id = m.background("a", "echo started; sleep 30").await;
     let log = std::fs::read_dir(m.dir.path().join("run"))
         .unwrap()
         .map(|d| d.unwrap().path().join(format!("{id}.out")))
         .find(|p| p.exists())
         .expect("the process log");
+    // Tampered once the wrapper holds its log open: through the engine's exec the start
+    // returns before the wrapper's shell opened it, and a symlink swapped in before that is
+    // refused by the wrapper itself (its redirection fails, exit 2), a different case.
+    for _ in 0..100 {
+        if std::fs::read_to_string(&log).is_ok_and(|t| t.contains("started")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     std::fs::remove_file(&log).unwrap();
     std::os::unix::fs::symlink("/etc/shadow", &log).unwrap();
     // Another moat on the same home (the daemon after a restart) finds it.
@@ -413,7 +422,7 @@ async fn a_process_with_tampered_files_stays_listed() {
     };
     let other = moat::app::App::with_engine(
         moat::home::Home::at(m.dir.path()),
-        Config::default(),
+        (*m.app.config).clone(),
         source,
         m.app.engine.clone(),
     )
