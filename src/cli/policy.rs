@@ -3,10 +3,7 @@ use http::Method;
 use std::process::ExitCode;
 
 use moat::home::Home;
-use moat::policy::{
-    evaluate_parsed, explain_json, explain_text, raise_ask, tighten_security, Ask, MapResolver,
-    Request, Security,
-};
+use moat::policy::{evaluate_parsed, explain_json, explain_text, MapResolver, Request, Security};
 
 use super::args::{ExplainArgs, PolicyCommand};
 
@@ -28,12 +25,17 @@ async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
     // A host command: names resolve in this machine's trusted directories, exactly where the
     // host executor resolves them.
     let (config, _) = moat::config::load(&home.config_file())?;
-    let mut policy = config.policy.host.clone();
-    policy.security = tighten_security(
-        policy.security,
-        a.security.as_deref().and_then(Security::parse_lenient),
+    let request = moat::policy::RequestLevels {
+        security: a.security.as_deref(),
+        ask: a.ask.as_deref(),
+    };
+    let mut policy = moat::policy::compose(
+        &config.policy.host,
+        moat::policy::Layers {
+            request,
+            ..Default::default()
+        },
     );
-    policy.ask = raise_ask(policy.ask, a.ask.as_deref().and_then(Ask::parse_lenient));
     if a.security.as_deref().and_then(Security::parse_lenient) == Some(Security::Allowlist)
         || !a.allow.is_empty()
     {

@@ -217,13 +217,13 @@ async fn show(home: Home, key: String, json: bool) -> anyhow::Result<ExitCode> {
     let (_, names) = app.sessions.names(&key);
     let container = app.engine.inspect_container(&names.name).await?;
     let o = app.store.session_policy(&key)?.unwrap_or_default();
-    let base = &app.config.policy.sandbox;
-    let (sec, ask) = moat::policy::with_override(
-        (base.security, base.ask),
-        o.security.as_deref(),
-        o.ask.as_deref(),
-        o.loosen,
-    );
+    // The levels in force before any request, composed as exec composes them.
+    let layers = moat::policy::Layers {
+        session: Some(o.layer()),
+        ..Default::default()
+    };
+    let in_force = moat::policy::compose(&app.config.policy.sandbox, layers);
+    let (sec, ask) = (in_force.security, in_force.ask);
     let sticky_on = app
         .store
         .sticky_enabled(&key)?

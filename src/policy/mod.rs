@@ -46,7 +46,7 @@ pub use evaluate::{command_names, evaluate, evaluate_parsed, pattern_words, sour
 pub use explain::{display_argv, escape_display, explain_json, explain_text, is_deceptive};
 pub use ir::{Joiner, Redirect, Script, Segment, TimeKeyword};
 pub use judge::{covered, judge, must_ask, Standing};
-pub use levels::{raise_ask, tighten_security, with_override, Ask, Security};
+pub use levels::{Ask, Security};
 #[cfg(test)]
 pub(crate) use parse::counted as parse_count;
 pub use parse::parse_script;
