@@ -314,6 +314,7 @@ async fn an_exec_parses_its_command_once() {
     ];
     for (name, config, command) in cases {
         let moat = Moat::new(config);
+        counted::watch(command);
         moat.exec(&request(command)).await;
         assert_eq!(counted::of(command), 1, "{name}: {command}");
     }
