@@ -179,7 +179,7 @@ fn approval_event(text: &str, outcome: Option<EventOutcome>, json: bool) -> Opti
 
 /// A finished command's exit status as a shell reports it: its code, or 128 + N for a
 /// signal; 1 when it reported neither (README, "Exit codes of `moat exec`").
-fn exit_status(code: Option<i64>, signal: Option<&str>) -> u8 {
+pub(super) fn exit_status(code: Option<i64>, signal: Option<&str>) -> u8 {
     code.or_else(|| moat::process::signal_number(signal?).map(|n| 128 + n))
         .map(|c| c.clamp(1, 255))
         .unwrap_or(1) as u8

@@ -166,14 +166,7 @@ fn exit_code(result: &ToolResult) -> u8 {
     }
     match result.status() {
         Some(Status::Completed) => 0,
-        _ => d
-            .exit_code()
-            .or_else(|| {
-                let signal = d.exit_signal()?;
-                moat::process::signal_number(signal).map(|n| 128 + n)
-            })
-            .map(|c| c.clamp(1, 255) as u8)
-            .unwrap_or(1),
+        _ => super::exec::exit_status(d.exit_code(), d.exit_signal()),
     }
 }
 
