@@ -489,14 +489,25 @@ fn setarch_inner(name: &str, args: &[String]) -> Result<Option<usize>, UnwrapErr
     }
 }
 
-/// `choom -n N [--] command …`; `choom -p PID` runs nothing.
+/// `choom -n N -- command …`; `choom -p PID` runs nothing. choom's getopt permutes: without
+/// `--` it takes the command's own options as its own (`choom -n 0 ls -p 1` adjusts pid 1), so
+/// a command with an option-like word and no `--` before it is a miss.
 fn choom_inner(args: &[String]) -> Result<Option<usize>, UnwrapError> {
     let scanned =
         scan(&CHOOM, args).map_err(|reason| UnwrapError::Miss(format!("choom: {reason}")))?;
     if scanned.seen.iter().any(|s| s == "--pid") {
         return Ok(None);
     }
-    Ok(scanned.rest_at.filter(|at| *at < args.len()))
+    let Some(at) = scanned.rest_at.filter(|at| *at < args.len()) else {
+        return Ok(None);
+    };
+    let dashed = at > 0 && args[at - 1] == "--";
+    if !dashed && args[at..].iter().any(|a| a.starts_with('-')) {
+        return Err(UnwrapError::Miss(
+            "choom reads options after its command: put -- before the command".to_owned(),
+        ));
+    }
+    Ok(Some(at))
 }
 
 /// `taskset [options] MASK command …` and `chrt [options] PRIORITY command …`: one operand
@@ -722,7 +733,11 @@ fn lenient_inner(argv: &[String]) -> Option<Vec<String>> {
         _ => return None,
     };
     let mut index = 1;
-    if name == "chroot" || name == "setarch" {
+    if name == "setarch" && argv.get(1).is_some_and(|a| !a.starts_with('-')) {
+        // setarch ARCH …: the architecture comes before the options.
+        index += 1;
+    }
+    if name == "chroot" {
         // The first operand of chroot is the new root, not the command.
         while index < argv.len() && argv[index].starts_with('-') {
             index += 1;
