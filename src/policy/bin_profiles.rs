@@ -25,7 +25,8 @@ pub struct BinProfile {
     pub max_positional: usize,
     /// When non-empty, the first operand must be one of these words (`systemctl status`,
     /// `git log`), so a profile can name the read-only subcommands of a program that also
-    /// has others. The subcommand counts as an operand.
+    /// has others. The subcommand counts as an operand; with `min_positional = 0` a use
+    /// with no operand at all (`git --version`) passes too.
     pub subcommands: Vec<String>,
 }
 
@@ -58,12 +59,7 @@ impl BinProfile {
                 key("subcommands")
             ));
         }
-        if !self.subcommands.is_empty() && self.min_positional == 0 {
-            return Err(format!(
-                "{}: a profile with subcommands needs min_positional of at least 1",
-                key("min_positional")
-            ));
-        }
+
         for (field, list) in [
             ("allowed_flags", &self.allowed_flags),
             ("value_flags", &self.value_flags),
