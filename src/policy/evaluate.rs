@@ -1691,7 +1691,10 @@ mod tests {
             ("linux32", "without a command starts a shell"),
             ("setarch x86_64 sh", "/usr/bin/sh is not allowlisted"),
             ("choom -n 0 /bin/sh", "/bin/sh is not allowlisted"),
-            ("choom -n 0 ls -p 1", "choom reads options after its command"),
+            (
+                "choom -n 0 ls -p 1",
+                "choom reads options after its command",
+            ),
             ("taskset 1 sh", "/usr/bin/sh is not allowlisted"),
             ("chrt -o x ls", "chrt with unusual operand"),
             ("flock -c id /tmp/l", "flock: denied option -c (--command)"),
