@@ -255,3 +255,27 @@ fn explain_on_the_host_agrees() {
         "{v}"
     );
 }
+
+#[test]
+fn allowlist_add_says_what_an_entry_trusts() {
+    let home = tempfile::tempdir().unwrap();
+    let add = |host: &str, entry: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
+            .env("MOAT_HOME", home.path())
+            .args(["allowlist", "add", "--host", host, entry])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let warned = add("host", "/usr/bin/tar");
+    assert!(warned.contains("tar has no argv profile"), "{warned}");
+    assert!(
+        warned.contains("[policy.host.argv_profiles.tar]"),
+        "{warned}"
+    );
+    // A program with a built-in profile needs no warning.
+    assert_eq!(add("host", "/usr/bin/ls"), "");
+    let warned = add("sandbox", "/usr/bin/tar");
+    assert!(warned.contains("--checkpoint-action"), "{warned}");
+}
