@@ -308,14 +308,31 @@ impl Scan<'_> {
         self.bounded(std::fs::File::from(fd), rel, max).map(Some)
     }
 
-    /// A file of a git directory outside the workspace (the operator's, out of the sandbox's
-    /// reach): read plainly; `None` when missing.
+    /// A file of a git directory outside the workspace (out of this sandbox's reach; links
+    /// there are the operator's, so they are followed); `None` when missing. Opened without
+    /// blocking and read only when it is a regular file: such a path may still lie in
+    /// another session's workspace, where a FIFO would hang this one's start.
     fn read_outside(&self, path: &Path, max: u64) -> Result<Option<Vec<u8>>, GuardError> {
-        match std::fs::File::open(path) {
-            Ok(f) => self.bounded(f, path, max).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(self.io(path, e)),
+        use std::os::unix::fs::OpenOptionsExt;
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path);
+        let f = match opened {
+            Ok(f) => f,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || e.raw_os_error() == Some(libc::ENOTDIR) =>
+            {
+                return Ok(None)
+            }
+            Err(e) => return Err(self.io(path, e)),
+        };
+        let meta = f.metadata().map_err(|e| self.io(path, e))?;
+        if !meta.is_file() {
+            return Err(self.odd(path));
         }
+        self.bounded(f, path, max).map(Some)
     }
 
     fn bounded(&self, f: std::fs::File, shown: &Path, max: u64) -> Result<Vec<u8>, GuardError> {
