@@ -703,6 +703,41 @@ mod tests {
     }
 
     #[test]
+    fn a_host_workdir_must_lie_in_the_host_workdir_or_a_listed_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let (base, listed, other) = (root.join("host-work"), root.join("build"), root.join("ws"));
+        for d in [&base, &listed, &other] {
+            std::fs::create_dir_all(d.join("sub")).unwrap();
+        }
+        // A link in the host workdir leading out resolves out.
+        std::os::unix::fs::symlink(&other, base.join("to-ws")).unwrap();
+        let allowed = vec![listed.display().to_string()];
+        let rows: Vec<(Option<String>, bool)> = vec![
+            (None, true),
+            (Some("sub".into()), true),
+            (Some(listed.join("sub").display().to_string()), true),
+            (Some(other.display().to_string()), false),
+            (Some("to-ws".into()), false),
+            (Some("../ws".into()), false),
+            (Some("/".into()), false),
+        ];
+        for (workdir, ok) in rows {
+            let cwd = host_workdir(workdir.as_deref(), &base).unwrap();
+            let got = check_host_workdir(&cwd, &base, &allowed);
+            assert_eq!(got.is_ok(), ok, "{workdir:?}: {got:?}");
+            if let Err(e) = got {
+                let text = e.to_string();
+                assert!(
+                    text.contains(&cwd) && text.contains("elevated.allowed_workdirs"),
+                    "{text}"
+                );
+                assert_eq!(e.kind(), crate::contract::FailureKind::Refused);
+            }
+        }
+    }
+
+    #[test]
     fn resolutions_are_only_what_was_asked() {
         let out = "ls\t/usr/bin/ls\t/usr/bin/ls\nevil\t/x\t/y\nls2\trelative\tnot/abs\n";
         let r = read_resolutions(out, &["ls".into(), "ls2".into()]);
