@@ -157,7 +157,7 @@ async fn env_that_makes_an_allowlisted_tool_run_anything_is_refused_by_name() {
     let m = moat(c);
     let r = with_env(
         "printf %s \"$FROBNICATE_LEVEL\"",
-        &dir,
+        &m.scratch(),
         &[("FROBNICATE_LEVEL", "9")],
     );
     assert_eq!(m.exec(r).await.details.to_json()["aggregated"], "9");
@@ -515,8 +515,14 @@ async fn an_allowlisted_git_in_a_sandbox_repository_asks_every_time() {
     let r = m.exec(req("git --version")).await;
     assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
 
+    // Run in the repository itself: refused, the workdir is no host workdir the operator
+    // listed (docs/security.md, "Host commands").
+    let err = refused(&m, "main", &with_env("git status", &repo, &[])).await;
+    assert!(
+        err.contains(&repo.display().to_string()) && err.contains("elevated.allowed_workdirs"),
+        "{err}"
+    );
     for r in [
-        with_env("git status", &repo, &[]),
         req(&format!("git -C {} status", repo.display())),
         req(&format!("git --git-dir={}/.git status", repo.display())),
     ] {
@@ -547,10 +553,12 @@ async fn an_allowlisted_git_in_a_sandbox_repository_asks_every_time() {
         "git ran the repository's hook without an operator"
     );
 
-    // With `ask = off` nobody is asked: the run is refused, naming why.
+    // With `ask = off` nobody is asked: the run is refused, naming why; a workdir the
+    // operator listed that a sandbox can write too.
     let mut c = allowlisting(&["git"]);
     c.policy.host.ask = moat::policy::Ask::Off;
     c.sandbox.workspace_root = m.dir.path().join("workspaces").display().to_string();
+    c.elevated.allowed_workdirs = vec![c.sandbox.workspace_root.clone()];
     let quiet = moat(c);
     let out = quiet.exec(with_env("git status", &repo, &[])).await;
     assert_eq!(out.details.to_json()["denied"], true, "{}", out.text());
@@ -566,7 +574,9 @@ async fn an_allowlisted_git_in_a_sandbox_repository_asks_every_time() {
         .approvals
         .allowlist_add("host", &which("git"), &op())
         .unwrap();
-    let out = m.exec(with_env("git status", &repo, &[])).await;
+    let out = m
+        .exec(req(&format!("git -C {} status", repo.display())))
+        .await;
     assert_eq!(
         out.status(),
         Some(Status::ApprovalPending),
@@ -603,11 +613,23 @@ async fn every_location_a_sandbox_writes_asks() {
         format!("{}:/data", rw.display()),
         format!("{}:/ref:ro", ro.display()),
     ];
-    let m = moat(c);
-    let run = m.dir.path().join("run").join("some-container");
+    let home = tempfile::tempdir().unwrap();
+    let run = home.path().join("run").join("some-container");
     std::fs::create_dir_all(&run).unwrap();
-    let ws = m.dir.path().join("workspaces").join("main");
+    let ws = home.path().join("workspaces").join("main");
     std::fs::create_dir_all(&ws).unwrap();
+    // Not a host workdir the operator listed: refused outright, naming the key.
+    let strict = common::host::moat_at(home.path(), c.clone());
+    for dir in [&rw, &run, &ws, &ro] {
+        let err = refused(&strict, "main", &with_env("ls", dir, &[])).await;
+        assert!(err.contains("elevated.allowed_workdirs"), "{err}");
+    }
+    // Listed by the operator, a directory a sandbox can write still asks every time.
+    c.elevated.allowed_workdirs = vec![outside.path().display().to_string()];
+    c.elevated
+        .allowed_workdirs
+        .push(home.path().display().to_string());
+    let m = common::host::moat_at(home.path(), c);
     for (dir, what) in [
         (&rw, "the sandbox bind"),
         (&run, "the sandbox run directories"),

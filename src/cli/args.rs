@@ -92,6 +92,9 @@ pub struct RunArgs {
     /// With --workspace: mount it read-only.
     #[arg(long, requires = "workspace")]
     pub read_only: bool,
+    /// With --workspace: let the sandbox write its git metadata (.git is read-only otherwise).
+    #[arg(long, requires = "workspace", conflicts_with = "read_only")]
+    pub git_writable: bool,
     /// The image instead of sandbox.image.
     #[arg(long)]
     pub image: Option<String>,
@@ -253,6 +256,9 @@ pub struct ExecArgs {
     /// With --workspace: mount it read-only.
     #[arg(long, requires = "workspace")]
     pub read_only: bool,
+    /// With --workspace: let the sandbox write its git metadata (.git is read-only otherwise).
+    #[arg(long, requires = "workspace", conflicts_with = "read_only")]
+    pub git_writable: bool,
     /// The shell command.
     #[arg(required = true, last = true, num_args = 1..)]
     pub command: Vec<String>,
@@ -320,6 +326,10 @@ pub enum SessionsCommand {
         /// Mount the workspace read-only.
         #[arg(long, requires = "workspace")]
         read_only: bool,
+        /// Let the sandbox write the checkout's git metadata (.git, hooks, config); without
+        /// it .git is mounted read-only, since git on the host runs what it finds there.
+        #[arg(long, requires = "workspace", conflicts_with = "read_only")]
+        git_writable: bool,
         /// The image instead of sandbox.image.
         #[arg(long)]
         image: Option<String>,

@@ -53,7 +53,11 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
     if a.workspace.is_some() {
         // Creates the session with it, or checks that it already has this very workspace.
         let ws = a.workspace.as_deref();
-        super::sessions::create(&client, &a.session, ws, a.read_only, None, None).await?;
+        let mode = moat::session::setup::WorkspaceMode {
+            read_only: a.read_only,
+            git_writable: a.git_writable,
+        };
+        super::sessions::create(&client, &a.session, ws, mode, None, None).await?;
     }
     // Ctrl-C or SIGTERM ends the command this CLI waits on (see interrupt.rs).
     let waiting = OnceLock::new();

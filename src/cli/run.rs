@@ -59,7 +59,10 @@ pub async fn run(home: Home, a: RunArgs) -> anyhow::Result<ExitCode> {
         &client,
         &session,
         a.workspace.as_deref(),
-        a.read_only,
+        moat::session::setup::WorkspaceMode {
+            read_only: a.read_only,
+            git_writable: a.git_writable,
+        },
         a.image.as_deref(),
         a.network.as_deref(),
     )

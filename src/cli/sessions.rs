@@ -8,6 +8,7 @@ use moat::home::Home;
 use serde_json::{json, Value};
 
 use super::args::SessionsCommand;
+use moat::session::setup::WorkspaceMode;
 
 pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
@@ -47,11 +48,7 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                         ago(r["createdAtMs"].as_i64()),
                         ago(r["lastUsedAtMs"].as_i64()),
                         moat::policy::escape_display(r["workspace"].as_str().unwrap_or("")),
-                        if r["workspaceReadOnly"] == true {
-                            " (ro)"
-                        } else {
-                            ""
-                        },
+                        workspace_note(&r, " (ro)", " (git rw)", ""),
                     );
                 }
             }
@@ -73,15 +70,20 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             key,
             workspace,
             read_only,
+            git_writable,
             image,
             network,
         } => {
             let client = super::daemon::client(&home).await?;
+            let mode = WorkspaceMode {
+                read_only,
+                git_writable,
+            };
             let v = create(
                 &client,
                 &key,
                 workspace.as_deref(),
-                read_only,
+                mode,
                 image.as_deref(),
                 network.as_deref(),
             )
@@ -89,12 +91,8 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             say!(
                 "session {key}: container {}, workspace {}{}",
                 v["container"].as_str().unwrap_or(""),
-                v["workspace"].as_str().unwrap_or(""),
-                if v["workspaceReadOnly"] == true {
-                    " (read-only)"
-                } else {
-                    ""
-                }
+                moat::policy::escape_display(v["workspace"].as_str().unwrap_or("")),
+                workspace_note(&v, " (read-only)", " (git writable)", " (git read-only)")
             );
             if let Some(w) = v["warning"].as_str() {
                 super::term::say_err!("moat: {w}");
@@ -150,13 +148,33 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// What the listing says after a workspace: `ro` when it is read-only, `git` when it is a
+/// host checkout whose git metadata the sandbox may write (docs/security.md, "Host
+/// workspaces"), `guarded` for a host checkout whose metadata it may not.
+fn workspace_note(
+    v: &Value,
+    ro: &'static str,
+    git: &'static str,
+    guarded: &'static str,
+) -> &'static str {
+    if v["workspaceReadOnly"] == true {
+        ro
+    } else if v["gitWritable"] == true {
+        git
+    } else if v["hostWorkspace"] == true {
+        guarded
+    } else {
+        ""
+    }
+}
+
 /// Creates `key` through the daemon (`POST /v1/sessions`), with `workspace` (made absolute
 /// here: the daemon's working directory is not the caller's).
 pub async fn create(
     client: &moat::daemon::DaemonClient,
     key: &str,
     workspace: Option<&std::path::Path>,
-    read_only: bool,
+    mode: WorkspaceMode,
     image: Option<&str>,
     network: Option<&str>,
 ) -> anyhow::Result<Value> {
@@ -171,7 +189,8 @@ pub async fn create(
     let body = json!({
         "session": key,
         "workspace": workspace.map(|w| w.display().to_string()),
-        "readOnly": read_only,
+        "readOnly": mode.read_only,
+        "gitWritable": mode.git_writable,
         "image": image,
         "network": network,
     });

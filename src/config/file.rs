@@ -220,6 +220,12 @@ pub struct SandboxConfig {
     /// Last on purpose (with `egress` and `transport`): it shapes no container, and
     /// `config_hash` leaves it out.
     pub shell: crate::process::script::Shell,
+    /// Let sandboxes write the git metadata of every host workspace (`.git`, mounted
+    /// read-only by default, because the operator's git on the host runs hooks and config
+    /// found there: docs/security.md, "Host workspaces"); one session at a time with `moat
+    /// sessions create --git-writable`. After `shell` so `config_hash` leaves it out: it
+    /// shapes only host-workspace containers, whose hash covers it with their git mounts.
+    pub git_writable: bool,
     /// `[sandbox.egress]`: the daemon decides each connection live, so changing it recreates
     /// no container and `config_hash` leaves it out (after `shell`).
     pub egress: super::EgressConfig,
@@ -258,6 +264,7 @@ impl Default for SandboxConfig {
             workspace_max_bytes: "10g".into(),
             tmpfs_max_bytes: "auto".into(),
             shell: Default::default(),
+            git_writable: false,
             egress: Default::default(),
             transport: Default::default(),
         }

@@ -45,6 +45,11 @@ pub struct ElevatedConfig {
     /// taken from it). Empty: `$MOAT_HOME/host-work`, created private. It should be a
     /// directory no sandbox can write; one that a sandbox can write asks every time.
     pub workdir: String,
+    /// Host directories, beside `workdir`, that a host command may run in (it or anything
+    /// below it, symlinks resolved). A request naming any other workdir is refused, whatever
+    /// the level: an agent must not pick the directory the operator's tools run in
+    /// (docs/security.md, "Host commands"). Absolute, without `..`, checked at load.
+    pub allowed_workdirs: Vec<String>,
     /// The user host commands run as (`name`, `uid` or `uid:gid`; empty = moat's own user).
     /// Another user cannot enter moat's 0700 home, so no host command can reach the socket,
     /// the operator token or the state database (docs/security.md, "The operator channel").

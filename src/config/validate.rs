@@ -216,6 +216,14 @@ fn validate_sections(config: &Config) -> Result<(), ConfigError> {
             format!("`{wd}` must be an absolute host path without `..`"),
         ));
     }
+    for dir in &config.elevated.allowed_workdirs {
+        if !dir.starts_with('/') || dir.split('/').any(|c| c == "..") || dir.contains('\0') {
+            return Err(invalid(
+                "elevated.allowed_workdirs".into(),
+                format!("`{dir}` must be an absolute host path without `..`"),
+            ));
+        }
+    }
     for (provider, ids) in &config.elevated.allow_from {
         if ids.iter().any(|i| i.trim().is_empty()) {
             return Err(invalid(
@@ -550,6 +558,14 @@ mod tests {
             (
                 |c| c.elevated.env_allow = vec!["LD_PRELOAD".into()],
                 "elevated.env_allow",
+            ),
+            (
+                |c| c.elevated.allowed_workdirs = vec!["srv/build".into()],
+                "elevated.allowed_workdirs",
+            ),
+            (
+                |c| c.elevated.allowed_workdirs = vec!["/srv/../etc".into()],
+                "elevated.allowed_workdirs",
             ),
             (
                 |c| c.elevated.workdir = "relative/dir".into(),

@@ -28,6 +28,10 @@ pub struct SessionView {
     /// The host directory mounted as `/workspace` (it outlives the container): the one the
     /// session was created with, or its default under the home.
     pub workspace: String,
+    /// How the sandbox sees a host checkout's git metadata (docs/security.md, "Host
+    /// workspaces"): `git writable` when the operator allowed it, `git read-only` for a
+    /// guarded checkout, empty for a default or read-only workspace.
+    pub git: &'static str,
     /// The image the session chose, or `sandbox.image`.
     pub image: String,
     /// When moat first made it.
@@ -75,6 +79,14 @@ pub fn view(
         workspace: match &setup.workspace {
             Some(host) => host.path.clone(),
             None => sessions.workspace_dir(&names.slug).display().to_string(),
+        },
+        git: match &setup.workspace {
+            Some(host) if host.read_only => "",
+            Some(host) if host.git_writable || state.app.config.sandbox.git_writable => {
+                "git writable"
+            }
+            Some(_) => "git read-only",
+            None => "",
         },
         image: setup
             .image

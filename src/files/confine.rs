@@ -49,6 +49,8 @@ pub enum ConfineError {
         #[source]
         source: io::Error,
     },
+    #[error("write `{path}`: it is inside {part}, which the sandbox sees read-only (the checkout's git metadata; docs/security.md, \"Host workspaces\"); create the session with --git-writable to let it")]
+    ReadOnlyPart { path: String, part: String },
     #[error("open the workspace {root}")]
     Root {
         root: String,
@@ -68,6 +70,9 @@ pub struct Workspace {
     /// uid:gid that files and directories created here are given (as root), so they belong
     /// to the sandbox user like the files it creates itself; `None` when moat is not root.
     owner: Option<(u32, u32)>,
+    /// Host paths below the root that the sandbox sees read-only (a checkout's git
+    /// metadata): nothing is written or made there, or moat would get round the mount.
+    read_only: Vec<PathBuf>,
 }
 
 /// A path below the workspace split into its opened parent and its last component: what
@@ -102,7 +107,73 @@ impl Workspace {
             root,
             host_root: host_root.to_path_buf(),
             owner,
+            read_only: Vec::new(),
         })
+    }
+
+    /// The same workspace, with `parts` (host paths below it) refused to every write.
+    pub fn with_read_only(mut self, parts: Vec<PathBuf>) -> Self {
+        self.read_only = parts;
+        self
+    }
+
+    /// Refuses `tail` below the directory `dir` (opened beneath the root) when that is inside
+    /// a read-only part. Where `dir` really is comes from the kernel (`/proc/self/fd`), so a
+    /// link in the workspace leading into `.git` is seen through.
+    fn check_writable(&self, dir: &OwnedFd, tail: &Path, shown: &str) -> Result<(), ConfineError> {
+        if self.read_only.is_empty() {
+            return Ok(());
+        }
+        use std::os::fd::AsRawFd;
+        let real =
+            std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())).map_err(|source| {
+                ConfineError::Io {
+                    action: "locate",
+                    path: shown.to_string(),
+                    source,
+                }
+            })?;
+        let full = real.join(tail);
+        match self.read_only.iter().find(|p| full.starts_with(p)) {
+            Some(part) => Err(ConfineError::ReadOnlyPart {
+                path: shown.to_string(),
+                part: crate::policy::escape_display(&part.display().to_string()),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Self::check_writable`] for `parent_rel/name` before anything on the way is made: the
+    /// deepest part of it that exists, and the rest by name.
+    fn check_creatable_here(
+        &self,
+        parent_rel: &Path,
+        name: &OsStr,
+        shown: &str,
+    ) -> Result<(), ConfineError> {
+        if self.read_only.is_empty() {
+            return Ok(());
+        }
+        let mut probe = parent_rel.to_path_buf();
+        let mut tail = PathBuf::from(name);
+        loop {
+            let here = if probe.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                probe.clone()
+            };
+            match self.open_beneath(&here, OFlag::O_PATH | OFlag::O_DIRECTORY, shown) {
+                Ok(fd) => return self.check_writable(&fd, &tail, shown),
+                Err(ConfineError::Missing { .. }) => match probe.file_name() {
+                    Some(n) => {
+                        tail = Path::new(n).join(&tail);
+                        probe.pop();
+                    }
+                    None => return Ok(()),
+                },
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The path relative to the root that `requested` names: relative to the workspace, or
@@ -220,10 +291,12 @@ impl Workspace {
         } else {
             parent_rel
         };
+        self.check_creatable_here(parent_rel, &name, &shown)?;
         if create_dirs {
             self.make_dirs(parent_rel, &shown)?;
         }
         let parent = self.open_beneath(parent_rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY, &shown)?;
+        self.check_writable(&parent, Path::new(&name), &shown)?;
         Ok(Entry {
             parent,
             name,

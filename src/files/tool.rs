@@ -75,7 +75,8 @@ impl FilesTool {
 
     /// The workspace for a tool that writes: refused when the sandbox sees it read-only
     /// (`sandbox.workspace_access = "ro"`, or a host workspace created `--read-only`), since
-    /// moat writing on the host would get round the mount.
+    /// moat writing on the host would get round the mount; for the same reason the parts the
+    /// sandbox sees read-only (a checkout's `.git`) refuse every write.
     async fn writable_workspace(&self, session: &str, what: &str) -> Result<Workspace, FilesError> {
         let container = self.sessions.ensure(session).await?;
         if container.read_only
@@ -85,7 +86,8 @@ impl FilesTool {
                 "{what}: the workspace of session {session} is read-only"
             )));
         }
-        Ok(Workspace::open(&container.workspace, container.owner)?)
+        Ok(Workspace::open(&container.workspace, container.owner)?
+            .with_read_only(container.read_only_parts.clone()))
     }
 
     /// The sandbox security mode in force for `session`: the config, tightened (or, with

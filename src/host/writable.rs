@@ -1,10 +1,14 @@
-//! Where a sandbox can write, seen from the host (docs/security.md, "Host commands").
+//! Where a sandbox can write, seen from the host (docs/security.md, "Directories a sandbox can
+//! write").
 //!
 //! A host command that runs in such a directory, or names one in an operand (`git -C`,
 //! `--git-dir=`, `make -f`, `tar -C`, …), reads content the agent controls: git hooks and
 //! `core.*` settings (`core.fsmonitor`, `core.pager`, …), Makefiles, npm scripts and their kin
 //! execute it. Such a command is never allowed by the allowlist alone nor by an allow-always
 //! entry: it asks every time, with the reason this module gives.
+//!
+//! Which directories those are is not decided here: `session::Sessions::writable_roots` reads
+//! them from what the engine says is mounted into the sandboxes, plus what moat hands in.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +21,10 @@ use super::bound::lexical;
 pub struct WritableRoots {
     /// What each root is (for the reason) and the root, symlinks resolved when it exists.
     roots: Vec<(String, PathBuf)>,
+    /// Set when moat could not learn every root (the engine did not answer): then any path
+    /// may be one, so every run asks, saying why. Failing closed here costs an approval;
+    /// failing open would run the agent's Makefile.
+    unknown: Option<String>,
 }
 
 fn real(p: &Path) -> PathBuf {
@@ -24,14 +32,45 @@ fn real(p: &Path) -> PathBuf {
 }
 
 impl WritableRoots {
-    /// `roots`: (what it is, where it is).
+    /// `roots`: (what it is, where it is). A root inside another is dropped (the outer one
+    /// names it), as is a second entry for the same directory: the first description wins.
     pub fn new(roots: Vec<(String, PathBuf)>) -> Self {
-        Self {
-            roots: roots
-                .into_iter()
-                .map(|(what, p)| (what, real(&p)))
-                .collect(),
+        let resolved: Vec<(String, PathBuf)> = roots
+            .into_iter()
+            .map(|(what, p)| (what, real(&p)))
+            .collect();
+        let mut kept: Vec<(String, PathBuf)> = Vec::new();
+        for (i, (what, root)) in resolved.iter().enumerate() {
+            let covered = resolved
+                .iter()
+                .enumerate()
+                .any(|(j, (_, other))| root.starts_with(other) && (root != other || j < i));
+            if !covered {
+                kept.push((what.clone(), root.clone()));
+            }
         }
+        Self {
+            roots: kept,
+            unknown: None,
+        }
+    }
+
+    /// `roots`, and `why` moat could not learn the others: every run asks.
+    pub fn incomplete(roots: Vec<(String, PathBuf)>, why: String) -> Self {
+        Self {
+            unknown: Some(why),
+            ..Self::new(roots)
+        }
+    }
+
+    /// The roots, outermost only, each with what it is.
+    pub fn roots(&self) -> &[(String, PathBuf)] {
+        &self.roots
+    }
+
+    /// Whether `path` (symlinks resolved) lies in a directory a sandbox can write.
+    pub fn contains(&self, path: &Path) -> bool {
+        self.containing(path).is_some()
     }
 
     fn containing(&self, path: &Path) -> Option<&(String, PathBuf)> {
@@ -43,11 +82,17 @@ impl WritableRoots {
     pub fn reason(&self, cwd: &Path, plan: &str) -> Option<String> {
         let why = "programs run content found there (git hooks and core.* settings such as \
                    core.fsmonitor, Makefiles, npm scripts), so every run needs an operator";
+        if let Some(unknown) = &self.unknown {
+            return Some(format!(
+                "moat could not learn every directory a sandbox can write ({}), so any directory may be one: {why}",
+                crate::policy::escape_display(unknown)
+            ));
+        }
         if let Some((what, root)) = self.containing(cwd) {
             return Some(format!(
                 "the workdir {} is inside {what} ({}), which a sandbox can write: {why}",
                 crate::policy::escape_display(&cwd.display().to_string()),
-                root.display()
+                crate::policy::escape_display(&root.display().to_string())
             ));
         }
         for word in words(plan) {
@@ -73,7 +118,7 @@ impl WritableRoots {
                         "`{}` names {}, inside {what} ({}), which a sandbox can write: {why}",
                         crate::policy::escape_display(&word),
                         crate::policy::escape_display(&full.display().to_string()),
-                        root.display()
+                        crate::policy::escape_display(&root.display().to_string())
                     ));
                 }
             }
@@ -140,6 +185,28 @@ fn candidates(word: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nested_and_repeated_roots_keep_the_outer_first_one_and_unknown_asks() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("vendor")).unwrap();
+        let roots = WritableRoots::new(vec![
+            ("the pin".into(), ws.join("vendor")),
+            ("the workspace".into(), ws.clone()),
+            ("the bind".into(), ws.clone()),
+        ]);
+        let real_ws = std::fs::canonicalize(&ws).unwrap();
+        assert_eq!(roots.roots(), &[("the workspace".to_string(), real_ws)]);
+        assert!(roots.contains(&ws.join("vendor/x")));
+        assert!(!roots.contains(dir.path()));
+        let unknown = WritableRoots::incomplete(Vec::new(), "the engine is down".into());
+        let r = unknown.reason(dir.path(), "ls").unwrap();
+        assert!(
+            r.contains("the engine is down") && r.contains("core.fsmonitor"),
+            "{r}"
+        );
+    }
 
     #[test]
     fn workdirs_and_operands_inside_writable_roots_are_named() {

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use tokio::sync::oneshot;
 
 use super::{
-    ContainerInfo, ContainerSpec, Engine, EngineInfo, ExecSpec, ExecStarted, Executor, RuntimeError,
+    ContainerInfo, ContainerSpec, Engine, EngineInfo, ExecSpec, ExecStarted, Executor, HostMount,
+    RuntimeError,
 };
 
 /// A recorded call, for assertions.
@@ -33,6 +34,8 @@ pub enum Call {
         network: String,
         container: String,
     },
+    /// `host_mounts` of this container id.
+    Mounts(String),
 }
 
 /// What a command does once started; its exec ends when the future does.
@@ -50,6 +53,10 @@ struct State {
     next_id: u64,
     /// Network name → labels.
     networks: BTreeMap<String, BTreeMap<String, String>>,
+    /// Mounts a test adds to a container beyond its spec's (a volume the image declares).
+    extra_mounts: BTreeMap<String, Vec<HostMount>>,
+    /// Set: `host_mounts` fails, as an engine that stopped answering would.
+    mounts_fail: bool,
 }
 
 /// See the module docs.
@@ -105,6 +112,20 @@ impl FakeRuntime {
         self.state.lock().unwrap().specs.get(name).cloned()
     }
 
+    /// Adds `mount` to what `host_mounts` reports for container `name`.
+    pub fn add_mount(&self, name: &str, mount: HostMount) {
+        let mut s = self.state.lock().unwrap();
+        s.extra_mounts
+            .entry(name.to_string())
+            .or_default()
+            .push(mount);
+    }
+
+    /// Makes every later `host_mounts` fail (`true`) or answer again.
+    pub fn fail_mounts(&self, fail: bool) {
+        self.state.lock().unwrap().mounts_fail = fail;
+    }
+
     /// Stops a container behind moat's back, as `docker stop` would.
     pub fn stop(&self, name: &str) {
         if let Some(c) = self.state.lock().unwrap().containers.get_mut(name) {
@@ -149,6 +170,42 @@ impl Engine for FakeRuntime {
             })
             .cloned()
             .collect())
+    }
+
+    async fn host_mounts(&self, id: &str) -> Result<Option<Vec<HostMount>>, RuntimeError> {
+        let mut s = self.state.lock().unwrap();
+        s.calls.push(Call::Mounts(id.to_string()));
+        if s.mounts_fail {
+            return Err(RuntimeError::Other {
+                action: format!("inspect container {id}"),
+                message: "the fake engine was told to fail".into(),
+            });
+        }
+        let Some(name) = s
+            .containers
+            .values()
+            .find(|c| c.id == id || c.name == id)
+            .map(|c| c.name.clone())
+        else {
+            return Ok(None);
+        };
+        let mut out: Vec<HostMount> = s
+            .specs
+            .get(&name)
+            .map(|spec| {
+                spec.mounts
+                    .iter()
+                    .map(|m| HostMount {
+                        source: m.source.clone(),
+                        target: m.target.clone(),
+                        writable: !m.read_only,
+                        kind: "bind".into(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.extend(s.extra_mounts.get(&name).cloned().unwrap_or_default());
+        Ok(Some(out))
     }
 
     async fn create_container(&self, spec: &ContainerSpec) -> Result<String, RuntimeError> {

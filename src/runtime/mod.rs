@@ -24,8 +24,8 @@ mod types;
 pub use error::RuntimeError;
 pub use transport::Transport;
 pub use types::{
-    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, Mount, Progress,
-    Wrapped,
+    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, HostMount, Mount,
+    Progress, Wrapped,
 };
 
 use async_trait::async_trait;
@@ -77,6 +77,12 @@ pub trait Engine: Send + Sync + 'static {
     async fn inspect_container(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError>;
     /// Containers (running or not) carrying `label` (`key` or `key=value`).
     async fn list_containers(&self, label: &str) -> Result<Vec<ContainerInfo>, RuntimeError>;
+    /// What container `id` has from the host, as the engine reports it: every bind and volume
+    /// with its host path and whether it is writable, and the root filesystem's upper
+    /// directory when the root is writable; `None` when the container does not exist. A
+    /// container's mounts never change after it was created, so callers may keep the answer
+    /// by id (docs/security.md, "Directories a sandbox can write").
+    async fn host_mounts(&self, id: &str) -> Result<Option<Vec<HostMount>>, RuntimeError>;
     /// Creates a container; returns its id.
     async fn create_container(&self, spec: &ContainerSpec) -> Result<String, RuntimeError>;
     async fn start_container(&self, id: &str) -> Result<(), RuntimeError>;

@@ -20,6 +20,22 @@ pub struct Mount {
     pub read_only: bool,
 }
 
+/// Something the engine says a container has from the host: a bind mount, a volume, or its
+/// writable root filesystem layer. What a sandbox can write on this machine is read from these
+/// (docs/security.md, "Directories a sandbox can write"), never from what moat meant to mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostMount {
+    /// The host path the container reaches: a bind's source, a volume's storage directory, or
+    /// the root filesystem's upper directory.
+    pub source: String,
+    /// Where the container sees it (`/` for the root filesystem layer).
+    pub target: String,
+    /// Whether the container may write it.
+    pub writable: bool,
+    /// `bind`, `volume`, or `rootfs` (the container's own writable layer).
+    pub kind: String,
+}
+
 /// Everything needed to create a session container; built from config by `session::spec`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContainerSpec {

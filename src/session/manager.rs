@@ -16,7 +16,7 @@ use crate::runtime::{Engine, Executor, RuntimeError};
 use crate::store::{now_ms, Store, StoreError};
 
 use super::key::{container_key, ContainerName};
-use super::spec::{build_spec, config_hash, HASH_LABEL, MOAT_LABEL};
+use super::spec::{build_spec, config_hash, GitMode, GIT_LABEL, HASH_LABEL, MOAT_LABEL};
 use crate::session_key::{validate_key, KeyError};
 
 /// How recently a container must have been used to be spared recreation on a config change.
@@ -46,6 +46,9 @@ pub enum SessionError {
     Egress(#[from] crate::egress::lifecycle::LifecycleError),
     #[error("use sandbox.runtime `{name}`: the engine offers only {offered}; for gVisor run scripts/setup-runsc (it installs runsc and registers it with the engine), or clear sandbox.runtime")]
     NoRuntime { name: String, offered: String },
+    /// A host workspace whose git metadata cannot be mounted read-only.
+    #[error(transparent)]
+    Guard(#[from] super::git_guard::GuardError),
 }
 
 impl SessionError {
@@ -58,6 +61,9 @@ impl SessionError {
             Self::Choice(c) if c.is_callers() => FailureKind::Invalid,
             // The image or runtime the configuration names is missing: the operator's to fix.
             Self::NoImage(_) | Self::NoRuntime { .. } => FailureKind::Unavailable,
+            // So is a checkout moat cannot guard (a symlinked .git, a missing hooks path).
+            Self::Guard(super::git_guard::GuardError::Io { .. }) => FailureKind::Internal,
+            Self::Guard(_) => FailureKind::Unavailable,
             _ => FailureKind::Internal,
         }
     }
@@ -80,6 +86,10 @@ pub struct SessionContainer {
     /// The workspace is the operator's own directory mounted read-only (`--read-only`), so
     /// moat's file tools must not write it either.
     pub read_only: bool,
+    /// Host paths inside a writable workspace that the sandbox sees read-only (a host
+    /// checkout's git metadata, docs/security.md, "Host workspaces"): moat's file tools must
+    /// not write them either, or they would get round the mount.
+    pub read_only_parts: Vec<PathBuf>,
     /// Set when the container does not match the config but was kept (recently used).
     pub warning: Option<String>,
 }
@@ -87,13 +97,13 @@ pub struct SessionContainer {
 /// See the module docs.
 pub struct Sessions {
     /// Containers, images and networks.
-    runtime: Arc<dyn Engine>,
+    pub(super) runtime: Arc<dyn Engine>,
     /// Commands in session containers (the helper transport or the engine's exec): the
     /// checks a session runs in its container go the way its commands go.
     commands: Arc<dyn Executor>,
-    store: Arc<Store>,
-    config: Arc<Config>,
-    home: Home,
+    pub(super) store: Arc<Store>,
+    pub(super) config: Arc<Config>,
+    pub(super) home: Home,
     /// Containers known to be running, by container key. A std mutex: never held across
     /// `.await`.
     ready: Mutex<HashMap<String, SessionContainer>>,
@@ -109,6 +119,10 @@ pub struct Sessions {
     /// One egress start at a time: a daemon's adoption at start and a command's ensure could
     /// otherwise both bind the same control socket, and one of them fail.
     egress_start: tokio::sync::Mutex<()>,
+    /// What the engine said each container (by id) has from the host, for
+    /// [`Sessions::writable_roots`]: mounts never change after a container is created, so one
+    /// inspect per container is enough; the list of containers is asked for every time.
+    pub(super) mounts_seen: Mutex<HashMap<String, Vec<crate::runtime::HostMount>>>,
 }
 
 impl Sessions {
@@ -130,6 +144,7 @@ impl Sessions {
             over_disk: Mutex::new(HashMap::new()),
             egress: Mutex::new(HashMap::new()),
             egress_start: tokio::sync::Mutex::new(()),
+            mounts_seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -449,6 +464,40 @@ impl Sessions {
         })
     }
 
+    /// How the git metadata of the host workspace `row` at `workspace` is mounted
+    /// (docs/security.md, "Host workspaces"); `None` for a default workspace.
+    fn git_mode(
+        &self,
+        row: Option<&crate::store::WorkspaceRow>,
+        workspace: &Path,
+        sandbox: &SandboxConfig,
+    ) -> Result<Option<GitMode>, SessionError> {
+        if row.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(if sandbox.workspace_access == WorkspaceAccess::Ro {
+            GitMode::ReadOnlyWorkspace
+        } else if sandbox.git_writable {
+            GitMode::Writable
+        } else {
+            GitMode::Guarded(super::git_guard::scan(workspace)?)
+        }))
+    }
+
+    /// The hash a container of this session should carry: a host workspace, and how its git
+    /// metadata is mounted, are part of what the container is. Without one the hash is what
+    /// it always was.
+    fn want_hash(
+        sandbox: &SandboxConfig,
+        row: Option<&crate::store::WorkspaceRow>,
+        git: Option<&GitMode>,
+    ) -> String {
+        match (row, git) {
+            (Some(row), Some(git)) => super::spec::hash_with_workspace(sandbox, &row.path, git),
+            _ => config_hash(sandbox),
+        }
+    }
+
     async fn ensure_slow(
         &self,
         key: &str,
@@ -466,14 +515,12 @@ impl Sessions {
         };
         let run_dir = self.home.run_dir(&names.slug);
         let mut warning = None;
-        // A host workspace is part of what the container is: another directory is another
-        // container. Without one the hash is what it always was.
-        let want_hash = match &host {
-            Some(row) => super::spec::hash_with_workspace(sandbox, &row.path),
-            None => config_hash(sandbox),
-        };
+        let mut git = self.git_mode(host.as_ref(), &workspace, sandbox)?;
+        let mut want_hash = Self::want_hash(sandbox, host.as_ref(), git.as_ref());
         let owner = sandbox.uid_gid();
         let read_only = host.as_ref().is_some_and(|r| r.read_only);
+        let read_only_parts =
+            |git: &Option<GitMode>| git.as_ref().map(|g| g.read_only_paths(&workspace));
         if let Some(existing) = self.runtime.inspect_container(&names.name).await? {
             let owned = existing.labels.get(MOAT_LABEL).map(String::as_str) == Some(key);
             let matches = existing.labels.get(HASH_LABEL) == Some(&want_hash);
@@ -481,7 +528,11 @@ impl Sessions {
                 .store
                 .container_last_used(&names.name)?
                 .is_some_and(|t| now_ms() - t < RECENT_USE_MS);
-            if owned && (matches || recently_used) {
+            // Made before git metadata was guarded, the container lets the sandbox write it:
+            // never kept, however recently used (docs/security.md, "Host workspaces").
+            let unguarded = git.as_ref().is_some_and(GitMode::guards)
+                && !existing.labels.contains_key(GIT_LABEL);
+            if owned && (matches || (recently_used && !unguarded)) {
                 if !matches {
                     warning = Some(format!(
                         "the sandbox config changed, but container {} was used in the last 5 minutes, so it was kept; run `moat sessions rm {key}` to recreate it",
@@ -497,20 +548,29 @@ impl Sessions {
                     key: key.to_string(),
                     name: names.name.clone(),
                     id: existing.id,
-                    workspace,
+                    workspace: workspace.clone(),
                     run_dir,
                     owner,
                     read_only,
+                    read_only_parts: read_only_parts(&git).unwrap_or_default(),
                     warning,
                 });
             }
-            tracing::info!(container = %names.name, "recreating container: config changed");
+            if unguarded {
+                tracing::info!(container = %names.name, "recreating container: its .git is writable");
+            } else {
+                tracing::info!(container = %names.name, "recreating container: config changed");
+            }
             self.runtime.remove_container(&existing.id).await?;
             self.commands.release(&names.name);
             if sandbox.network != crate::egress::container::EGRESS_NETWORK {
                 // Left from an egress config: nothing may stay behind.
                 self.remove_egress(&names.name).await?;
             }
+            // Looked at again now that the old container is gone: nothing it did after the
+            // first look is mounted.
+            git = self.git_mode(host.as_ref(), &workspace, sandbox)?;
+            want_hash = Self::want_hash(sandbox, host.as_ref(), git.as_ref());
         }
         if !self.runtime.image_exists(&sandbox.image).await? {
             return Err(SessionError::NoImage(sandbox.image.clone()));
@@ -519,6 +579,9 @@ impl Sessions {
         self.prepare_dirs(&workspace, &run_dir, sandbox, host.is_some())?;
         let mut spec = build_spec(sandbox, &names.name, key, &workspace, &run_dir, now_ms());
         spec.labels.insert(HASH_LABEL.to_string(), want_hash);
+        if let Some(git) = &git {
+            super::spec::add_git_mounts(&mut spec, &workspace, git);
+        }
         let egress = sandbox.network == crate::egress::container::EGRESS_NETWORK;
         if egress {
             let parts = crate::egress::container::EgressNames::for_container(&names.name);
@@ -547,6 +610,7 @@ impl Sessions {
             key: key.to_string(),
             name: names.name.clone(),
             id,
+            read_only_parts: read_only_parts(&git).unwrap_or_default(),
             workspace,
             run_dir,
             owner,
@@ -611,8 +675,8 @@ impl Sessions {
 }
 
 /// The sandbox settings a session's container is made with: the config, with the session's
-/// image and network, and for a host workspace its user, read-only mount and a usable HOME
-/// (docs/security.md, "Host workspaces").
+/// image and network, and for a host workspace its user, read-only mount, writable git
+/// metadata when asked for, and a usable HOME (docs/security.md, "Host workspaces").
 fn effective_sandbox(config: &SandboxConfig, setup: &crate::store::SessionSetup) -> SandboxConfig {
     let mut sandbox = config.clone();
     if let Some(image) = &setup.image {
@@ -631,6 +695,9 @@ fn effective_sandbox(config: &SandboxConfig, setup: &crate::store::SessionSetup)
         sandbox.user = row.user.clone();
         if row.read_only {
             sandbox.workspace_access = WorkspaceAccess::Ro;
+        }
+        if row.git_writable {
+            sandbox.git_writable = true;
         }
     }
     sandbox
@@ -803,6 +870,7 @@ mod tests {
                 path: path.display().to_string(),
                 read_only: ro,
                 user: "4242:4243".into(),
+                git_writable: false,
             }),
             ..Default::default()
         };
@@ -831,6 +899,88 @@ mod tests {
         s.remove("w").await.unwrap();
         let c = s.create("w", &row(&b, false)).await.unwrap();
         assert_eq!(c.workspace, b);
+    }
+
+    #[tokio::test]
+    async fn a_host_checkouts_git_is_mounted_read_only_unless_the_operator_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        let fake = FakeRuntime::new();
+        let store = Arc::new(Store::in_memory().unwrap());
+        let mk = |config: Config| {
+            Sessions::new(
+                Arc::new(fake.clone()),
+                Arc::new(fake.clone()),
+                store.clone(),
+                Arc::new(config),
+                Home::at(dir.path()),
+            )
+        };
+        let row = |git_writable| crate::store::SessionSetup {
+            workspace: Some(crate::store::WorkspaceRow {
+                path: ws.display().to_string(),
+                read_only: false,
+                user: "4242:4243".into(),
+                git_writable,
+            }),
+            ..Default::default()
+        };
+        let git_mount = |name: &str| {
+            fake.spec(name)
+                .unwrap()
+                .mounts
+                .into_iter()
+                .find(|m| m.target == "/workspace/.git")
+        };
+        let s = mk(Config::default());
+        let c = s.create("g", &row(false)).await.unwrap();
+        let m = git_mount(&c.name).expect("a .git mount");
+        assert!(m.read_only && m.source == ws.join(".git").display().to_string());
+        assert_eq!(c.read_only_parts, vec![ws.join(".git")]);
+        assert!(fake.spec(&c.name).unwrap().labels[GIT_LABEL].starts_with("ro:"));
+        // The operator's opt-in, per session: no mount, and recorded so.
+        let w = s.create("w", &row(true)).await.unwrap();
+        assert!(git_mount(&w.name).is_none());
+        assert!(w.read_only_parts.is_empty());
+        assert_eq!(fake.spec(&w.name).unwrap().labels[GIT_LABEL], "writable");
+        // Or for every host workspace, in the configuration: another container.
+        let mut all = Config::default();
+        all.sandbox.git_writable = true;
+        store
+            .touch_session("g", &c.name, now_ms() - RECENT_USE_MS - 1)
+            .unwrap();
+        let again = mk(all).ensure("g").await.unwrap();
+        assert_ne!(again.id, c.id);
+        assert!(git_mount(&again.name).is_none());
+
+        // A container made before .git was guarded (no label) is recreated even though it
+        // was used a moment ago: it lets the sandbox write .git.
+        let s = mk(Config::default());
+        s.remove("g").await.unwrap();
+        let c = s.create("g", &row(false)).await.unwrap();
+        let mut legacy = fake.spec(&c.name).unwrap();
+        fake.remove_container(&c.id).await.unwrap();
+        legacy.labels.remove(GIT_LABEL);
+        legacy.labels.insert(HASH_LABEL.into(), "old".into());
+        legacy.mounts.retain(|m| m.target != "/workspace/.git");
+        let old = fake.create_container(&legacy).await.unwrap();
+        store.touch_session("g", &c.name, now_ms()).unwrap();
+        let fresh = mk(Config::default()).ensure("g").await.unwrap();
+        assert_ne!(fresh.id, old);
+        assert!(fresh.warning.is_none());
+        assert!(git_mount(&fresh.name).unwrap().read_only);
+
+        // A .git the sandbox could have swapped for a link is refused, naming the way out.
+        let s = mk(Config::default());
+        s.remove("g").await.unwrap();
+        std::fs::rename(ws.join(".git"), dir.path().join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), ws.join(".git")).unwrap();
+        let e = s.create("g", &row(false)).await.unwrap_err().to_string();
+        assert!(
+            e.contains("symbolic link") && e.contains("--git-writable"),
+            "{e}"
+        );
     }
 
     #[tokio::test]

@@ -4,16 +4,22 @@
 pub mod cgroup;
 mod dirs;
 pub mod disk;
+mod git_config;
+pub mod git_guard;
+mod git_index;
 pub mod health;
 mod key;
 mod manager;
 mod prune;
 pub mod setup;
 mod spec;
+mod writable_roots;
 
 pub use crate::session_key::{validate_key, KeyError};
 pub use key::{container_key, ContainerName};
 pub use manager::{SessionContainer, SessionError, Sessions};
 pub use prune::{prune_once, prune_reason};
 pub use setup::SetupError;
-pub use spec::{build_spec, config_hash, labels, MOAT_LABEL, RUN_MOUNT, WORKSPACE_MOUNT};
+pub use spec::{
+    build_spec, config_hash, labels, GitMode, GIT_LABEL, MOAT_LABEL, RUN_MOUNT, WORKSPACE_MOUNT,
+};

@@ -108,6 +108,9 @@ fn describe(setup: &SessionSetup, default: Option<&Path>) -> String {
     let mut parts = Vec::new();
     match (&setup.workspace, default) {
         (Some(w), _) if w.read_only => parts.push(format!("workspace {} (read-only)", w.path)),
+        (Some(w), _) if w.git_writable => {
+            parts.push(format!("workspace {} (git writable)", w.path))
+        }
         (Some(w), _) => parts.push(format!("workspace {}", w.path)),
         (None, Some(d)) => parts.push(format!("its default workspace {}", d.display())),
         (None, None) => parts.push("the default workspace".to_string()),
@@ -150,11 +153,20 @@ pub fn check_network(network: &str) -> Result<(), SetupError> {
     }
 }
 
+/// How the operator asked for a host workspace to be mounted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkspaceMode {
+    /// The whole directory read-only (`--read-only`).
+    pub read_only: bool,
+    /// Its git metadata writable (`--git-writable`); without it `.git` is read-only.
+    pub git_writable: bool,
+}
+
 /// Resolves and checks `dir` and decides the user: the row to record for the session.
 /// `home` is the operator's home directory, whose secret directories are refused.
 pub fn inspect(
     dir: &Path,
-    read_only: bool,
+    mode: WorkspaceMode,
     sandbox: &SandboxConfig,
     home: Option<&Path>,
 ) -> Result<WorkspaceRow, SetupError> {
@@ -196,8 +208,10 @@ pub fn inspect(
     let user = choose_user(&shown, (st.st_uid, st.st_gid), sandbox)?;
     Ok(WorkspaceRow {
         path: real_text,
-        read_only,
+        read_only: mode.read_only,
         user,
+        // A read-only workspace has nothing to make writable.
+        git_writable: mode.git_writable && !mode.read_only,
     })
 }
 
@@ -227,6 +241,7 @@ mod tests {
             path: path.into(),
             read_only: ro,
             user: "1000:1000".into(),
+            git_writable: false,
         }
     }
 
@@ -285,6 +300,18 @@ mod tests {
                 Some("workspace /srv/a"),
             ),
             (Some(&a), None, ws("/srv/a", true), Some("workspace /srv/a")),
+            (
+                Some(&a),
+                None,
+                SessionSetup {
+                    workspace: Some(WorkspaceRow {
+                        git_writable: true,
+                        ..row("/srv/a", false)
+                    }),
+                    ..Default::default()
+                },
+                Some("workspace /srv/a"),
+            ),
             (Some(&a), None, image.clone(), Some("workspace /srv/a")),
             (Some(&image), None, ws("/srv/a", false), Some("image img:2")),
             (
@@ -356,7 +383,7 @@ mod tests {
             parent_link,
             PathBuf::from("relative"),
         ] {
-            let err = inspect(&path, false, &sandbox, Some(&home)).unwrap_err();
+            let err = inspect(&path, WorkspaceMode::default(), &sandbox, Some(&home)).unwrap_err();
             assert!(
                 matches!(err, SetupError::Refused { .. }),
                 "{}: {err}",
@@ -365,11 +392,19 @@ mod tests {
         }
         let ok = dir.path().join("project");
         std::fs::create_dir(&ok).unwrap();
-        let got = inspect(&ok, true, &sandbox, Some(&home)).unwrap();
+        let ro = WorkspaceMode {
+            read_only: true,
+            git_writable: true,
+        };
+        let got = inspect(&ok, ro, &sandbox, Some(&home)).unwrap();
         assert_eq!(
             got.path,
             std::fs::canonicalize(&ok).unwrap().to_str().unwrap()
         );
         assert!(got.read_only);
+        assert!(
+            !got.git_writable,
+            "a read-only workspace has no writable .git"
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use super::git_guard::GitGuard;
 use crate::config::{SandboxConfig, WorkspaceAccess};
 use crate::runtime::{ContainerSpec, Mount};
 
@@ -14,6 +15,11 @@ pub const MOAT_LABEL: &str = "dev.moat.session";
 pub const HASH_LABEL: &str = "dev.moat.config-hash";
 pub const CREATED_LABEL: &str = "dev.moat.created-at";
 pub const VERSION_LABEL: &str = "dev.moat.version";
+/// On a host-workspace container: how its git metadata is mounted (`ro:<hash of the mounts>`,
+/// `writable`, or `read-only` for a read-only workspace). A host-workspace container without
+/// it was made before `.git` was guarded and is never kept (docs/security.md, "Host
+/// workspaces").
+pub const GIT_LABEL: &str = "dev.moat.git";
 /// Where the session workspace appears inside the container.
 pub const WORKSPACE_MOUNT: &str = "/workspace";
 /// Where the per-container run directory (process logs, stdin FIFOs) appears.
@@ -36,10 +42,71 @@ pub fn config_hash(sandbox: &SandboxConfig) -> String {
     hex::encode(&Sha256::digest(json.as_bytes())[..8])
 }
 
-/// The hash of a container whose `/workspace` is the host directory `workspace`.
-pub fn hash_with_workspace(sandbox: &SandboxConfig, workspace: &str) -> String {
-    let text = format!("{}\0{workspace}", config_hash(sandbox));
+/// The hash of a container whose `/workspace` is the host directory `workspace`, its git
+/// metadata mounted as `git` says: other mounts, another container.
+pub fn hash_with_workspace(sandbox: &SandboxConfig, workspace: &str, git: &GitMode) -> String {
+    let text = format!(
+        "{}\0{workspace}\0git:{}",
+        config_hash(sandbox),
+        git.hash_text()
+    );
     hex::encode(&Sha256::digest(text.as_bytes())[..8])
+}
+
+/// How a host workspace's git metadata reaches the container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GitMode {
+    /// Read-only, through these mounts (none when the workspace has no `.git`).
+    Guarded(GitGuard),
+    /// Writable: the operator said so (`--git-writable`, `sandbox.git_writable`).
+    Writable,
+    /// The whole workspace is read-only: nothing to add.
+    ReadOnlyWorkspace,
+}
+
+impl GitMode {
+    /// Whether the sandbox is kept from writing metadata it otherwise could.
+    pub fn guards(&self) -> bool {
+        matches!(self, GitMode::Guarded(g) if !g.is_empty())
+    }
+
+    /// What the container's hash covers of it.
+    fn hash_text(&self) -> String {
+        match self {
+            GitMode::Guarded(g) => format!("ro\n{}", g.fingerprint()),
+            GitMode::Writable => "writable".into(),
+            GitMode::ReadOnlyWorkspace => "read-only".into(),
+        }
+    }
+
+    /// The value of [`GIT_LABEL`].
+    pub fn label(&self) -> String {
+        match self {
+            GitMode::Guarded(g) => format!(
+                "ro:{}",
+                hex::encode(&Sha256::digest(g.fingerprint().as_bytes())[..4])
+            ),
+            GitMode::Writable => "writable".into(),
+            GitMode::ReadOnlyWorkspace => "read-only".into(),
+        }
+    }
+
+    /// Host paths the sandbox sees read-only although the workspace is writable.
+    pub fn read_only_paths(&self, workspace: &Path) -> Vec<std::path::PathBuf> {
+        match self {
+            GitMode::Guarded(g) => g.read_only_paths(workspace),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Adds the git mounts of a host workspace at `workspace` to `spec` (after the workspace's
+/// own mount, which they lie over) and labels it.
+pub fn add_git_mounts(spec: &mut ContainerSpec, workspace: &Path, git: &GitMode) {
+    if let GitMode::Guarded(g) = git {
+        spec.mounts.extend(g.mounts(workspace));
+    }
+    spec.labels.insert(GIT_LABEL.to_string(), git.label());
 }
 
 pub fn labels(key: &str, hash: &str, created_at_ms: i64) -> BTreeMap<String, String> {
@@ -141,10 +208,13 @@ mod tests {
         let base = SandboxConfig::default();
         let json = serde_json::to_string(&base).unwrap();
         assert!(
-            json.contains(r#","shell":"sh","egress":{"#)
+            json.contains(r#","shell":"sh","git_writable":false,"egress":{"#)
                 && json.ends_with(r#","transport":"helper"}"#),
-            "shell, egress, then transport, must stay last: {json}"
+            "shell, git_writable, egress, then transport, must stay last: {json}"
         );
+        let mut git = base.clone();
+        git.git_writable = true;
+        assert_eq!(config_hash(&git), config_hash(&base));
         let mut bash = base.clone();
         bash.shell = Shell::Bash;
         assert_eq!(config_hash(&bash), config_hash(&base));
@@ -206,6 +276,49 @@ mod tests {
         s.workspace_access = WorkspaceAccess::None;
         let spec = build_spec(&s, "n", "k", Path::new("/w"), Path::new("/r"), 1);
         assert!(spec.mounts.iter().all(|m| m.target != "/workspace"));
+    }
+
+    #[test]
+    fn git_mounts_lie_over_the_workspace_and_change_the_hash() {
+        let s = SandboxConfig::default();
+        let guard = GitGuard {
+            pins: vec!["vendor".into()],
+            read_only: vec![".git".into(), "vendor/lib/.git".into()],
+        };
+        let mut spec = build_spec(&s, "n", "k", Path::new("/w"), Path::new("/r"), 1);
+        add_git_mounts(&mut spec, Path::new("/w"), &GitMode::Guarded(guard.clone()));
+        let m: Vec<(&str, &str, bool)> = spec
+            .mounts
+            .iter()
+            .map(|m| (m.source.as_str(), m.target.as_str(), m.read_only))
+            .collect();
+        assert_eq!(
+            m,
+            [
+                ("/w", "/workspace", false),
+                ("/r", "/run/moat", false),
+                ("/w/vendor", "/workspace/vendor", false),
+                ("/w/.git", "/workspace/.git", true),
+                ("/w/vendor/lib/.git", "/workspace/vendor/lib/.git", true),
+            ]
+        );
+        assert!(spec.labels[GIT_LABEL].starts_with("ro:"));
+        let hashes: Vec<String> = [
+            GitMode::Guarded(guard),
+            GitMode::Guarded(GitGuard::default()),
+            GitMode::Writable,
+            GitMode::ReadOnlyWorkspace,
+        ]
+        .iter()
+        .map(|g| hash_with_workspace(&s, "/w", g))
+        .collect();
+        for (i, a) in hashes.iter().enumerate() {
+            assert_eq!(
+                hashes.iter().filter(|b| *b == a).count(),
+                1,
+                "{i}: {hashes:?}"
+            );
+        }
     }
 
     #[test]

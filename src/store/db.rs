@@ -126,6 +126,11 @@ const MIGRATIONS: &[&str] = &[
         deny TEXT NOT NULL,
         ask TEXT
      );",
+    // A host workspace whose git metadata the sandbox may write (`moat sessions create
+    // --git-writable`); rows from before were made when .git was always writable, but they
+    // keep 0: the next container of such a session gets .git read-only (docs/security.md,
+    // "Host workspaces").
+    "ALTER TABLE session_setup ADD COLUMN git_writable INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// See the module docs.

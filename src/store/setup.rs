@@ -18,6 +18,10 @@ pub struct WorkspaceRow {
     /// `uid:gid` the container runs as: the directory's owner when it was created (or
     /// `sandbox.user` when set), so files made inside belong to whoever owns the checkout.
     pub user: String,
+    /// The operator let the sandbox write the checkout's git metadata (`--git-writable`).
+    /// Off, `.git` is mounted read-only, because git on the host runs hooks and config found
+    /// there (docs/security.md, "Host workspaces").
+    pub git_writable: bool,
 }
 
 impl WorkspaceRow {
@@ -49,6 +53,32 @@ impl SessionSetup {
     }
 }
 
+/// A `session_setup` row read from column 0: workspace, read_only, user, image, network,
+/// git_writable.
+fn setup_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSetup> {
+    setup_row_at(r, 0)
+}
+
+/// [`setup_row`] from column `at` on.
+fn setup_row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<SessionSetup> {
+    let path: Option<String> = r.get(at)?;
+    let user: Option<String> = r.get(at + 2)?;
+    let workspace = match (path, user) {
+        (Some(path), Some(user)) => Some(WorkspaceRow {
+            path,
+            read_only: r.get(at + 1)?,
+            user,
+            git_writable: r.get(at + 5)?,
+        }),
+        _ => None,
+    };
+    Ok(SessionSetup {
+        workspace,
+        image: r.get(at + 3)?,
+        network: r.get(at + 4)?,
+    })
+}
+
 impl Store {
     /// Records `key`'s setup, unless it already has one: returns the one in force.
     pub fn claim_session_setup(
@@ -59,8 +89,9 @@ impl Store {
         let ws = setup.workspace.as_ref();
         self.conn()
             .execute(
-                "INSERT INTO session_setup (key, workspace, read_only, user, image, network)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                "INSERT INTO session_setup (key, workspace, read_only, user, image, network,
+                                            git_writable)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                  ON CONFLICT(key) DO NOTHING",
                 params![
                     key,
@@ -68,7 +99,8 @@ impl Store {
                     ws.is_some_and(|w| w.read_only),
                     ws.map(|w| &w.user),
                     setup.image,
-                    setup.network
+                    setup.network,
+                    ws.is_some_and(|w| w.git_writable),
                 ],
             )
             .ctx("record session setup")?;
@@ -78,29 +110,40 @@ impl Store {
     pub fn session_setup(&self, key: &str) -> Result<Option<SessionSetup>, StoreError> {
         self.conn()
             .query_row(
-                "SELECT workspace, read_only, user, image, network FROM session_setup
-                 WHERE key = ?1",
+                "SELECT workspace, read_only, user, image, network, git_writable
+                 FROM session_setup WHERE key = ?1",
                 [key],
-                |r| {
-                    let path: Option<String> = r.get(0)?;
-                    let user: Option<String> = r.get(2)?;
-                    let workspace = match (path, user) {
-                        (Some(path), Some(user)) => Some(WorkspaceRow {
-                            path,
-                            read_only: r.get(1)?,
-                            user,
-                        }),
-                        _ => None,
-                    };
-                    Ok(SessionSetup {
-                        workspace,
-                        image: r.get(3)?,
-                        network: r.get(4)?,
-                    })
-                },
+                setup_row,
             )
             .optional()
             .ctx("read session setup")
+    }
+
+    /// Every session recorded with a host workspace, with it: running, stopped or not made
+    /// yet, each will be mounted again when its container starts, so a sandbox can write
+    /// every one that is not read-only (docs/security.md, "Directories a sandbox can write").
+    pub fn host_workspaces(&self) -> Result<Vec<(String, WorkspaceRow)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT key, workspace, read_only, user, image, network, git_writable
+                 FROM session_setup WHERE workspace IS NOT NULL ORDER BY key",
+            )
+            .ctx("list host workspaces")?;
+        let rows = stmt
+            .query_map([], |r| {
+                let key: String = r.get(0)?;
+                let setup = setup_row_at(r, 1)?;
+                Ok((key, setup.workspace))
+            })
+            .ctx("list host workspaces")?;
+        let mut out = Vec::new();
+        for row in rows {
+            if let (key, Some(ws)) = row.ctx("read a host workspace")? {
+                out.push((key, ws));
+            }
+        }
+        Ok(out)
     }
 
     /// The host workspace recorded for `key`, if any.
@@ -128,6 +171,7 @@ mod tests {
                 path: "/srv/a".into(),
                 read_only: false,
                 user: "1000:1000".into(),
+                git_writable: true,
             }),
             image: None,
             network: Some("bridge".into()),
@@ -140,6 +184,11 @@ mod tests {
         assert_eq!(s.claim_session_setup("k", &a).unwrap(), a);
         assert_eq!(s.claim_session_setup("k", &b).unwrap(), a);
         assert_eq!(s.session_workspace("k").unwrap(), a.workspace);
+        s.claim_session_setup("other", &b).unwrap();
+        assert_eq!(
+            s.host_workspaces().unwrap(),
+            vec![("k".to_string(), a.workspace.clone().unwrap())]
+        );
         s.forget_session_setup("k").unwrap();
         assert_eq!(s.session_setup("k").unwrap(), None);
         assert_eq!(s.claim_session_setup("k", &b).unwrap(), b);
@@ -148,6 +197,7 @@ mod tests {
             path: "/w".into(),
             read_only: false,
             user: user.into(),
+            git_writable: false,
         };
         assert_eq!(w("2000:3000").owner(), Some((2000, 3000)));
         assert_eq!(w("1234").owner(), Some((1234, 1234)));

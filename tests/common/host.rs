@@ -29,8 +29,20 @@ pub fn moat(config: Config) -> HostMoat {
     moat_in(tempfile::tempdir().unwrap(), config)
 }
 
+/// `config` with the test's scratch directory (`HostMoat::scratch`) among the operator's
+/// host workdirs (`elevated.allowed_workdirs`): the tests run host commands there, as an
+/// operator who lists a build directory would.
+fn with_scratch(mut config: Config, home: &std::path::Path) -> Config {
+    config
+        .elevated
+        .allowed_workdirs
+        .push(home.join("scratch").display().to_string());
+    config
+}
+
 /// A moat over an existing home (to simulate a restart).
 pub fn moat_in(dir: tempfile::TempDir, config: Config) -> HostMoat {
+    let config = with_scratch(config, dir.path());
     let home = Home::at(dir.path());
     home.ensure_root().unwrap();
     let source = ConfigSource {
@@ -43,6 +55,7 @@ pub fn moat_in(dir: tempfile::TempDir, config: Config) -> HostMoat {
 
 /// A moat over an existing home directory that outlives it.
 pub fn moat_at(path: &std::path::Path, config: Config) -> HostMoat {
+    let config = with_scratch(config, path);
     let home = Home::at(path);
     let source = ConfigSource {
         file: None,

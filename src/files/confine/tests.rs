@@ -104,3 +104,55 @@ fn writes_are_atomic_and_refuse_links() {
         "new"
     );
 }
+
+#[test]
+fn the_parts_the_sandbox_sees_read_only_refuse_every_write_also_through_links() {
+    let (_dir, ws) = setup();
+    let ws = std::fs::canonicalize(&ws).unwrap();
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(ws.join("vendor/lib")).unwrap();
+    std::fs::write(
+        ws.join("vendor/lib/.git"),
+        "gitdir: ../../.git/modules/lib\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(".git/hooks", ws.join("hooks-link")).unwrap();
+    let w = Workspace::open(&ws, (1000, 1000))
+        .unwrap()
+        .with_read_only(vec![ws.join(".git"), ws.join("vendor/lib/.git")]);
+    for (path, create_dirs) in [
+        (".git/hooks/pre-commit", false),
+        (".git/config", false),
+        ("/workspace/.git/hooks/post-checkout", false),
+        ("hooks-link/pre-commit", false),
+        (".git/hooks/new/dir/x", true),
+        (".git", false),
+        ("vendor/lib/.git", false),
+    ] {
+        let e = w
+            .entry(path, create_dirs)
+            .err()
+            .unwrap_or_else(|| panic!("{path} was allowed"));
+        assert!(
+            matches!(e, ConfineError::ReadOnlyPart { .. }),
+            "{path}: {e}"
+        );
+        assert!(e.to_string().contains("--git-writable"), "{e}");
+    }
+    assert!(
+        !ws.join(".git/hooks/new").exists(),
+        "nothing was made on the way"
+    );
+    // Next to them, everything is as before.
+    for path in [
+        "src/a.txt",
+        "vendor/lib/file",
+        ".gitignore",
+        "vendor/lib/.github/x",
+    ] {
+        w.entry(path, true)
+            .unwrap()
+            .write(b"ok", w.owner())
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
+}

@@ -2,8 +2,8 @@ use async_trait::async_trait;
 use bollard::Docker;
 
 use crate::runtime::{
-    ContainerInfo, ContainerSpec, Engine, EngineInfo, ExecSpec, ExecStarted, Executor, Progress,
-    RuntimeError,
+    ContainerInfo, ContainerSpec, Engine, EngineInfo, ExecSpec, ExecStarted, Executor, HostMount,
+    Progress, RuntimeError,
 };
 
 /// The real engine. Cheap to clone: bollard's client is an `Arc` inside.
@@ -59,6 +59,10 @@ impl Engine for DockerRuntime {
 
     async fn list_containers(&self, label: &str) -> Result<Vec<ContainerInfo>, RuntimeError> {
         self.list(label).await
+    }
+
+    async fn host_mounts(&self, id: &str) -> Result<Option<Vec<HostMount>>, RuntimeError> {
+        self.mounts(id).await
     }
 
     async fn create_container(&self, spec: &ContainerSpec) -> Result<String, RuntimeError> {

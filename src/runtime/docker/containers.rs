@@ -8,7 +8,7 @@ use bollard::query_parameters::{
 };
 
 use super::DockerRuntime;
-use crate::runtime::{ContainerInfo, ContainerSpec, RuntimeError};
+use crate::runtime::{ContainerInfo, ContainerSpec, HostMount, RuntimeError};
 
 impl DockerRuntime {
     pub(super) async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
@@ -44,6 +44,55 @@ impl DockerRuntime {
             }) => Ok(None),
             Err(e) => Err(RuntimeError::engine(format!("inspect container {name}"), e)),
         }
+    }
+
+    /// The engine's own account of what `id` has from the host: `Mounts` (binds and volumes,
+    /// each with its host source and `RW`), and with a writable root filesystem the storage
+    /// driver's upper directory, which the container writes too.
+    pub(super) async fn mounts(&self, id: &str) -> Result<Option<Vec<HostMount>>, RuntimeError> {
+        let c = match self.docker.inspect_container(id, None).await {
+            Ok(c) => c,
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => return Ok(None),
+            Err(e) => return Err(RuntimeError::engine(format!("inspect container {id}"), e)),
+        };
+        let mut out: Vec<HostMount> = c
+            .mounts
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| {
+                let source = m.source.filter(|s| !s.is_empty())?;
+                Some(HostMount {
+                    source,
+                    target: m.destination.unwrap_or_default(),
+                    // A mount the engine does not say is read-only is taken as writable.
+                    writable: m.rw.unwrap_or(true),
+                    kind: m.typ.unwrap_or_default(),
+                })
+            })
+            .collect();
+        let read_only_root = c
+            .host_config
+            .as_ref()
+            .and_then(|h| h.readonly_rootfs)
+            .unwrap_or(false);
+        if !read_only_root {
+            if let Some(upper) = c
+                .graph_driver
+                .as_ref()
+                .and_then(|g| g.data.get("UpperDir"))
+                .filter(|u| !u.is_empty())
+            {
+                out.push(HostMount {
+                    source: upper.clone(),
+                    target: "/".into(),
+                    writable: true,
+                    kind: "rootfs".into(),
+                });
+            }
+        }
+        Ok(Some(out))
     }
 
     pub(super) async fn list(&self, label: &str) -> Result<Vec<ContainerInfo>, RuntimeError> {

@@ -15,7 +15,7 @@ use crate::config::WorkspaceAccess;
 use crate::error_chain::error_chain;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
-use crate::session::setup::inspect;
+use crate::session::setup::{inspect, WorkspaceMode};
 use crate::session::SessionError;
 use crate::session::MOAT_LABEL;
 use crate::store::SessionSetup;
@@ -37,7 +37,7 @@ pub async fn list(
         .filter(|r| who.may_use(&r.key))
         .map(|r| {
             let c = containers.iter().find(|c| c.name == r.container);
-            let (workspace, read_only) = workspace_of(&state, &r.key);
+            let ws = workspace_of(&state, &r.key);
             json!({
                 "session": r.key,
                 "container": r.container,
@@ -45,8 +45,10 @@ pub async fn list(
                 "state": c.map(|c| c.state.clone()),
                 "createdAtMs": r.created_at_ms,
                 "lastUsedAtMs": r.last_used_ms,
-                "workspace": workspace,
-                "workspaceReadOnly": read_only,
+                "workspace": ws.path,
+                "workspaceReadOnly": ws.read_only,
+                "hostWorkspace": ws.host,
+                "gitWritable": ws.git_writable,
             })
         })
         .collect();
@@ -100,18 +102,39 @@ pub async fn reset_state(
     Ok(Json(json!({ "session": session, "reset": true })))
 }
 
+/// A session's workspace as the listing shows it.
+struct WorkspaceView {
+    /// The host directory: the session's own checkout, or the default moat made for it.
+    path: String,
+    /// Mounted read-only into the sandbox.
+    read_only: bool,
+    /// An operator's directory (`--workspace`), not one moat made.
+    host: bool,
+    /// The sandbox may write the checkout's git metadata: `--git-writable` or
+    /// `sandbox.git_writable` (docs/security.md, "Host workspaces"). Always false for a default
+    /// workspace, where nothing is guarded.
+    git_writable: bool,
+}
+
 /// A session's host workspace, or the default directory moat made for it.
-fn workspace_of(state: &ServerState, session: &str) -> (String, bool) {
+fn workspace_of(state: &ServerState, session: &str) -> WorkspaceView {
     let sessions = &state.app.sessions;
     match sessions.host_workspace(session).ok().flatten() {
-        Some(row) => (row.path, row.read_only),
+        Some(row) => WorkspaceView {
+            git_writable: !row.read_only
+                && (row.git_writable || state.app.config.sandbox.git_writable),
+            path: row.path,
+            read_only: row.read_only,
+            host: true,
+        },
         None => {
             let (_, names) = sessions.names(session);
-            let ro = state.app.config.sandbox.workspace_access == WorkspaceAccess::Ro;
-            (
-                sessions.workspace_dir(&names.slug).display().to_string(),
-                ro,
-            )
+            WorkspaceView {
+                path: sessions.workspace_dir(&names.slug).display().to_string(),
+                read_only: state.app.config.sandbox.workspace_access == WorkspaceAccess::Ro,
+                host: false,
+                git_writable: false,
+            }
         }
     }
 }
@@ -126,6 +149,10 @@ pub struct CreateRequest {
     /// Mount it read-only (only with `workspace`).
     #[serde(default)]
     pub read_only: bool,
+    /// Let the sandbox write its git metadata (only with `workspace`; docs/security.md,
+    /// "Host workspaces"). Off, `.git` is mounted read-only.
+    #[serde(default)]
+    pub git_writable: bool,
     /// The image instead of `sandbox.image`.
     pub image: Option<String>,
     /// `none` or `bridge` instead of `sandbox.network`.
@@ -149,13 +176,22 @@ pub async fn create(
             "failed to create the session: readOnly needs a workspace",
         ));
     }
+    if req.git_writable && req.workspace.is_none() {
+        return Err(ApiError::bad_request(
+            "failed to create the session: gitWritable needs a workspace",
+        ));
+    }
     let sessions = &state.app.sessions;
     let workspace = match &req.workspace {
         Some(dir) => {
             let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            let mode = WorkspaceMode {
+                read_only: req.read_only,
+                git_writable: req.git_writable,
+            };
             let row = inspect(
                 std::path::Path::new(dir),
-                req.read_only,
+                mode,
                 &state.app.config.sandbox,
                 home.as_deref(),
             )
@@ -173,7 +209,7 @@ pub async fn create(
         .create(&req.session, &setup)
         .await
         .map_err(session_error)?;
-    let (workspace, read_only) = workspace_of(&state, &req.session);
+    let ws = workspace_of(&state, &req.session);
     let image = match state.app.engine.inspect_container(&c.name).await {
         Ok(Some(info)) => Some(info.image),
         _ => None,
@@ -182,8 +218,10 @@ pub async fn create(
         "image": image,
         "session": req.session,
         "container": c.name,
-        "workspace": workspace,
-        "workspaceReadOnly": read_only,
+        "workspace": ws.path,
+        "workspaceReadOnly": ws.read_only,
+        "hostWorkspace": ws.host,
+        "gitWritable": ws.git_writable,
         "user": format!("{}:{}", c.owner.0, c.owner.1),
         "warning": c.warning,
     })))

@@ -29,6 +29,10 @@ pub enum ExecError {
     HostEnv(#[from] HostEnvError),
     #[error("use host workdir {dir}: {reason}")]
     HostWorkdir { dir: String, reason: String },
+    /// A host workdir outside the ones the operator allows (docs/security.md, "Host
+    /// commands").
+    #[error("run a host command in {dir}: it is outside the host workdir ({base}) and elevated.allowed_workdirs; an operator may add it (or a parent) to elevated.allowed_workdirs")]
+    HostWorkdirRefused { dir: String, base: String },
     #[error("prepare the host run directory {dir}")]
     HostRunDir {
         dir: String,
@@ -68,7 +72,7 @@ impl ExecError {
             // A file the plan runs that moat cannot bind is the caller's; copying it is ours.
             Self::HostFile(crate::host::BindError::Copy { .. }) => FailureKind::Internal,
             Self::HostFile(_) => FailureKind::Invalid,
-            Self::Elevated(_) => FailureKind::Refused,
+            Self::Elevated(_) | Self::HostWorkdirRefused { .. } => FailureKind::Refused,
             Self::Secrets(_) => FailureKind::Withheld,
             Self::Approval(a) => a.kind(),
             Self::Session(SessionError::Key(_)) => FailureKind::Invalid,

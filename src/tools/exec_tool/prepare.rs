@@ -368,6 +368,7 @@ impl ExecTool {
         host::check_request(&req.env, &elevated.env_allow)?;
         let base_dir = self.host_workdir_base()?;
         let cwd = host_workdir(req.workdir.as_deref(), &base_dir)?;
+        check_host_workdir(&cwd, &base_dir, &elevated.allowed_workdirs)?;
         let login = host::login_path().await.unwrap_or_default();
         let own = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
         let path = host::merge_path(&host::split_path(&login), &host::split_path(&own));
@@ -435,7 +436,13 @@ impl ExecTool {
             policy,
             resolver,
             exact: Vec::new(),
-            writable: (!full).then(|| self.writable_roots()),
+            // Asked afresh for every host run (one engine list; docs/security.md,
+            // "Directories a sandbox can write"); `host-full` has no approvals to ask.
+            writable: if full {
+                None
+            } else {
+                Some(self.sessions.writable_roots().await)
+            },
             warnings: Vec::new(),
             owner: (
                 nix::unistd::getuid().as_raw(),
@@ -501,33 +508,6 @@ impl ExecTool {
             reason: e.to_string(),
         })?;
         Ok(dir)
-    }
-
-    /// Every host directory a sandbox can write: the workspaces (all sessions'), the run
-    /// directories, and read-write `sandbox.binds` sources.
-    pub(super) fn writable_roots(&self) -> host::WritableRoots {
-        let sandbox = &self.config.sandbox;
-        let workspaces = if sandbox.workspace_root.is_empty() {
-            self.home.workspaces()
-        } else {
-            PathBuf::from(&sandbox.workspace_root)
-        };
-        let mut roots = vec![
-            ("the sandbox workspaces".to_string(), workspaces),
-            (
-                "the sandbox run directories".to_string(),
-                self.home.root().join("run"),
-            ),
-        ];
-        for bind in &sandbox.binds {
-            let mut parts = bind.split(':');
-            let source = parts.next().unwrap_or_default();
-            let _target = parts.next();
-            if parts.next() != Some("ro") && source.starts_with('/') {
-                roots.push((format!("the sandbox bind {bind}"), PathBuf::from(source)));
-            }
-        }
-        host::WritableRoots::new(roots)
     }
 
     fn skills(&self) -> Vec<crate::skills::SkillState> {
@@ -617,6 +597,30 @@ fn request_levels(req: &ExecRequest) -> RequestLevels<'_> {
     }
 }
 
+/// Refuses a host working directory outside the host workdir `base` (`elevated.workdir`,
+/// default `$MOAT_HOME/host-work`) and the operator's `elevated.allowed_workdirs`, in every
+/// mode: otherwise an agent picks the directory the operator's tools run in, a checkout it
+/// wrote a Makefile into (docs/security.md, "Host commands"). `cwd` is resolved; so is each
+/// root, when it exists, so a link on either side changes nothing.
+fn check_host_workdir(
+    cwd: &str,
+    base: &std::path::Path,
+    allowed: &[String],
+) -> Result<(), ExecError> {
+    let cwd_path = std::path::Path::new(cwd);
+    let roots = std::iter::once(base.to_path_buf()).chain(allowed.iter().map(PathBuf::from));
+    let inside = roots
+        .map(|r| std::fs::canonicalize(&r).unwrap_or(r))
+        .any(|r| cwd_path.starts_with(r));
+    if inside {
+        return Ok(());
+    }
+    Err(ExecError::HostWorkdirRefused {
+        dir: crate::policy::escape_display(cwd),
+        base: crate::policy::escape_display(&base.display().to_string()),
+    })
+}
+
 /// A host working directory: absolute, or relative to the host workdir `base`; it must exist
 /// and be a directory (no silent fallback).
 fn host_workdir(workdir: Option<&str>, base: &std::path::Path) -> Result<String, ExecError> {
@@ -702,6 +706,41 @@ mod tests {
                 "{path}"
             );
             assert_eq!(r.real("./missing"), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_host_workdir_must_lie_in_the_host_workdir_or_a_listed_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let (base, listed, other) = (root.join("host-work"), root.join("build"), root.join("ws"));
+        for d in [&base, &listed, &other] {
+            std::fs::create_dir_all(d.join("sub")).unwrap();
+        }
+        // A link in the host workdir leading out resolves out.
+        std::os::unix::fs::symlink(&other, base.join("to-ws")).unwrap();
+        let allowed = vec![listed.display().to_string()];
+        let rows: Vec<(Option<String>, bool)> = vec![
+            (None, true),
+            (Some("sub".into()), true),
+            (Some(listed.join("sub").display().to_string()), true),
+            (Some(other.display().to_string()), false),
+            (Some("to-ws".into()), false),
+            (Some("../ws".into()), false),
+            (Some("/".into()), false),
+        ];
+        for (workdir, ok) in rows {
+            let cwd = host_workdir(workdir.as_deref(), &base).unwrap();
+            let got = check_host_workdir(&cwd, &base, &allowed);
+            assert_eq!(got.is_ok(), ok, "{workdir:?}: {got:?}");
+            if let Err(e) = got {
+                let text = e.to_string();
+                assert!(
+                    text.contains(&cwd) && text.contains("elevated.allowed_workdirs"),
+                    "{text}"
+                );
+                assert_eq!(e.kind(), crate::contract::FailureKind::Refused);
+            }
         }
     }
 
