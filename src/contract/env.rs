@@ -11,6 +11,29 @@ pub const MAX_PATH_ENTRIES: usize = 64;
 /// commands is far shorter).
 pub const MAX_PATH_ENTRY_BYTES: usize = 1024;
 
+/// Pagers as `cat`, and less and systemd's pager in their secure modes: a pager takes keys
+/// from a PTY command and runs a shell from them (`!sh` in less, which `git log` starts on a
+/// terminal). Every host command gets these, and every sandbox command under an allowlist,
+/// whatever the request says (docs/policy.md, "Argv profiles").
+pub const PAGER_ENV: &[(&str, &str)] = &[
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("SYSTEMD_PAGER", "cat"),
+    ("SYSTEMD_PAGERSECURE", "1"),
+    ("LESSSECURE", "1"),
+];
+
+/// `env` (`KEY=VALUE` entries) with [`PAGER_ENV`] in force: earlier entries of those names are
+/// dropped, since a lookup may take the first.
+pub fn with_pagers_neutered(env: &mut Vec<String>) {
+    env.retain(|entry| {
+        let key = entry.split_once('=').map_or(entry.as_str(), |(k, _)| k);
+        !PAGER_ENV.iter().any(|(name, _)| *name == key)
+    });
+    env.extend(PAGER_ENV.iter().map(|(k, v)| format!("{k}={v}")));
+}
+
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum EnvError {
     #[error("set env var `{0}`: names must match ^[A-Za-z_][A-Za-z0-9_]*$")]

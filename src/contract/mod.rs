@@ -23,7 +23,7 @@ pub use details::{
     Other, Patched, Pending, Poll, ProcessList, ProcessRow, Running, Sent,
 };
 pub use elevated::{target, Caller, ElevatedError, GateError, Target};
-pub use env::{merge_env, request_path, validate_env, EnvError};
+pub use env::{merge_env, request_path, validate_env, with_pagers_neutered, EnvError, PAGER_ENV};
 pub use failure::{Edges, FailureKind};
 pub use request::{ExecRequest, HostChoice, RequestError};
 pub use result::{

@@ -20,10 +20,7 @@ mod run_as;
 mod writable;
 
 pub use bound::{bind, scan, snapshot, BindError, Found, Snapshot, MAX_BOUND_BYTES};
-pub use env::{
-    built_in_summary, check_operator_name, check_request, inherited, HostEnvError,
-    FIXED as FIXED_ENV,
-};
+pub use env::{built_in_summary, check_operator_name, check_request, inherited, HostEnvError};
 pub use executor::HostExecutor;
 pub use lineage::{host_origin, start_time, HostOrigin, LineageError, HOST_MARKER};
 pub use operator::{audit_refusal, check_pid, check_self, Refusal, REFUSED_KIND};

@@ -523,6 +523,25 @@ fn check_segment(ctx: &Context<'_>, index: usize, segment: &Segment) -> Checked 
             };
         }
     };
+    if ctx.policy.profiles_required {
+        // On the host a wrapper is part of the argv like any program (docs/policy.md,
+        // "Argv profiles").
+        if let Some(reason) = unwrapped
+            .wrappers
+            .iter()
+            .find_map(|w| known_safe::wrapper_miss(w.name, &w.argv))
+        {
+            verdict(
+                &mut report,
+                SegmentOutcome::Missed,
+                format!("miss: {reason}"),
+            );
+            return Checked {
+                report,
+                planned: None,
+            };
+        }
+    }
     let inner = &unwrapped.inner;
     let real = inner.first().and_then(|word| real_target(ctx, word));
     if let Some(real) = &real {
@@ -1611,6 +1630,29 @@ mod tests {
             &with_make,
             "ask",
             "option -C is not in the profile",
+        );
+        // Wrappers that change the machine on their own ask on the host, whatever they run.
+        for command in [
+            "flock /etc/x ls",
+            "nohup ls",
+            "chrt -f 99 ls",
+            "choom -n -1000 -- ls",
+            "ionice -c 1 ls",
+            "nice -n -5 ls",
+        ] {
+            expect(
+                command,
+                &host(Ask::OnMiss, everything),
+                "ask",
+                "on the host it needs an operator",
+            );
+        }
+        expect("nice -n 5 ls", &host(Ask::OnMiss, everything), "allow", "");
+        expect(
+            "timeout 5 ls -la",
+            &host(Ask::OnMiss, everything),
+            "allow",
+            "",
         );
         // In the sandbox the same entries allow any argv but the gadget options.
         let sandbox = policy(Security::Allowlist, Ask::OnMiss, everything);

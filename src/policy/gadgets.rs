@@ -92,6 +92,12 @@ pub(crate) struct Program {
     /// but are harmless themselves; getopt takes an exact match first, so these are not
     /// abbreviations of the gadget.
     pub exact_ok: &'static [&'static str],
+    /// Words that are gadgets wherever they occur in an option's name, for programs whose
+    /// options come in families (openssl's `-engine`, `-ssl_client_engine`,
+    /// `-keygen_engine`, `-provider-path`, …): a family member the table forgot still misses.
+    pub families: &'static [Gadget],
+    /// First operands (subcommands) that are gadgets themselves (`openssl engine PATH`).
+    pub subcommands: &'static [Gadget],
 }
 
 pub(crate) const fn g(option: &'static str, power: Power) -> Gadget {
@@ -117,12 +123,16 @@ pub(crate) const PROGRAMS: &[Program] = &[
             g("--rsh-command", Runs),
             g("--rmt-command", Runs),
             g("--index-file", Writes),
-            g("--transform", Writes),
-            g("--xform", Writes),
-            g("--absolute-names", Writes),
-            g("-P", Writes),
+            g("--volno-file", Writes),
+            // The next-volume prompt runs a shell on `!` (a PTY command's keys are the agent's).
+            g("--multi-volume", Runs),
+            g("-M", Runs),
+            g("--tape-length", Runs),
+            g("-L", Runs),
         ],
         exact_ok: &["checkpoint", "to-stdout"],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["find"],
@@ -139,12 +149,16 @@ pub(crate) const PROGRAMS: &[Program] = &[
             g("-fls", Writes),
         ],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["split"],
         style: Style::Gnu,
         gadgets: &[g("--filter", Runs)],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["sort"],
@@ -157,12 +171,16 @@ pub(crate) const PROGRAMS: &[Program] = &[
             g("-T", Writes),
         ],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["shuf"],
         style: Style::Gnu,
         gadgets: &[g("--output", Writes), g("-o", Writes)],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["rg"],
@@ -174,6 +192,8 @@ pub(crate) const PROGRAMS: &[Program] = &[
             g("--hostname-bin", Runs),
         ],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["curl"],
@@ -202,6 +222,8 @@ pub(crate) const PROGRAMS: &[Program] = &[
             g("--create-dirs", Writes),
         ],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["openssl"],
@@ -223,6 +245,8 @@ pub(crate) const PROGRAMS: &[Program] = &[
             g("-respout", Writes),
         ],
         exact_ok: &[],
+        families: &[g("engine", Loads), g("provider", Loads)],
+        subcommands: &[g("engine", Loads)],
     },
     Program {
         names: &["dpkg"],
@@ -245,6 +269,8 @@ pub(crate) const PROGRAMS: &[Program] = &[
             g("--instdir", Configures),
         ],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["apt", "apt-get", "apt-cache", "apt-config", "apt-mark"],
@@ -256,12 +282,16 @@ pub(crate) const PROGRAMS: &[Program] = &[
             g("-c", Configures),
         ],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["date"],
         style: Style::Gnu,
         gadgets: &[g("--set", Changes), g("-s", Changes)],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["uniq"],
@@ -269,24 +299,32 @@ pub(crate) const PROGRAMS: &[Program] = &[
         // uniq's second operand is its output file; see `operand_miss`.
         gadgets: &[],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["tic"],
         style: Style::Gnu,
         gadgets: &[g("-o", Writes)],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["agetty", "getty"],
         style: Style::Gnu,
         gadgets: &[g("--login-program", Runs), g("-l", Runs)],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["ldconfig"],
         style: Style::Gnu,
         gadgets: &[g("-f", Configures), g("-C", Writes), g("-r", Configures)],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["sysctl"],
@@ -301,6 +339,8 @@ pub(crate) const PROGRAMS: &[Program] = &[
             g("--system", Changes),
         ],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["zic"],
@@ -312,12 +352,16 @@ pub(crate) const PROGRAMS: &[Program] = &[
             g("-p", Writes),
         ],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["iconv"],
         style: Style::Gnu,
         gadgets: &[g("--output", Writes), g("-o", Writes)],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
     Program {
         names: &["update-alternatives"],
@@ -336,6 +380,8 @@ pub(crate) const PROGRAMS: &[Program] = &[
             g("--log", Writes),
         ],
         exact_ok: &[],
+        families: &[],
+        subcommands: &[],
     },
 ];
 
@@ -352,7 +398,9 @@ pub(crate) fn find<'t>(
     args: &[String],
 ) -> Option<(&'t Gadget, String)> {
     for (index, arg) in args.iter().enumerate() {
-        if arg == "--" {
+        // For getopt `--` ends the options; `find` reads it only as the end of its leading
+        // `-H/-L/-P` and parses `-exec` after it all the same, so single-dash programs scan on.
+        if arg == "--" && style != Style::SingleDash {
             return None;
         }
         let hit = match style {
@@ -410,6 +458,17 @@ fn single_dash<'t>(gadgets: &'t [Gadget], arg: &str) -> Option<&'t Gadget> {
         .find(|gadget| gadget.option.strip_prefix('-') == Some(name))
 }
 
+/// The first option among `args` whose name contains one of `families`' words.
+fn family<'t>(families: &'t [Gadget], args: &[String]) -> Option<(&'t Gadget, String)> {
+    args.iter().filter(|a| a.starts_with('-')).find_map(|arg| {
+        let lower = arg.to_ascii_lowercase();
+        families
+            .iter()
+            .find(|g| lower.contains(g.option))
+            .map(|g| (g, super::escape_display(arg)))
+    })
+}
+
 /// Operands that write: `uniq IN OUT` writes OUT; `sysctl NAME=VALUE` sets NAME.
 fn operand_miss(name: &str, args: &[String]) -> Option<String> {
     if name != "uniq" && name != "sysctl" {
@@ -460,6 +519,22 @@ pub(crate) fn miss(inner: &[String], resolved: &str) -> Option<String> {
         if let Some((gadget, typed)) = find(program.style, program.gadgets, program.exact_ok, args)
         {
             return Some(describe(name, gadget, &typed));
+        }
+        if let Some((gadget, typed)) = family(program.families, args) {
+            return Some(format!(
+                "{name} {typed} names the {} option family, which {}",
+                gadget.option,
+                gadget.power.phrase()
+            ));
+        }
+        let first = args.iter().find(|a| !a.starts_with('-'));
+        if let Some(gadget) = first.and_then(|w| program.subcommands.iter().find(|g| g.option == w))
+        {
+            return Some(format!(
+                "{name} {} {}",
+                gadget.option,
+                gadget.power.phrase()
+            ));
         }
     }
     None
@@ -540,6 +615,23 @@ mod tests {
                 "apt-get -o",
             ),
             ("uniq in out", "uniq writes its second operand"),
+            ("find -- . -exec sh ;", "find -exec runs a program"),
+            ("find -- -exec touch x ;", "find -exec runs a program"),
+            ("tar -c -M -L 10 -f v.tar x", "tar -M runs a program"),
+            ("tar --multi-volume -cf v.tar x", "tar --multi-volume"),
+            (
+                "openssl engine /w/evil.so",
+                "openssl engine loads a library",
+            ),
+            (
+                "openssl engine dynamic -pre SO_PATH:/w/e.so",
+                "openssl engine loads",
+            ),
+            (
+                "openssl s_client -ssl_client_engine /w/e.so -connect h:1",
+                "openssl -ssl_client_engine names the engine option family",
+            ),
+            ("openssl req -PROVIDER x", "provider option family"),
             ("uniq -c in out", "uniq writes its second operand"),
             (
                 "sysctl kernel.core_pattern=|/tmp/x",

@@ -335,6 +335,10 @@ const SUBCOMMAND_GADGETS: &[(&[&str], &[Gadget])] = &[
     ),
     (&["apply", "am"], &[g("--unsafe-paths", Power::Writes)]),
     (
+        &["rebase"],
+        &[g("--exec", Power::Runs), g("-x", Power::Runs)],
+    ),
+    (
         &["help"],
         &[
             g("--web", Power::Runs),
@@ -389,15 +393,7 @@ fn subcommand_miss(subcommand: &str, rest: &[String]) -> Option<String> {
             "git maintenance start/stop/register schedules programs (cron or systemd)".to_owned(),
         );
     }
-    let has = |flags: &[&str]| {
-        rest.iter().find(|a| {
-            flags
-                .iter()
-                .any(|f| a.as_str() == *f || a.starts_with(&format!("{f}=")))
-        })
-    };
     match subcommand {
-        "rebase" => has(&["-x", "--exec"]).map(|f| format!("git rebase {f} runs commands")),
         "bisect" if rest.first().is_some_and(|a| a == "run") => {
             Some("git bisect run runs commands".to_owned())
         }
@@ -416,12 +412,15 @@ fn config_miss(rest: &[String]) -> Option<String> {
         .map(String::as_str)
         .filter(|a| !a.starts_with('-'))
         .collect();
+    // A read is a read option, or the `get`/`list` subcommand as the first operand; a `get` or
+    // `list` further on is a value or value pattern, and git still writes (`git config KEY
+    // VALUE list`).
     let reads_only = rest.iter().any(|a| {
         matches!(
             a.as_str(),
-            "--get" | "--get-all" | "--get-regexp" | "-l" | "--list" | "get" | "list"
+            "--get" | "--get-all" | "--get-regexp" | "--get-urlmatch" | "-l" | "--list"
         )
-    });
+    }) || matches!(operands.first(), Some(&"get") | Some(&"list"));
     if reads_only {
         return None;
     }
@@ -472,8 +471,24 @@ mod tests {
                 "git config set core.hooksPath /tmp",
                 "git config core.hooksPath",
             ),
-            ("git rebase -x id main", "git rebase -x runs commands"),
-            ("git rebase --exec=id main", "git rebase --exec=id runs"),
+            ("git rebase -x id main", "git rebase -x runs a program"),
+            (
+                "git rebase --exec=id main",
+                "git rebase --exec runs a program",
+            ),
+            ("git rebase --root -qx id", "git rebase -x runs a program"),
+            (
+                "git rebase --root --exe=id",
+                "git rebase --exec runs a program (as --exe=id)",
+            ),
+            (
+                "git config core.fsmonitor id list",
+                "git config core.fsmonitor: a configuration key",
+            ),
+            (
+                "git config core.fsmonitor id get",
+                "git config core.fsmonitor: a configuration key",
+            ),
             ("git bisect run id", "git bisect run runs commands"),
             ("git submodule foreach id", "git submodule foreach"),
             ("git difftool", "git difftool is not one of git's own"),

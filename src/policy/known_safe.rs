@@ -526,6 +526,60 @@ pub(crate) fn has_profile(name: &str) -> bool {
     FILTERS.contains(&name) || KNOWN.iter().any(|k| k.name == name)
 }
 
+/// Why the wrapper `name`, used as `argv` (its own words), cannot run unasked on the host.
+///
+/// A wrapper is part of the argv like any program, and some change the machine on their own,
+/// as moat's user, whatever they run: `flock` creates its lock file, `nohup` writes
+/// `nohup.out` into the working directory, `chrt`, `ionice`, `choom` and a negative `nice`
+/// change scheduling and OOM priority for everyone, `setarch` changes the personality. Only
+/// the wrappers that change nothing but the command they run pass: `env` and `command` (plain,
+/// as the wrapper rules accept them), `timeout`, `time`, `stdbuf`, `taskset`, and `nice` with
+/// a non-negative adjustment.
+pub(crate) fn wrapper_miss(name: &str, argv: &[String]) -> Option<String> {
+    let refused = || {
+        Some(format!(
+            "the wrapper {name} changes this machine on its own (a file, scheduling or OOM \
+             priority), so on the host it needs an operator"
+        ))
+    };
+    match name {
+        "env" | "command" | "time" | "timeout" | "stdbuf" | "taskset" => None,
+        "nice" if nice_is_gentle(argv.get(1..).unwrap_or_default()) => None,
+        "nice" => Some(
+            "nice with a negative or unusual adjustment raises priority on the whole machine, \
+             so on the host it needs an operator"
+                .to_owned(),
+        ),
+        _ => refused(),
+    }
+}
+
+/// `nice`'s options give only a non-negative adjustment: `-n N`, `-nN`, `-N`,
+/// `--adjustment[=]N` with N all digits.
+fn nice_is_gentle(args: &[String]) -> bool {
+    let digits = |v: &str| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit());
+    let mut index = 0;
+    while index < args.len() {
+        let arg = args[index].as_str();
+        index += 1;
+        let ok = match arg {
+            "-n" | "--adjustment" => {
+                index += 1;
+                args.get(index - 1).is_some_and(|v| digits(v))
+            }
+            _ => arg
+                .strip_prefix("--adjustment=")
+                .or_else(|| arg.strip_prefix("-n"))
+                .or_else(|| arg.strip_prefix('-'))
+                .is_some_and(digits),
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
 /// Checks `args` (without `argv[0]`) against the built-in profile of `name`: `None` when
 /// there is none, otherwise whether the use fits and, if not, why.
 pub(crate) fn check(name: &str, args: &[String]) -> Option<Result<(), String>> {
@@ -729,6 +783,42 @@ mod tests {
             );
         }
         assert_eq!(run("tar -cf /dev/null x"), None);
+    }
+
+    #[test]
+    fn host_wrappers_that_change_the_machine_miss() {
+        let w = |line: &str| {
+            let argv: Vec<String> = line.split(' ').map(str::to_owned).collect();
+            wrapper_miss(&argv[0].clone(), &argv)
+        };
+        for line in [
+            "flock /etc/x",
+            "nohup",
+            "chrt -f 99",
+            "choom -n -1000 --",
+            "ionice -c 1",
+            "setarch x86_64",
+            "nice -n -5",
+            "nice -n-5",
+            "nice --adjustment=-1",
+            "nice --5",
+        ] {
+            assert!(w(line).is_some(), "{line}");
+        }
+        for line in [
+            "env",
+            "timeout 5",
+            "time -p",
+            "stdbuf -oL",
+            "taskset 1",
+            "nice",
+            "nice -n 5",
+            "nice -5",
+            "nice --adjustment=3",
+            "nice -n5",
+        ] {
+            assert_eq!(w(line), None, "{line}");
+        }
         assert_eq!(run("make"), None);
     }
 }

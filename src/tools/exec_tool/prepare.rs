@@ -265,7 +265,7 @@ impl ExecTool {
         // A request's PATH entries go after the login profile, through the prelude
         // (docs/mcp.md, "env.PATH"). Under an allowlist the policy refuses PATH itself.
         let request_path = crate::contract::request_path(&req.env)?.unwrap_or_default();
-        let env = merge_env(&base, &req.env, &sandbox.path_prepend, &request_path);
+        let mut env = merge_env(&base, &req.env, &sandbox.path_prepend, &request_path);
         if sandbox.shell != Shell::Sh {
             self.check_sandbox_shell(&container.name, &container.id, sandbox.shell)
                 .await?;
@@ -285,6 +285,10 @@ impl ExecTool {
         // Skills and run-time allowlist entries only matter to an allowlist; in the other
         // modes the exec hot path skips their store reads.
         let allowlist = reads_entries(&policy);
+        if allowlist {
+            // An allowlisted `git log` on a PTY must not start a pager that runs `!sh`.
+            crate::contract::with_pagers_neutered(&mut env);
+        }
         let patterns = !policy.deny_patterns.is_empty() || !policy.ask_patterns.is_empty();
         let skills = if allowlist { self.skills() } else { Vec::new() };
         let mut resolver = MapResolver::new();
@@ -378,14 +382,10 @@ impl ExecTool {
             base.remove(&var);
         }
         base.insert("PATH".into(), path.join(":"));
-        base.extend(
-            host::FIXED_ENV
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-        );
         let secrets = self.secrets.for_target(session, true);
         base.extend(secrets.iter().cloned());
-        let env = merge_env(&base, &req.env, &prepend, &[]);
+        let mut env = merge_env(&base, &req.env, &prepend, &[]);
+        crate::contract::with_pagers_neutered(&mut env);
         if elevated.shell != Shell::Sh && host_program(elevated.shell.name(), &path).is_none() {
             return Err(ExecError::NoShell {
                 key: "elevated.shell",
