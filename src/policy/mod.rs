@@ -52,6 +52,7 @@ pub(crate) use parse::counted as parse_count;
 pub use parse::parse_script;
 pub use patterns::{ArgvPattern, PatternSet};
 pub use plan::{quote, render, Plan, PlannedSegment};
+pub(crate) use resolve::check_trusted;
 pub use resolve::{MapResolver, Resolver};
 pub use settings::{Policy, DEFAULT_SAFE_BINS, DEFAULT_TRUSTED_DIRS};
 pub use verdict::{Decision, Evaluation, Request, SegmentOutcome, SegmentReport, NO_ENV};
