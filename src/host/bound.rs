@@ -242,7 +242,15 @@ pub fn scan_script(
             if let Some(path) = program(&layer[0]) {
                 at.push((0, path));
             }
-            at.extend(operand_of(&layer).map(|i| (i, cwd.join(&layer[i]))));
+            // Code from stdin, a descriptor or a kernel file (`python3 /dev/stdin <<EOF`) is
+            // no file to bind: it is inline eval, which asks every time (docs/policy.md).
+            let from_stream =
+                |i: &usize| crate::policy::unreviewed_source(&layer[*i], &cwd.to_string_lossy());
+            at.extend(
+                operand_of(&layer)
+                    .filter(|i| !from_stream(i))
+                    .map(|i| (i, cwd.join(&layer[i]))),
+            );
             for (idx, path) in at {
                 let operand = layer[idx].clone();
                 let offset = argv.len().checked_sub(layer.len());
@@ -535,6 +543,10 @@ mod tests {
                 .map_err(|e| e.to_string())
         };
         assert_eq!(ops("sh build.sh").unwrap(), [("build.sh".into(), (0, 1))]);
+        // Code from stdin or a descriptor is inline eval, not a file.
+        assert_eq!(ops("python3 /dev/stdin").unwrap(), []);
+        assert_eq!(ops("sh /proc/self/fd/0").unwrap(), []);
+        assert_eq!(ops("awk -f /dev/fd/3 x").unwrap(), []);
         assert_eq!(ops("./run.sh -v").unwrap(), [("./run.sh".into(), (0, 0))]);
         assert_eq!(ops("/usr/bin/git status").unwrap(), []);
         assert_eq!(

@@ -44,6 +44,7 @@ pub(crate) use env::{forbidden as env_forbidden, is_valid_name as is_env_name};
 pub use error::PolicyError;
 pub use evaluate::{command_names, evaluate, evaluate_parsed, pattern_words, source_words};
 pub use explain::{display_argv, escape_display, explain_json, explain_text, is_deceptive};
+pub(crate) use inline_eval::unreviewed_source;
 pub use ir::{Joiner, Redirect, Script, Segment, TimeKeyword};
 pub use judge::{covered, judge, must_ask, Standing};
 pub use levels::{Ask, Security};
