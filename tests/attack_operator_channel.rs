@@ -417,33 +417,52 @@ fn with_elevated_user_a_host_command_cannot_reach_the_socket() {
     assert!(out.contains("cat=1") && out.contains("ls=2"), "{out}");
 }
 
-/// Every address of this machine a client can be at, from the kernel: loopback, each
-/// interface's IPv4 and IPv6 addresses (the host's main one, Docker's bridge gateway). IPv6
-/// link-local addresses are left out: they need an interface scope in a URL.
-fn own_addresses() -> Vec<IpAddr> {
+/// The addresses of this machine to attack from, read from the kernel: loopback (IPv4 and
+/// IPv6), every address of the interface the default route leaves by (the host's main
+/// address), the gateway of Docker's default bridge, and every other non-link-local IPv6
+/// address. Bridges of other Docker networks are left out: other tests make and remove them
+/// while this one runs. IPv6 link-local addresses are left out too: they need an interface
+/// scope in a URL.
+fn addresses_to_test() -> Vec<IpAddr> {
     let mut out: Vec<IpAddr> = vec!["127.0.0.1".parse().unwrap(), "::1".parse().unwrap()];
+    let main = main_interface();
     for ifa in nix::ifaddrs::getifaddrs().unwrap() {
         let Some(a) = ifa.address else { continue };
+        let mine = main.as_deref() == Some(ifa.interface_name.as_str());
         let ip = match (a.as_sockaddr_in(), a.as_sockaddr_in6()) {
-            (Some(v4), _) => IpAddr::V4(v4.ip()),
-            (_, Some(v6)) if (v6.ip().segments()[0] & 0xffc0) != 0xfe80 => IpAddr::V6(v6.ip()),
+            (Some(v4), _) if mine => IpAddr::V4(v4.ip()),
+            (_, Some(v6))
+                if (v6.ip().segments()[0] & 0xffc0) != 0xfe80
+                    && (mine || !ifa.interface_name.starts_with("br-")) =>
+            {
+                IpAddr::V6(v6.ip())
+            }
             _ => continue,
         };
         if !out.contains(&ip) {
             out.push(ip);
         }
     }
+    if let Some(gw) = docker_gateway() {
+        if !out.contains(&gw) {
+            out.push(gw);
+        }
+    }
     out
 }
 
-/// The IPv4 address of the interface the default route leaves by (`/proc/net/route`): the
-/// host's main address.
-fn main_address() -> Option<IpAddr> {
+/// The interface the default route leaves by (`/proc/net/route`).
+fn main_interface() -> Option<String> {
     let routes = std::fs::read_to_string("/proc/net/route").ok()?;
-    let iface = routes.lines().skip(1).find_map(|l| {
+    routes.lines().skip(1).find_map(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
         (f.get(1) == Some(&"00000000")).then(|| f[0].to_string())
-    })?;
+    })
+}
+
+/// The host's main address: the IPv4 address of [`main_interface`].
+fn main_address() -> Option<IpAddr> {
+    let iface = main_interface()?;
     nix::ifaddrs::getifaddrs()
         .ok()?
         .filter(|i| i.interface_name == iface)
@@ -480,7 +499,7 @@ fn docker_gateway() -> Option<IpAddr> {
 #[test]
 fn a_host_command_cannot_act_as_the_operator_at_any_local_address() {
     let s = serve_on("[::]:0", "");
-    let addrs = own_addresses();
+    let addrs = addresses_to_test();
     if let Some(main) = main_address() {
         assert!(addrs.contains(&main), "{main} not among {addrs:?}");
     }

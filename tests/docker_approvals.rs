@@ -121,11 +121,26 @@ async fn ask(m: &common::TestMoat, command: &str, file: &str, content: &str) -> 
     assert_eq!(b.files[0].path, file, "{b:?}");
     assert_eq!(b.files[0].sha256, sha256(content.as_bytes()), "{b:?}");
     assert_eq!(b.files[0].size, content.len() as u64);
-    // What operators see (`moat approvals show --json`, the HTTP API).
+    // What operators see: the JSON binding (`--json`, the HTTP API) and `moat approvals show`.
     let shown = m.app.approvals.to_json(&row);
     assert_eq!(
         shown["binding"]["files"][0]["sha256"],
         sha256(content.as_bytes())
+    );
+    let show = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
+        .args(["approvals", "show", &id[..8]])
+        .env("MOAT_HOME", m.dir.path())
+        .output()
+        .unwrap();
+    let show = String::from_utf8_lossy(&show.stdout);
+    let operand = b.files[0].operand.clone();
+    assert!(
+        show.contains(&format!(
+            "file:      {operand} ({file}, {} bytes, sha256 {})",
+            content.len(),
+            sha256(content.as_bytes())
+        )),
+        "{show}"
     );
     id
 }

@@ -201,7 +201,8 @@ impl ExecTool {
                 .read_bound(MAX_BOUND_BYTES + 1)
                 .map_err(|e| failed(format!("read its run file back: {e}"))),
             Ok(Ok((3, _))) => Err(unusable(format!(
-                "{shown} is not a regular file in the sandbox (or does not exist)"
+                "{shown} is not a regular file in the sandbox (or does not exist); name a \
+                 regular file"
             ))),
             Ok(Ok((4, _))) => Err(unusable(format!(
                 "the sandbox user cannot read {shown}; make it readable"
