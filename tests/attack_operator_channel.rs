@@ -82,6 +82,16 @@ allowlist = ["/usr/bin/curl", "/usr/bin/sh", "/bin/sh"]
 strict_inline_eval = false
 trusted_dirs = ["{moat_dir}", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 
+# On the host an allowlisted program runs unasked only with an argv its profile lists
+# (docs/policy.md, "Argv profiles"): the attacks' own.
+[policy.host.argv_profiles.curl]
+allowed_flags = ["-s", "-g"]
+value_flags = ["-H", "-X", "-d", "--unix-socket"]
+max_positional = 1
+
+[policy.host.argv_profiles.sh]
+value_flags = ["-c"]
+
 [skills.json]
 bins = ["jq"]
 "#
@@ -95,9 +105,13 @@ bins = ["jq"]
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The ready line names the listeners; warnings about the configuration may come first.
     let mut line = String::new();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    stderr.read_line(&mut line).unwrap();
+    while stderr.read_line(&mut line).unwrap() > 0 && !line.contains(" tcp:") {
+        eprint!("moat serve: {line}");
+        line.clear();
+    }
     // Keep draining: the daemon logs each refusal, and a closed pipe must not fail it.
     std::thread::spawn(move || {
         let mut rest = String::new();
@@ -554,9 +568,15 @@ fn a_host_command_cannot_act_as_the_operator_at_any_local_address() {
         assert_eq!(status, 200, "{at}: the control call failed: {row}");
         assert_eq!(row["decision"], "allow-always", "{at}: {row}");
         assert_eq!(row["decidedBy"], "http:operator", "{at}: {row}");
-        // Its allowlist entry goes again, so the next address has a request to attack.
-        let rm = cli(&s.home, &["allowlist", "rm", "/usr/bin/id"]);
-        assert!(rm.status.success(), "{rm:?}");
+        // What allow-always stored goes again, so the next address has a request to attack.
+        let list = cli(&s.home, &["allowlist", "list", "--json"]);
+        let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+        let entries = list.as_array().unwrap();
+        assert!(!entries.is_empty(), "{at}: allow-always stored nothing");
+        for e in entries {
+            let rm = cli(&s.home, &["allowlist", "rm", &e["id"].to_string()]);
+            assert!(rm.status.success(), "{rm:?}");
+        }
     }
 
     // One audited refusal per address, each naming the approval and the client's address as

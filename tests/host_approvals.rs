@@ -128,7 +128,7 @@ async fn expiry_applies_ask_fallback_deny() {
 }
 
 #[tokio::test]
-async fn allow_always_adds_the_resolved_executable_not_a_shell() {
+async fn allow_always_on_the_host_remembers_the_exact_command_not_a_shell() {
     let m = moat(config(ElevatedLevel::Off));
     let mut events = m.events();
     let (cmd, _) = touch(&m.scratch(), "always");
@@ -139,21 +139,22 @@ async fn allow_always_adds_the_resolved_executable_not_a_shell() {
         .decide(&id, ApprovalDecision::AllowAlways, &op())
         .unwrap();
     event_with(&mut events, "Exec finished", 10).await;
-    let entries: Vec<String> = m
-        .app
-        .approvals
-        .allowlist(Some("host"))
-        .unwrap()
-        .into_iter()
-        .map(|e| e.entry)
-        .collect();
-    assert!(entries.iter().any(|e| e.ends_with("/touch")), "{entries:?}");
-    assert!(entries.iter().any(|e| e.ends_with("/echo")), "{entries:?}");
-    // Now the same executables run without asking, as the rebuilt plan.
+    // On the host an executable entry alone never runs anything unasked (docs/policy.md,
+    // "Argv profiles"), so allow-always remembers exactly what the operator saw.
+    let entries = m.app.approvals.allowlist(Some("host")).unwrap();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert!(entries[0].entry.starts_with("=command:"), "{entries:?}");
+    assert_eq!(entries[0].command.as_deref(), Some(cmd.as_str()));
+    // The same command runs without asking ...
+    std::fs::remove_file(m.scratch().join("always")).unwrap();
+    let r = m.exec(req(&cmd)).await;
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
+    assert!(m.scratch().join("always").exists());
+    // ... and the same executables with other arguments ask again.
     let (again, marker) = touch(&m.scratch(), "direct");
     let r = m.exec(req(&again)).await;
-    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
-    assert!(marker.exists());
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
+    assert!(!marker.exists());
 
     // A shell is never allowlisted as a whole; inline eval is never remembered at all: it asks
     // every time (docs/approvals.md).
@@ -174,13 +175,14 @@ async fn allow_always_adds_the_resolved_executable_not_a_shell() {
         .decide(&id, ApprovalDecision::AllowOnce, &op())
         .unwrap();
     event_with(&mut events, "Exec finished", 10).await;
+    // Nothing new: the one entry is still the exact touch command from above.
     let entries = m.app.approvals.allowlist(Some("host")).unwrap();
     assert!(
-        !entries
-            .iter()
-            .any(|e| e.entry.ends_with("/sh") || e.command.is_some()),
+        !entries.iter().any(|e| e.entry.ends_with("/sh")
+            || e.command.as_deref().is_some_and(|c| c.contains("inline"))),
         "{entries:?}"
     );
+    assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(
         m.exec(req("sh -c 'echo inline'")).await.status(),
         Some(Status::ApprovalPending)

@@ -27,10 +27,24 @@ fn which(name: &str) -> String {
     std::fs::canonicalize(p).unwrap().display().to_string()
 }
 
-/// Host policy on (level off), with `tools` allowlisted by their resolved paths.
+/// Host policy on (level off), with `tools` allowlisted by their resolved paths and each given
+/// an argv profile that takes any of `flags` and the subcommands `status`/`log`, so the
+/// allowlist alone would run them unasked (docs/policy.md, "Argv profiles"): what these tests
+/// show is the rule on top of it.
 fn allowlisting(tools: &[&str]) -> Config {
     let mut c = config(ElevatedLevel::Off);
     c.policy.host.allowlist = tools.iter().map(|t| which(t)).collect();
+    for tool in tools {
+        c.policy.host.argv_profiles.insert(
+            (*tool).to_string(),
+            moat::policy::BinProfile {
+                allowed_flags: vec!["--version".into(), "-h".into()],
+                value_flags: vec!["-C".into(), "--git-dir".into()],
+                max_positional: 4,
+                ..Default::default()
+            },
+        );
+    }
     c
 }
 

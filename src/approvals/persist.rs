@@ -119,10 +119,20 @@ impl PersistEntry {
 }
 
 /// The entries allow-always adds for `command` as evaluated, run by `session` in `cwd`.
-pub fn entries(eval: &Evaluation, command: &str, session: &str, cwd: &str) -> Vec<PersistEntry> {
+///
+/// With `exact_only` (host commands) the only entry is the exact command: on the host an
+/// executable entry alone never runs anything unasked (docs/policy.md, "Argv profiles"), so
+/// what the operator saw is what is remembered, scoped as every exact entry is.
+pub fn entries(
+    eval: &Evaluation,
+    command: &str,
+    session: &str,
+    cwd: &str,
+    exact_only: bool,
+) -> Vec<PersistEntry> {
     let mut out: Vec<PersistEntry> = Vec::new();
-    let mut needs_exact = eval.segments.is_empty();
-    for segment in &eval.segments {
+    let mut needs_exact = eval.segments.is_empty() || exact_only;
+    for segment in eval.segments.iter().filter(|_| !exact_only) {
         match &segment.resolved {
             Some(path) if !is_interpreter(path) => {
                 if !out.iter().any(|e| &e.entry == path) {
@@ -181,11 +191,25 @@ mod tests {
             "jq . | git status",
             "main",
             "/w",
+            false,
+        );
+        // A host command remembers only the exact command.
+        let host = entries(
+            &eval("jq . | git status"),
+            "jq . | git status",
+            "main",
+            "/w",
+            true,
+        );
+        assert_eq!(host.len(), 1, "{host:?}");
+        assert_eq!(
+            host[0].entry,
+            command_entry("main", "/w", "jq . | git status")
         );
         let names: Vec<&str> = e.iter().map(|e| e.entry.as_str()).collect();
         assert_eq!(names, ["/usr/bin/jq", "/usr/bin/git"]);
         for cmd in ["sh ./build.sh", "python3 tool.py"] {
-            let e = entries(&eval(cmd), cmd, "main", "/w");
+            let e = entries(&eval(cmd), cmd, "main", "/w", false);
             assert_eq!(e.len(), 1, "{e:?}");
             assert!(e[0].entry.starts_with("=command:"), "{e:?}");
             assert_eq!(e[0].command.as_deref(), Some(cmd));
@@ -201,17 +225,18 @@ mod tests {
             "python3 /dev/stdin",
             "sh -s",
         ] {
-            assert_eq!(entries(&eval(cmd), cmd, "main", "/w"), [], "{cmd}");
+            assert_eq!(entries(&eval(cmd), cmd, "main", "/w", false), [], "{cmd}");
         }
         let e = entries(
             &eval("jq . && python3 -c x"),
             "jq . && python3 -c x",
             "main",
             "/w",
+            false,
         );
         let names: Vec<&str> = e.iter().map(|e| e.entry.as_str()).collect();
         assert_eq!(names, ["/usr/bin/jq"]);
-        let e = entries(&eval("jq . $(id)"), "jq . $(id)", "main", "/w");
+        let e = entries(&eval("jq . $(id)"), "jq . $(id)", "main", "/w", false);
         assert!(e.iter().any(|e| e.entry.starts_with("=command:")), "{e:?}");
     }
 }

@@ -1,6 +1,6 @@
 //! `moat allowlist …`: run-time allowlist entries (configured ones live in moat.toml).
 
-use super::term::say;
+use super::term::{say, say_err};
 use std::process::ExitCode;
 
 use anyhow::bail;
@@ -81,6 +81,19 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
                 if added { "added" } else { "already present" },
                 a.display(&entry)
             );
+            if !command {
+                // What the entry does and does not trust (docs/policy.md, "What an entry
+                // trusts").
+                let (config, _) = moat::config::load(&home.config_file())?;
+                let (policy, place) = if t == "host" {
+                    (&config.policy.host, moat::policy::EntryPlace::Host)
+                } else {
+                    (&config.policy.sandbox, moat::policy::EntryPlace::Sandbox)
+                };
+                if let Some(warning) = moat::policy::entry_warning(&entry, policy, place) {
+                    say_err!("warning: {}", a.display(&warning));
+                }
+            }
         }
         AllowlistCommand::Rm { entry } => {
             let d = operator(&a, &format!("allowlist rm {entry}"), None)?;

@@ -24,6 +24,9 @@ pub async fn run(home: Home, session: Option<String>) -> anyhow::Result<ExitCode
         ok &= host_user(&c.elevated.user);
     }
     if let Some(c) = &config {
+        entry_warnings(c);
+    }
+    if let Some(c) = &config {
         ok &= daemon(&home, c).await;
     }
     match moat::runtime::docker::DockerRuntime::connect().await {
@@ -80,6 +83,24 @@ pub async fn run(home: Home, session: Option<String>) -> anyhow::Result<ExitCode
     } else {
         ExitCode::from(1)
     })
+}
+
+/// What the configured allowlist entries trust (docs/policy.md, "What an entry trusts"):
+/// information, not a failure.
+fn entry_warnings(c: &moat::config::Config) {
+    use moat::policy::{policy_warnings, EntryPlace};
+    let host = policy_warnings(&c.policy.host, EntryPlace::Host);
+    let sandbox = policy_warnings(&c.policy.sandbox, EntryPlace::Sandbox);
+    for (key, warning) in host
+        .iter()
+        .map(|w| ("policy.host", w))
+        .chain(sandbox.iter().map(|w| ("policy.sandbox", w)))
+    {
+        say!(
+            "info  {key}.allowlist {}",
+            moat::policy::escape_display(warning)
+        );
+    }
 }
 
 /// `--session`: that session's container against its limits (`session::health`); false when

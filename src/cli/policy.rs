@@ -32,6 +32,7 @@ async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
     let mut policy = moat::policy::compose(
         &config.policy.host,
         moat::policy::Layers {
+            on_host: true,
             request,
             ..Default::default()
         },

@@ -12,6 +12,24 @@ use super::args::ServeArgs;
 
 pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
     let app = App::open(home).await.context("start moat")?;
+    // What the configured allowlist entries trust (docs/policy.md, "What an entry trusts"),
+    // once at start, in the daemon's log; `moat doctor` says the same.
+    for (policy, place, key) in [
+        (
+            &app.config.policy.host,
+            moat::policy::EntryPlace::Host,
+            "policy.host",
+        ),
+        (
+            &app.config.policy.sandbox,
+            moat::policy::EntryPlace::Sandbox,
+            "policy.sandbox",
+        ),
+    ] {
+        for warning in moat::policy::policy_warnings(policy, place) {
+            tracing::warn!("{key}.allowlist {warning}");
+        }
+    }
     let shutdown = CancellationToken::new();
     let idle_exit = a.idle_exit.map(std::time::Duration::from_secs);
     let state = ServerState::with_origin(app, shutdown.clone(), idle_exit.is_some());

@@ -110,6 +110,19 @@ pub fn check_request(
     )))
 }
 
+/// Variables every host command gets, whatever moat's environment or the request says: a
+/// pager takes keys from a PTY command and runs a shell from them (`!sh` in less), so pagers
+/// are `cat`, and less and systemd's pager run in their secure modes should a login profile
+/// set one again (docs/security.md, "Environment: an allowlist").
+pub const FIXED: &[(&str, &str)] = &[
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("SYSTEMD_PAGER", "cat"),
+    ("SYSTEMD_PAGERSECURE", "1"),
+    ("LESSSECURE", "1"),
+];
+
 /// The part of moat's own environment a host command inherits: the built-in names whose
 /// values fit, HOME/USER/LOGNAME, and `extra` (`elevated.env_allow`). Never PATH (moat builds
 /// it), never `MOAT_*`.

@@ -23,7 +23,10 @@ pub use bound::{
     bind, copy_name, describe as describe_bound, lexical as lexical_path, rewrite as rewrite_plan,
     scan, scan_script, scan_with, snapshot, BindError, Found, Snapshot, MAX_BOUND_BYTES,
 };
-pub use env::{built_in_summary, check_operator_name, check_request, inherited, HostEnvError};
+pub use env::{
+    built_in_summary, check_operator_name, check_request, inherited, HostEnvError,
+    FIXED as FIXED_ENV,
+};
 pub use executor::HostExecutor;
 pub use lineage::{host_origin, start_time, HostOrigin, LineageError, HOST_MARKER};
 pub use operator::{audit_refusal, check_pid, check_self, Refusal, REFUSED_KIND};

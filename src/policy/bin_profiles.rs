@@ -23,6 +23,11 @@ pub struct BinProfile {
     pub min_positional: usize,
     /// Operands it may take; any further operand would be a file (`-` for stdin excepted).
     pub max_positional: usize,
+    /// When non-empty, the first operand must be one of these words (`systemctl status`,
+    /// `git log`), so a profile can name the read-only subcommands of a program that also
+    /// has others. The subcommand counts as an operand; with `min_positional = 0` a use
+    /// with no operand at all (`git --version`) passes too.
+    pub subcommands: Vec<String>,
 }
 
 /// Largest `max_positional` accepted: operands beyond a handful are files in any filter.
@@ -32,12 +37,29 @@ impl BinProfile {
     /// Checks the profile of `bin` as configured; the error names the offending key under
     /// `safe_bin_profiles.<bin>`.
     pub fn validate(&self, bin: &str) -> Result<(), String> {
-        let key = |field: &str| format!("safe_bin_profiles.{bin}.{field}");
+        self.validate_in("safe_bin_profiles", bin)
+    }
+
+    /// Checks the profile of `bin` found in the table `table` (`safe_bin_profiles`,
+    /// `argv_profiles`); the error names the offending key.
+    pub fn validate_in(&self, table: &str, bin: &str) -> Result<(), String> {
+        let key = |field: &str| format!("{table}.{bin}.{field}");
         if bin.is_empty() || bin.contains('/') || bin.chars().any(char::is_whitespace) {
             return Err(format!(
-                "safe_bin_profiles.{bin:?}: a profile is named by a bare binary name"
+                "{table}.{bin:?}: a profile is named by a bare binary name"
             ));
         }
+        if let Some(word) = self
+            .subcommands
+            .iter()
+            .find(|w| w.is_empty() || w.starts_with('-') || w.contains('/'))
+        {
+            return Err(format!(
+                "{}: {word:?} is not a subcommand (a word without a leading - or a /)",
+                key("subcommands")
+            ));
+        }
+
         for (field, list) in [
             ("allowed_flags", &self.allowed_flags),
             ("value_flags", &self.value_flags),
@@ -114,6 +136,15 @@ impl BinProfile {
             }
             return Err(format!("option {arg} is not in the profile"));
         }
+        if let Some(first) = first_operand(args, &self.value_flags) {
+            if !self.subcommands.is_empty() && !self.subcommands.iter().any(|w| w == first) {
+                return Err(format!(
+                    "{} is not one of the profile's subcommands ({})",
+                    crate::policy::escape_display(first),
+                    self.subcommands.join(", ")
+                ));
+            }
+        }
         if operands < self.min_positional {
             return Err(format!(
                 "{operands} operand(s), the profile needs at least {}",
@@ -122,6 +153,26 @@ impl BinProfile {
         }
         Ok(())
     }
+}
+
+/// The first operand of `args`, skipping options and the values of `value_flags` as
+/// [`BinProfile::check`] does.
+fn first_operand<'a>(args: &'a [String], value_flags: &[String]) -> Option<&'a str> {
+    let mut index = 0;
+    while index < args.len() {
+        let arg = &args[index];
+        index += 1;
+        if arg == "--" {
+            return args.get(index).map(String::as_str);
+        }
+        if arg == "-" || !arg.starts_with('-') {
+            return Some(arg);
+        }
+        if value_flags.iter().any(|f| f == arg) {
+            index += 1;
+        }
+    }
+    None
 }
 
 /// An option as a profile may list it: `-x` (one character) or `--name`.
@@ -154,6 +205,7 @@ mod tests {
             value_flags: ["--indent", "--arg"].map(String::from).to_vec(),
             min_positional: 1,
             max_positional: 1,
+            subcommands: Vec::new(),
         }
     }
 

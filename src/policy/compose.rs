@@ -31,6 +31,9 @@ pub struct RequestLevels<'a> {
 /// The layers above the configured policy.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Layers<'a> {
+    /// A host command: an allowlist entry alone never runs it unasked; every segment's argv
+    /// must fit a profile (docs/policy.md, "Argv profiles").
+    pub on_host: bool,
     /// An elevated run under `default_level = full` (docs/approvals.md): no allowlist, no
     /// approvals, whatever the host policy says.
     pub host_full: bool,
@@ -42,6 +45,7 @@ pub struct Layers<'a> {
 /// The configured policy with `layers` applied.
 pub fn compose(configured: &Policy, layers: Layers) -> Policy {
     let mut policy = configured.clone();
+    policy.profiles_required = layers.on_host;
     if layers.host_full {
         policy.security = Security::Full;
         policy.ask = Ask::Off;
@@ -134,6 +138,7 @@ mod tests {
         ];
         for (name, (security, ask), host_full, session, request, want) in rows {
             let layers = Layers {
+                on_host: false,
                 host_full: *host_full,
                 session: *session,
                 request: *request,

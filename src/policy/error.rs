@@ -50,9 +50,10 @@ pub enum PolicyError {
     #[error("enable safe bin {0:?} (no argv profile exists for it; give one under safe_bin_profiles.{0})")]
     UnknownSafeBin(String),
 
-    /// An operator safe-bin profile that cannot be used; the text names the key.
+    /// An operator profile (`safe_bin_profiles`, `argv_profiles`) that cannot be used; the
+    /// text names the key.
     #[error("accept {0}")]
-    InvalidSafeBinProfile(String),
+    InvalidProfile(String),
 
     /// A trusted directory or allowed workdir that is not an absolute, normalized path.
     #[error("accept directory {dir:?} for {key}: {reason}")]

@@ -12,6 +12,7 @@ use super::explain::{display_argv, escape_display};
 use super::git;
 use super::inline_eval;
 use super::ir::{Redirect, Script, Segment, TimeKeyword};
+use super::known_safe;
 use super::levels::{Ask, Security};
 use super::paths::basename;
 use super::patterns::PatternSet;
@@ -667,6 +668,41 @@ fn plan_segment(
     Ok((resolved.path, resolved.via_path, planned))
 }
 
+/// An allowlisted program's argv against its profile: the operator's `argv_profiles` entry
+/// wherever one exists; on the host, else the built-in read-only profile; on the host without
+/// either, a miss that says how to write one (docs/policy.md, "Argv profiles").
+fn profile_cover(
+    policy: &Policy,
+    name: &str,
+    args: &[String],
+    rule: &str,
+) -> (SegmentOutcome, String) {
+    let (checked, which) = if let Some(profile) = policy.argv_profiles.get(name) {
+        (Some(profile.check(args)), "configured profile")
+    } else if policy.profiles_required {
+        (known_safe::check(name, args), "built-in profile")
+    } else {
+        (None, "")
+    };
+    match checked {
+        Some(Ok(())) => (SegmentOutcome::Allowed, format!("{rule}; {which}: {name}")),
+        Some(Err(reason)) => (
+            SegmentOutcome::Missed,
+            format!("miss: {name} is allowlisted but its argv does not fit its {which}: {reason}"),
+        ),
+        None if policy.profiles_required => (
+            SegmentOutcome::Missed,
+            format!(
+                "miss: {name} is allowlisted ({rule}) but a host command runs unasked only \
+                 with an argv profile, and {name} has none: an executable is only as safe as \
+                 its options; write one under [policy.host.argv_profiles.{name}] \
+                 (docs/policy.md, \"Argv profiles\"), or approve this exact command for good"
+            ),
+        ),
+        None => (SegmentOutcome::Allowed, rule.to_owned()),
+    }
+}
+
 /// Whether the allowlist or a safe-bin profile covers the inner command.
 fn cover(
     ctx: &Context<'_>,
@@ -679,10 +715,10 @@ fn cover(
         resolved,
         via_path,
     };
-    if let Some(rule) = ctx.allowlist.rule(&candidate) {
-        return (SegmentOutcome::Allowed, rule.to_owned());
-    }
     let name = basename(resolved);
+    if let Some(rule) = ctx.allowlist.rule(&candidate) {
+        return profile_cover(ctx.policy, name, &inner[1..], rule);
+    }
     if ctx.policy.safe_bins.iter().any(|s| s == name) {
         if let Some(profile) = safe_bins::profile(name) {
             return match safe_bins::check(profile, &inner[1..]) {
@@ -782,6 +818,18 @@ mod tests {
             "whoami",
             "jq",
             "rg",
+            "tar",
+            "split",
+            "setarch",
+            "linux32",
+            "choom",
+            "taskset",
+            "chrt",
+            "ionice",
+            "flock",
+            "run-parts",
+            "date",
+            "systemctl",
         ]
         .iter()
         .map(|name| (name.to_string(), format!("/usr/bin/{name}")))
@@ -1022,24 +1070,24 @@ mod tests {
             ("xargs ls", "xargs runs other programs"),
             (
                 "sort --compress-program=sh",
-                "denied option --compress-program",
+                "sort --compress-program runs a program",
             ),
             (
                 "sort --compress-prog=sh",
-                "denied option --compress-prog (--compress-program)",
+                "sort --compress-program runs a program (as --compress-prog=sh)",
             ),
             (
                 "sort --comp sh",
-                "denied option --comp (--compress-program)",
+                "sort --compress-program runs a program (as --comp)",
             ),
             (
                 "sort --compress=sh",
-                "denied option --compress (--compress-program)",
+                "sort --compress-program runs a program (as --compress=sh)",
             ),
-            ("sort -o out", "denied option -o (--output)"),
-            ("sort --out=x", "denied option --out (--output)"),
-            ("sort --outp=x", "denied option --outp (--output)"),
-            ("sort -T /tmp", "denied option -T"),
+            ("sort -o out", "sort -o writes a file"),
+            ("sort --out=x", "sort --output writes a file (as --out=x)"),
+            ("sort --outp=x", "sort --output writes a file (as --outp=x)"),
+            ("sort -T /tmp", "sort -T writes a file"),
             ("sort --files0-from=x", "denied option --files0-from"),
             ("grep -f patterns", "denied option -f (--file)"),
             ("grep -r foo", "denied option -r (--recursive)"),
@@ -1123,11 +1171,14 @@ mod tests {
         let everything = policy(Security::Allowlist, Ask::OnMiss, &["/usr/bin/*"]);
         let rows: &[(&str, &str)] = &[
             ("xargs rm", "xargs runs other programs"),
-            ("find . -exec rm '{}' \\;", "find -exec runs programs"),
-            ("find . -exec rm {} \\;", "find -exec runs programs"),
-            ("find . -execdir sh -c x \\;", "find -execdir runs programs"),
-            ("find . -ok rm '{}' \\;", "find -ok runs programs"),
-            ("find . -okdir rm '{}' +", "find -okdir runs programs"),
+            ("find . -exec rm '{}' \\;", "find -exec runs a program"),
+            ("find . -exec rm {} \\;", "find -exec runs a program"),
+            (
+                "find . -execdir sh -c x \\;",
+                "find -execdir runs a program",
+            ),
+            ("find . -ok rm '{}' \\;", "find -ok runs a program"),
+            ("find . -okdir rm '{}' +", "find -okdir runs a program"),
             ("find . -delete", "find -delete"),
             ("busybox sh", "busybox runs other programs"),
             ("setsid ls", "setsid runs other programs"),
@@ -1429,6 +1480,7 @@ mod tests {
                 value_flags: vec![],
                 min_positional: 1,
                 max_positional: 1,
+                subcommands: vec![],
             },
         );
         let jq = |path: &str| resolver().with("jq", path);
@@ -1480,6 +1532,180 @@ mod tests {
                     eval.segments
                 );
             }
+        }
+    }
+
+    #[test]
+    fn on_the_host_an_allowlisted_program_needs_an_argv_profile() {
+        let host = |ask: Ask, allowlist: &[&str]| Policy {
+            profiles_required: true,
+            ..policy(Security::Allowlist, ask, allowlist)
+        };
+        let everything = &["/usr/bin/*"];
+        // The issue's payloads: allowlisted by path, not one runs unasked on the host.
+        for command in [
+            "tar -cf /dev/null /etc/hostname --checkpoint=1 --checkpoint-action=exec='sh -c id'",
+            "split --filter=/bin/sh /etc/hosts",
+            "setarch -3 /bin/sh",
+            "choom -n 0 /bin/sh",
+            "run-parts --regex '^sh$' /bin",
+            "make",
+            "tar -cf /dev/null /etc/hostname",
+        ] {
+            let eval = run(command, &host(Ask::OnMiss, everything));
+            assert_eq!(
+                eval.decision.as_str(),
+                "ask",
+                "{command}: {:?}",
+                eval.decision
+            );
+            let eval = run(command, &host(Ask::Off, everything));
+            assert_eq!(
+                eval.decision.as_str(),
+                "deny",
+                "{command}: {:?}",
+                eval.decision
+            );
+        }
+        // A program without a profile says how to write one.
+        expect(
+            "make",
+            &host(Ask::OnMiss, &["/usr/bin/make"]),
+            "ask",
+            "[policy.host.argv_profiles.make]",
+        );
+        // Built-in read-only profiles pass; their writing options miss.
+        for command in [
+            "ls -la /etc",
+            "date +%s",
+            "systemctl status nginx",
+            "cat /etc/hostname",
+        ] {
+            expect(command, &host(Ask::OnMiss, everything), "allow", "");
+        }
+        expect(
+            "date -s 2020-01-01",
+            &host(Ask::OnMiss, everything),
+            "ask",
+            "date -s changes the system",
+        );
+        expect(
+            "systemctl restart nginx",
+            &host(Ask::OnMiss, everything),
+            "ask",
+            "not one of the profile's subcommands",
+        );
+        // An operator profile makes a program runnable with exactly its argv.
+        let mut with_make = host(Ask::OnMiss, &["/usr/bin/make"]);
+        with_make.argv_profiles.insert(
+            "make".into(),
+            crate::policy::BinProfile {
+                allowed_flags: vec!["-n".into()],
+                max_positional: 1,
+                ..Default::default()
+            },
+        );
+        expect("make -n test", &with_make, "allow", "");
+        expect(
+            "make -C /x test",
+            &with_make,
+            "ask",
+            "option -C is not in the profile",
+        );
+        // In the sandbox the same entries allow any argv but the gadget options.
+        let sandbox = policy(Security::Allowlist, Ask::OnMiss, everything);
+        expect("make", &sandbox, "allow", "");
+        expect("tar -czf a.tgz d", &sandbox, "allow", "");
+    }
+
+    #[test]
+    fn gadget_options_miss_even_when_allowlisted() {
+        let sandbox = policy(Security::Allowlist, Ask::Off, &["/usr/bin/*"]);
+        for (command, needle) in [
+            (
+                "tar -cf /dev/null /etc/hostname --checkpoint=1 --checkpoint-action=exec=sh",
+                "tar --checkpoint-action runs a program",
+            ),
+            (
+                "tar -cf x --checkpoint-act=exec=sh y",
+                "--checkpoint-action",
+            ),
+            ("tar xIf sh a.tar", "tar -I runs a program"),
+            ("split --filter=/bin/sh /etc/hosts", "split --filter"),
+            ("rg --pre ./p x", "rg --pre runs a program"),
+            ("rg -z x", "rg -z"),
+            ("sort --compress-program=sh x", "sort --compress-program"),
+            (
+                "curl --engine ./e.so https://h",
+                "curl --engine loads a library",
+            ),
+            (
+                "git ls-remote --upload-pack=sh .",
+                "git ls-remote --upload-pack runs",
+            ),
+            (
+                "git ls-remote --upload-pa=sh .",
+                "--upload-pack runs a program (as",
+            ),
+            (
+                "git diff --output=/tmp/x",
+                "git diff --output writes a file",
+            ),
+            ("git grep -O x", "git grep -O runs a program"),
+            ("git clone -u sh x y", "git clone -u runs"),
+            ("nice tar --to-command=sh -xf a", "tar --to-command"),
+            (
+                "setarch x86_64 tar --to-command=sh -xf a",
+                "tar --to-command",
+            ),
+        ] {
+            expect(command, &sandbox, "deny", needle);
+        }
+    }
+
+    #[test]
+    fn wrappers_that_run_their_argument_are_judged_by_it() {
+        let only_ls = policy(Security::Allowlist, Ask::Off, &["/usr/bin/ls"]);
+        for command in [
+            "setarch x86_64 -R ls",
+            "linux32 ls",
+            "choom -n 0 ls",
+            "choom -n 0 -- ls",
+            "taskset 0x1 ls",
+            "taskset -c 0-1 ls",
+            "chrt -o 0 ls",
+            "ionice -c 3 ls",
+            "flock /tmp/lock ls",
+            "nice setarch x86_64 ls",
+        ] {
+            let eval = expect(command, &only_ls, "allow", "");
+            let plan = eval.plan.unwrap().command;
+            assert!(plan.contains("'/usr/bin/ls'"), "{command}: {plan}");
+        }
+        for (command, needle) in [
+            (
+                "setarch -3 /bin/sh",
+                "setarch with option -3 before an architecture",
+            ),
+            ("setarch x86_64", "without a command starts a shell"),
+            ("linux32", "without a command starts a shell"),
+            ("setarch x86_64 sh", "/usr/bin/sh is not allowlisted"),
+            ("choom -n 0 /bin/sh", "/bin/sh is not allowlisted"),
+            (
+                "choom -n 0 ls -p 1",
+                "choom reads options after its command",
+            ),
+            ("taskset 1 sh", "/usr/bin/sh is not allowlisted"),
+            ("chrt -o x ls", "chrt with unusual operand"),
+            ("flock -c id /tmp/l", "flock: denied option -c (--command)"),
+            ("flock /tmp/l -c id", "flock -c hands a command to a shell"),
+            ("flock /tmp/l --command id", "flock --command hands"),
+            (
+                "run-parts --regex '^sh$' /bin",
+                "run-parts runs other programs",
+            ),
+        ] {
+            expect(command, &only_ls, "deny", needle);
         }
     }
 

@@ -259,8 +259,136 @@ pub(crate) fn miss(argv: &[String], resolved: &str) -> Option<String> {
     None
 }
 
+use super::gadgets::{find as find_gadget, g, Gadget, Power, Style};
+
+/// Options of git's own commands that run a program they name, write a file they name, or
+/// start a program that takes keys (an editor, a browser, a pager). Git's option parser takes
+/// unambiguous prefixes of long options, so these match every prefix (gadgets.rs).
+const SUBCOMMAND_GADGETS: &[(&[&str], &[Gadget])] = &[
+    (
+        &["clone"],
+        &[
+            g("--upload-pack", Power::Runs),
+            g("-u", Power::Runs),
+            g("--template", Power::Runs),
+            g("--config", Power::Runs),
+            g("-c", Power::Runs),
+            g("--separate-git-dir", Power::Writes),
+        ],
+    ),
+    (
+        &["init", "init-db"],
+        &[
+            g("--template", Power::Runs),
+            g("--separate-git-dir", Power::Writes),
+        ],
+    ),
+    (
+        &["fetch", "pull", "ls-remote"],
+        &[g("--upload-pack", Power::Runs), g("-u", Power::Runs)],
+    ),
+    (
+        &["fetch-pack"],
+        &[g("--upload-pack", Power::Runs), g("--exec", Power::Runs)],
+    ),
+    (
+        &["push", "send-pack"],
+        &[g("--receive-pack", Power::Runs), g("--exec", Power::Runs)],
+    ),
+    (
+        &["archive"],
+        &[
+            g("--exec", Power::Runs),
+            g("--remote", Power::Runs),
+            g("--output", Power::Writes),
+            g("-o", Power::Writes),
+        ],
+    ),
+    (
+        &[
+            "diff",
+            "diff-files",
+            "diff-index",
+            "diff-tree",
+            "log",
+            "show",
+            "whatchanged",
+            "range-diff",
+            "format-patch",
+            "stash",
+        ],
+        &[g("--output", Power::Writes), g("--ext-diff", Power::Runs)],
+    ),
+    (
+        &["format-patch"],
+        &[
+            g("--output-directory", Power::Writes),
+            g("-o", Power::Writes),
+        ],
+    ),
+    (
+        &["grep"],
+        &[
+            g("--open-files-in-pager", Power::Runs),
+            g("-O", Power::Runs),
+        ],
+    ),
+    (&["apply", "am"], &[g("--unsafe-paths", Power::Writes)]),
+    (
+        &["help"],
+        &[
+            g("--web", Power::Runs),
+            g("-w", Power::Runs),
+            g("--info", Power::Runs),
+            g("-i", Power::Runs),
+            g("--man", Power::Runs),
+            g("-m", Power::Runs),
+        ],
+    ),
+    (
+        &["config"],
+        &[g("--edit", Power::Runs), g("-e", Power::Runs)],
+    ),
+    (
+        &["commit", "merge", "tag", "notes"],
+        &[g("--edit", Power::Runs), g("-e", Power::Runs)],
+    ),
+    (
+        &["bugreport", "diagnose"],
+        &[
+            g("--output-directory", Power::Writes),
+            g("-o", Power::Writes),
+        ],
+    ),
+    (
+        &["fast-import"],
+        &[
+            g("--export-marks", Power::Writes),
+            g("--export-pack-edges", Power::Writes),
+        ],
+    ),
+];
+
 /// Git's own commands that still run programs their argv names.
 fn subcommand_miss(subcommand: &str, rest: &[String]) -> Option<String> {
+    for (names, gadgets) in SUBCOMMAND_GADGETS {
+        if !names.contains(&subcommand) {
+            continue;
+        }
+        if let Some((gadget, typed)) = find_gadget(Style::Gnu, gadgets, &[], rest) {
+            let program = format!("git {subcommand}");
+            return Some(super::gadgets::describe(&program, gadget, &typed));
+        }
+    }
+    if subcommand == "maintenance"
+        && rest
+            .first()
+            .is_some_and(|a| matches!(a.as_str(), "start" | "stop" | "register" | "unregister"))
+    {
+        return Some(
+            "git maintenance start/stop/register schedules programs (cron or systemd)".to_owned(),
+        );
+    }
     let has = |flags: &[&str]| {
         rest.iter().find(|a| {
             flags

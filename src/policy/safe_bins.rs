@@ -285,6 +285,36 @@ pub(crate) fn check(profile: &Profile, args: &[String]) -> Result<(), String> {
     }
 }
 
+/// Checks a use that reads files: the same options as [`check`], and up to `max_files` file
+/// operands besides grep's pattern and tr's sets. uniq's second operand is its output file, so
+/// it takes one at most. Used by the host's built-in argv profiles (known_safe.rs), where an
+/// allowlisted filter may read the files it names.
+pub(crate) fn check_reading(
+    profile: &Profile,
+    args: &[String],
+    max_files: usize,
+) -> Result<(), String> {
+    let scanned = scan(&profile.spec, args)?;
+    let files = match profile.operands {
+        Operands::TrSets => return check(profile, args),
+        Operands::None => scanned.operands.len(),
+        Operands::GrepPattern => {
+            let pattern_given = scanned.seen.iter().any(|s| s == "--regexp");
+            if !pattern_given && scanned.operands.is_empty() {
+                return Err("missing pattern".to_owned());
+            }
+            scanned.operands.len() - usize::from(!pattern_given)
+        }
+    };
+    let max = if profile.name == "uniq" { 1 } else { max_files };
+    if files > max {
+        return Err(format!(
+            "{files} file operands, the profile takes at most {max}"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

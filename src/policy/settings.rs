@@ -32,6 +32,16 @@ pub struct Policy {
     /// name, so an operator can add their own filters without an allowlist entry that would
     /// let every argv through (docs/policy.md, "Operator safe-bin profiles").
     pub safe_bin_profiles: BTreeMap<String, BinProfile>,
+    /// Argv profiles for allowlisted programs, keyed by binary name: an allowlisted program
+    /// with a profile runs unasked only with an argv that fits it. On the host an allowlisted
+    /// program needs a profile (this one or a built-in) to run unasked at all, because an
+    /// executable is only as safe as its most dangerous option (docs/policy.md, "Argv
+    /// profiles").
+    pub argv_profiles: BTreeMap<String, BinProfile>,
+    /// Set for host commands by [`compose`](super::compose): an allowlist entry alone never
+    /// runs a command unasked; its argv must fit a profile. Never read from configuration.
+    #[serde(skip)]
+    pub profiles_required: bool,
     /// Interpreter one-liners (`python -c`, `sh -c`, …) hide a program inside an argument,
     /// so allowlisting the interpreter must not be enough to run them unasked.
     pub strict_inline_eval: bool,
@@ -79,6 +89,8 @@ impl Default for Policy {
             allowlist: Vec::new(),
             safe_bins: DEFAULT_SAFE_BINS.iter().map(|s| (*s).to_owned()).collect(),
             safe_bin_profiles: BTreeMap::new(),
+            argv_profiles: BTreeMap::new(),
+            profiles_required: false,
             strict_inline_eval: true,
             ask_patterns: Vec::new(),
             deny_patterns: Vec::new(),
@@ -110,19 +122,22 @@ impl Policy {
     pub fn validate(&self) -> Result<(), PolicyError> {
         Allowlist::compile(&self.allowlist)?;
         for (bin, profile) in &self.safe_bin_profiles {
-            profile
-                .validate(bin)
-                .map_err(PolicyError::InvalidSafeBinProfile)?;
+            profile.validate(bin).map_err(PolicyError::InvalidProfile)?;
             if safe_bins::profile(bin).is_some() {
-                return Err(PolicyError::InvalidSafeBinProfile(format!(
+                return Err(PolicyError::InvalidProfile(format!(
                     "safe_bin_profiles.{bin}: {bin} has a built-in profile, which a configured one may not replace"
                 )));
             }
             if !self.safe_bins.contains(bin) {
-                return Err(PolicyError::InvalidSafeBinProfile(format!(
+                return Err(PolicyError::InvalidProfile(format!(
                     "safe_bin_profiles.{bin}: {bin} is not in safe_bins, so the profile would never apply"
                 )));
             }
+        }
+        for (bin, profile) in &self.argv_profiles {
+            profile
+                .validate_in("argv_profiles", bin)
+                .map_err(PolicyError::InvalidProfile)?;
         }
         for name in &self.safe_bins {
             if safe_bins::profile(name).is_none() && !self.safe_bin_profiles.contains_key(name) {

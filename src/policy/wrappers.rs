@@ -22,14 +22,10 @@ const DISPATCHERS: &[&str] = &[
     "xargs",
     "parallel",
     "setsid",
-    "chrt",
-    "ionice",
-    "taskset",
     "unshare",
     "nsenter",
     "busybox",
     "toybox",
-    "flock",
     "watch",
     "strace",
     "ltrace",
@@ -37,6 +33,53 @@ const DISPATCHERS: &[&str] = &[
     "sg",
     "newgrp",
     "systemd-run",
+    // Runs every executable in a directory, or the ones a pattern picks.
+    "run-parts",
+    // Starts whatever `--exec`/`--startas` name, with its own user and chroot options.
+    "start-stop-daemon",
+    // Runs its operand under limits its options set in several syntaxes.
+    "prlimit",
+    // Pagers, editors and documentation readers run a shell from what is typed at them
+    // (`!sh`), and a PTY command takes its keys from the agent.
+    "more",
+    "less",
+    "pg",
+    "most",
+    "vi",
+    "vim",
+    "view",
+    "ex",
+    "ed",
+    "red",
+    "nano",
+    "rnano",
+    "pico",
+    "emacs",
+    "man",
+    "info",
+    // Imports the module it is named after: code from the working directory.
+    "pydoc",
+    "pydoc3",
+    // Debuggers and interactive tools that run a shell from their input.
+    "pdb",
+    "pdb3",
+    "debugfs",
+    "perlbug",
+    "perlthanks",
+    "perldoc",
+    // The dynamic loader runs the program it is given; ldd may run it too.
+    "ld.so",
+    "ld-linux-x86-64.so.2",
+    "ld-linux-aarch64.so.1",
+    "ld-linux.so.2",
+    "ldd",
+    // Runs its command operand with output saved to a file.
+    "logsave",
+    // Runs an init script named by its operand (`service ../../bin/sh`).
+    "service",
+    // Runs the `pipe` commands of its configuration file, which lives in a home the
+    // sandbox writes.
+    "top",
 ];
 
 /// Shell builtins that run code, define code, or change the state later segments run in.
@@ -93,11 +136,6 @@ const CODE_BUILTINS: &[&str] = &[
     "unalias",
     "unset",
     "wait",
-];
-
-/// `find` actions that run programs or write files.
-const FIND_ACTIONS: &[&str] = &[
-    "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
 ];
 
 /// A wrapper peeled off a segment.
@@ -186,6 +224,116 @@ const TIME: OptionSpec = OptionSpec {
     permute: false,
 };
 
+const SETARCH: OptionSpec = OptionSpec {
+    opts: &[
+        flag(Some('v'), Some("verbose")),
+        flag(Some('3'), Some("3gb")),
+        flag(None, Some("4gb")),
+        flag(None, Some("uname-2.6")),
+        flag(Some('B'), Some("32bit")),
+        flag(Some('F'), Some("fdpic-funcptrs")),
+        flag(Some('I'), Some("short-inode")),
+        flag(Some('L'), Some("addr-compat-layout")),
+        flag(Some('R'), Some("addr-no-randomize")),
+        flag(Some('S'), Some("whole-seconds")),
+        flag(Some('T'), Some("sticky-timeouts")),
+        flag(Some('X'), Some("read-implies-exec")),
+        flag(Some('Z'), Some("mmap-page-zero")),
+        flag(None, Some("list")),
+        HELP,
+        VERSION,
+    ],
+    numeric: false,
+    permute: false,
+};
+
+/// The names util-linux installs `setarch` under; each but `setarch` implies the architecture.
+const SETARCH_NAMES: &[&str] = &["setarch", "linux32", "linux64", "i386", "x86_64", "uname26"];
+
+const CHOOM: OptionSpec = OptionSpec {
+    opts: &[
+        value(Some('n'), Some("adjust")),
+        // `-p PID` adjusts another process and runs nothing.
+        value(Some('p'), Some("pid")),
+        HELP,
+        VERSION,
+    ],
+    numeric: false,
+    permute: false,
+};
+
+const TASKSET: OptionSpec = OptionSpec {
+    opts: &[
+        flag(Some('a'), Some("all-tasks")),
+        flag(Some('c'), Some("cpu-list")),
+        flag(Some('p'), Some("pid")),
+        HELP,
+        VERSION,
+    ],
+    numeric: false,
+    permute: false,
+};
+
+const CHRT: OptionSpec = OptionSpec {
+    opts: &[
+        flag(Some('a'), Some("all-tasks")),
+        flag(Some('b'), Some("batch")),
+        flag(Some('d'), Some("deadline")),
+        flag(Some('f'), Some("fifo")),
+        flag(Some('i'), Some("idle")),
+        flag(Some('o'), Some("other")),
+        flag(Some('r'), Some("rr")),
+        flag(Some('R'), Some("reset-on-fork")),
+        flag(Some('m'), Some("max")),
+        flag(Some('p'), Some("pid")),
+        value(Some('T'), Some("sched-runtime")),
+        value(Some('P'), Some("sched-period")),
+        value(Some('D'), Some("sched-deadline")),
+        flag(Some('v'), Some("verbose")),
+        HELP,
+        VERSION,
+    ],
+    numeric: false,
+    permute: false,
+};
+
+const IONICE: OptionSpec = OptionSpec {
+    opts: &[
+        value(Some('c'), Some("class")),
+        value(Some('n'), Some("classdata")),
+        flag(Some('p'), Some("pid")),
+        flag(Some('P'), Some("pgid")),
+        flag(Some('t'), Some("ignore")),
+        flag(Some('u'), Some("uid")),
+        HELP,
+        VERSION,
+    ],
+    numeric: false,
+    permute: false,
+};
+
+const FLOCK: OptionSpec = OptionSpec {
+    opts: &[
+        flag(Some('s'), Some("shared")),
+        flag(Some('x'), Some("exclusive")),
+        flag(Some('e'), None),
+        flag(Some('u'), Some("unlock")),
+        flag(Some('n'), Some("nonblock")),
+        flag(None, Some("nb")),
+        value(Some('w'), Some("timeout")),
+        value(Some('E'), Some("conflict-exit-code")),
+        flag(Some('o'), Some("close")),
+        // `-c CMD` hands CMD to a shell: code the argv does not pin down.
+        deny(Some('c'), Some("command"), Arg::Required),
+        flag(Some('F'), Some("no-fork")),
+        flag(None, Some("verbose")),
+        HELP,
+        VERSION,
+    ],
+    numeric: false,
+    permute: false,
+};
+
 /// Peels transparent wrappers off `argv`.
 pub(crate) fn unwrap(argv: &[String]) -> Result<Unwrapped, UnwrapError> {
     let mut wrappers = Vec::new();
@@ -260,6 +408,29 @@ fn peel(argv: &[String]) -> Result<Option<(&'static str, usize)>, UnwrapError> {
         "nohup" => ("nohup", scan_wrapper("nohup", &NOHUP, args)?),
         "stdbuf" => ("stdbuf", scan_wrapper("stdbuf", &STDBUF, args)?),
         "time" => ("time", scan_wrapper("time", &TIME, args)?),
+        name if SETARCH_NAMES.contains(&name) => ("setarch", setarch_inner(name, args)?),
+        "choom" => ("choom", choom_inner(args)?),
+        "taskset" => (
+            "taskset",
+            positional_then_command("taskset", &TASKSET, args, is_cpu_mask)?,
+        ),
+        "chrt" => (
+            "chrt",
+            positional_then_command("chrt", &CHRT, args, is_priority)?,
+        ),
+        "ionice" => {
+            let scanned = scan(&IONICE, args)
+                .map_err(|reason| UnwrapError::Miss(format!("ionice: {reason}")))?;
+            // With -p, -P or -u the operands are ids, and nothing runs.
+            if ["--pid", "--pgid", "--uid"]
+                .iter()
+                .any(|o| scanned.seen.iter().any(|s| s == o))
+            {
+                return Ok(None);
+            }
+            ("ionice", scanned.rest_at.filter(|at| *at < args.len()))
+        }
+        "flock" => ("flock", flock_inner(args)?),
         "timeout" => {
             let Some(at) = scan_wrapper("timeout", &TIMEOUT, args)? else {
                 return Ok(None);
@@ -290,6 +461,112 @@ fn scan_wrapper(
     Ok(scanned.rest_at.filter(|at| *at < args.len()))
 }
 
+/// `setarch ARCH [options] [command]`, or `linux32 [options] [command]`: without a command it
+/// starts a shell, which is a miss.
+fn setarch_inner(name: &str, args: &[String]) -> Result<Option<usize>, UnwrapError> {
+    let miss = |reason: String| UnwrapError::Miss(reason);
+    let skip = usize::from(name == "setarch");
+    if skip == 1 {
+        match args.first() {
+            None => return Ok(None),
+            Some(first) if first.starts_with('-') => {
+                // `setarch --list`, `--help`, `--version`: information, nothing runs.
+                return match first.as_str() {
+                    "--list" | "--help" | "--version" | "-h" | "-V" if args.len() == 1 => Ok(None),
+                    _ => Err(miss(format!(
+                        "setarch with option {first} before an architecture"
+                    ))),
+                };
+            }
+            Some(_) => {}
+        }
+    }
+    let rest = &args[skip..];
+    let scanned = scan(&SETARCH, rest).map_err(|reason| miss(format!("{name}: {reason}")))?;
+    match scanned.rest_at.filter(|at| *at < rest.len()) {
+        Some(at) => Ok(Some(skip + at)),
+        None => Err(miss(format!("{name} without a command starts a shell"))),
+    }
+}
+
+/// `choom -n N -- command …`; `choom -p PID` runs nothing. choom's getopt permutes: without
+/// `--` it takes the command's own options as its own (`choom -n 0 ls -p 1` adjusts pid 1), so
+/// a command with an option-like word and no `--` before it is a miss.
+fn choom_inner(args: &[String]) -> Result<Option<usize>, UnwrapError> {
+    let scanned =
+        scan(&CHOOM, args).map_err(|reason| UnwrapError::Miss(format!("choom: {reason}")))?;
+    if scanned.seen.iter().any(|s| s == "--pid") {
+        return Ok(None);
+    }
+    let Some(at) = scanned.rest_at.filter(|at| *at < args.len()) else {
+        return Ok(None);
+    };
+    let dashed = at > 0 && args[at - 1] == "--";
+    if !dashed && args[at..].iter().any(|a| a.starts_with('-')) {
+        return Err(UnwrapError::Miss(
+            "choom reads options after its command: put -- before the command".to_owned(),
+        ));
+    }
+    Ok(Some(at))
+}
+
+/// `taskset [options] MASK command …` and `chrt [options] PRIORITY command …`: one operand
+/// before the command. With `--pid` the operands are ids and nothing runs. The operand must
+/// look like what the program takes there, so a word it would not take as one (and might run,
+/// in a version where the operand is optional) is never skipped as one.
+fn positional_then_command(
+    name: &str,
+    spec: &OptionSpec,
+    args: &[String],
+    operand_ok: fn(&str) -> bool,
+) -> Result<Option<usize>, UnwrapError> {
+    let miss = |reason: String| UnwrapError::Miss(reason);
+    let scanned = scan(spec, args).map_err(|reason| miss(format!("{name}: {reason}")))?;
+    if scanned.seen.iter().any(|s| s == "--pid") {
+        return Ok(None);
+    }
+    let Some(at) = scanned.rest_at.filter(|at| *at < args.len()) else {
+        return Ok(None);
+    };
+    let operand = &args[at];
+    if !operand_ok(operand) {
+        return Err(miss(format!("{name} with unusual operand {operand:?}")));
+    }
+    Ok(Some(at + 1).filter(|at| *at < args.len()))
+}
+
+/// A CPU mask (`3`, `0x3`) or list (`0-3,5`).
+fn is_cpu_mask(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() || ",-x".contains(c))
+}
+
+/// A scheduling priority: decimal digits.
+fn is_priority(word: &str) -> bool {
+    !word.is_empty() && word.chars().all(|c| c.is_ascii_digit())
+}
+
+/// `flock [options] FILE command …`; `flock FILE -c CMD` hands CMD to a shell (a miss), and
+/// `flock FD` runs nothing.
+fn flock_inner(args: &[String]) -> Result<Option<usize>, UnwrapError> {
+    let miss = |reason: String| UnwrapError::Miss(reason);
+    let scanned = scan(&FLOCK, args).map_err(|reason| miss(format!("flock: {reason}")))?;
+    let Some(at) = scanned.rest_at.filter(|at| *at < args.len()) else {
+        return Ok(None);
+    };
+    let Some(command) = args.get(at + 1) else {
+        return Ok(None);
+    };
+    if command.starts_with('-') {
+        return Err(miss(format!(
+            "flock {command} hands a command to a shell or is an option after the lock file"
+        )));
+    }
+    Ok(Some(at + 1))
+}
+
 /// Whether a timeout duration is a plain number with an optional unit.
 fn is_duration(text: &str) -> bool {
     let number = text.strip_suffix(['s', 'm', 'h', 'd']).unwrap_or(text);
@@ -316,16 +593,9 @@ pub(crate) fn runs_other_programs(inner: &[String], resolved: &str) -> Option<St
     if let Some(dispatcher) = DISPATCHERS.iter().find(|d| names.contains(d)) {
         return Some(format!("{dispatcher} runs other programs"));
     }
-    if names.contains(&"find") {
-        if let Some(action) = inner
-            .iter()
-            .skip(1)
-            .find(|a| FIND_ACTIONS.contains(&a.as_str()))
-        {
-            return Some(format!("find {action} runs programs or writes files"));
-        }
-    }
-    None
+    // Options that make a program run, load or write something else: one table for the
+    // sandbox and the host (gadgets.rs).
+    super::gadgets::miss(inner, resolved)
 }
 
 /// Best-effort argv layers for argv-pattern matching: the argv itself, then every command it
@@ -452,6 +722,9 @@ fn lenient_inner(argv: &[String]) -> Option<Vec<String>> {
             false,
         ),
         "ionice" => (&["-c", "-n", "-p", "-P", "-u"], false, false),
+        "choom" => (&["-n", "-p", "--adjust", "--pid"], false, false),
+        "prlimit" => (&["-p", "-o", "--pid", "--output"], false, false),
+        "setarch" | "linux32" | "linux64" | "i386" | "x86_64" | "uname26" => (&[], false, false),
         "taskset" | "chrt" | "flock" | "watch" | "unshare" | "nsenter" | "systemd-run" => (
             &["-n", "-p", "-c", "-w", "-E", "-t", "-S", "-u"],
             false,
@@ -460,6 +733,10 @@ fn lenient_inner(argv: &[String]) -> Option<Vec<String>> {
         _ => return None,
     };
     let mut index = 1;
+    if name == "setarch" && argv.get(1).is_some_and(|a| !a.starts_with('-')) {
+        // setarch ARCH …: the architecture comes before the options.
+        index += 1;
+    }
     if name == "chroot" {
         // The first operand of chroot is the new root, not the command.
         while index < argv.len() && argv[index].starts_with('-') {
@@ -486,8 +763,8 @@ fn lenient_inner(argv: &[String]) -> Option<Vec<String>> {
     if skip_duration && index < argv.len() {
         index += 1;
     }
-    if name == "taskset" && index < argv.len() {
-        // taskset MASK COMMAND.
+    if (name == "taskset" || name == "chrt") && index < argv.len() {
+        // taskset MASK COMMAND, chrt PRIORITY COMMAND.
         index += 1;
     }
     let inner = argv.get(index..)?.to_vec();
@@ -692,30 +969,12 @@ mod tests {
             ("xargs rm", Some("xargs runs other programs")),
             ("xargs", Some("xargs runs other programs")),
             ("find . -name x", None),
-            (
-                "find . -exec rm {} ;",
-                Some("find -exec runs programs or writes files"),
-            ),
-            (
-                "find . -execdir sh ;",
-                Some("find -execdir runs programs or writes files"),
-            ),
-            (
-                "find . -ok rm ;",
-                Some("find -ok runs programs or writes files"),
-            ),
-            (
-                "find . -okdir rm ;",
-                Some("find -okdir runs programs or writes files"),
-            ),
-            (
-                "find . -delete",
-                Some("find -delete runs programs or writes files"),
-            ),
-            (
-                "find . -fprint out",
-                Some("find -fprint runs programs or writes files"),
-            ),
+            ("find . -exec rm {} ;", Some("find -exec runs a program")),
+            ("find . -execdir sh ;", Some("find -execdir runs a program")),
+            ("find . -ok rm ;", Some("find -ok runs a program")),
+            ("find . -okdir rm ;", Some("find -okdir runs a program")),
+            ("find . -delete", Some("find -delete writes a file")),
+            ("find . -fprint out", Some("find -fprint writes a file")),
             ("setsid ls", Some("setsid runs other programs")),
             ("busybox sh", Some("busybox runs other programs")),
             ("ls -la", None),

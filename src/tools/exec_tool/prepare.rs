@@ -274,6 +274,7 @@ impl ExecTool {
         let mut policy = compose(
             &self.config.policy.sandbox,
             Layers {
+                on_host: false,
                 host_full: false,
                 session: session_override.as_ref().map(SessionPolicy::layer),
                 request: request_levels(req),
@@ -378,6 +379,11 @@ impl ExecTool {
             base.remove(&var);
         }
         base.insert("PATH".into(), path.join(":"));
+        base.extend(
+            host::FIXED_ENV
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
         let secrets = self.secrets.for_target(session, true);
         base.extend(secrets.iter().cloned());
         let env = merge_env(&base, &req.env, &prepend, &[]);
@@ -391,6 +397,7 @@ impl ExecTool {
         let mut policy = compose(
             &self.config.policy.host,
             Layers {
+                on_host: true,
                 host_full: full,
                 session: None,
                 request: request_levels(req),

@@ -34,6 +34,7 @@ impl ExecTool {
         let policy = compose(
             base,
             Layers {
+                on_host: false,
                 host_full: false,
                 session: o.as_ref().map(crate::store::SessionPolicy::layer),
                 request: RequestLevels {

@@ -221,7 +221,13 @@ impl ExecTool {
                     && binding.files.is_empty()
                     && prepared.writable_reason(&eval, &req.command).is_none()
                 {
-                    persist_entries(&eval, &req.command, session, &prepared.cwd)
+                    persist_entries(
+                        &eval,
+                        &req.command,
+                        session,
+                        &prepared.cwd,
+                        prepared.on_host(),
+                    )
                 } else {
                     Vec::new()
                 };
