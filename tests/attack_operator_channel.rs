@@ -4,10 +4,13 @@
 //! state database, with and without a cleared environment. Each attempt must be refused with
 //! the reason, audited, and leave the approval pending and the allowlist and skills unchanged.
 //! With `elevated.user`, the host command runs as that uid and cannot even open the socket.
-//! No engine image is needed: everything here runs on the host.
+//! Over TCP the same holds at every address of this machine (issue 23): loopback, the host's
+//! main address, Docker's bridge gateway, IPv6, each reached through a dual-stack listener
+//! (so IPv4 clients arrive in the IPv4-mapped form). No engine image is needed: everything
+//! here runs on the host.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -19,7 +22,10 @@ const NOBODY_UID: u32 = 64123;
 
 struct Server {
     child: Child,
+    /// A loopback address of the TCP listener, for the test's own calls.
     addr: String,
+    /// The listener's port, whatever address it is reached at.
+    port: u16,
     home: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -35,9 +41,15 @@ fn moat_exe() -> &'static str {
     env!("CARGO_BIN_EXE_moat")
 }
 
-/// `moat serve` over a fresh home; `elevated_extra` goes into `[elevated]`. The operator token
-/// comes from moat's environment, so a leak of that environment into host commands would show.
+/// `moat serve` over a fresh home, TCP on loopback; `elevated_extra` goes into `[elevated]`.
+/// The operator token comes from moat's environment, so a leak of that environment into host
+/// commands would show.
 fn serve(elevated_extra: &str) -> Server {
+    serve_on("127.0.0.1:0", elevated_extra)
+}
+
+/// [`serve`] with TCP on `bind` (`[::]:0` answers every address of this machine).
+fn serve_on(bind: &str, elevated_extra: &str) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
@@ -70,6 +82,16 @@ allowlist = ["/usr/bin/curl", "/usr/bin/sh", "/bin/sh"]
 strict_inline_eval = false
 trusted_dirs = ["{moat_dir}", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 
+# On the host an allowlisted program runs unasked only with an argv its profile lists
+# (docs/policy.md, "Argv profiles"): the attacks' own.
+[policy.host.argv_profiles.curl]
+allowed_flags = ["-s", "-g"]
+value_flags = ["-H", "-X", "-d", "--unix-socket"]
+max_positional = 1
+
+[policy.host.argv_profiles.sh]
+value_flags = ["-c"]
+
 [skills.json]
 bins = ["jq"]
 "#
@@ -77,15 +99,19 @@ bins = ["jq"]
     )
     .unwrap();
     let mut child = Command::new(moat_exe())
-        .args(["serve", "--tcp", "127.0.0.1:0"])
+        .args(["serve", "--tcp", bind])
         .env("MOAT_HOME", &home)
         .env("MOAT_SERVE_OPERATOR_TOKEN", OPERATOR)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The ready line names the listeners; warnings about the configuration may come first.
     let mut line = String::new();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    stderr.read_line(&mut line).unwrap();
+    while stderr.read_line(&mut line).unwrap() > 0 && !line.contains(" tcp:") {
+        eprint!("moat serve: {line}");
+        line.clear();
+    }
     // Keep draining: the daemon logs each refusal, and a closed pipe must not fail it.
     std::thread::spawn(move || {
         let mut rest = String::new();
@@ -94,14 +120,17 @@ bins = ["jq"]
             rest.clear();
         }
     });
-    let addr = line.rsplit("tcp:").next().unwrap().trim().to_string();
-    assert!(
-        addr.starts_with("127.0.0.1:"),
-        "moat serve did not start: {line}"
-    );
+    let bound: SocketAddr = line
+        .rsplit("tcp:")
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("moat serve did not start ({e}): {line}"));
     Server {
         child,
-        addr,
+        addr: format!("127.0.0.1:{}", bound.port()),
+        port: bound.port(),
         home,
         _dir: dir,
     }
@@ -400,4 +429,180 @@ fn with_elevated_user_a_host_command_cannot_reach_the_socket() {
     assert!(out.contains("relative=7"), "{out}");
     assert!(!out.contains("\"status\""), "{out}");
     assert!(out.contains("cat=1") && out.contains("ls=2"), "{out}");
+}
+
+/// The addresses of this machine to attack from, read from the kernel: loopback (IPv4 and
+/// IPv6), every address of the interface the default route leaves by (the host's main
+/// address), the gateway of Docker's default bridge, and every other non-link-local IPv6
+/// address. Bridges of other Docker networks are left out: other tests make and remove them
+/// while this one runs. IPv6 link-local addresses are left out too: they need an interface
+/// scope in a URL.
+fn addresses_to_test() -> Vec<IpAddr> {
+    let mut out: Vec<IpAddr> = vec!["127.0.0.1".parse().unwrap(), "::1".parse().unwrap()];
+    let main = main_interface();
+    for ifa in nix::ifaddrs::getifaddrs().unwrap() {
+        let Some(a) = ifa.address else { continue };
+        let mine = main.as_deref() == Some(ifa.interface_name.as_str());
+        let ip = match (a.as_sockaddr_in(), a.as_sockaddr_in6()) {
+            (Some(v4), _) if mine => IpAddr::V4(v4.ip()),
+            (_, Some(v6))
+                if (v6.ip().segments()[0] & 0xffc0) != 0xfe80
+                    && (mine || !ifa.interface_name.starts_with("br-")) =>
+            {
+                IpAddr::V6(v6.ip())
+            }
+            _ => continue,
+        };
+        if !out.contains(&ip) {
+            out.push(ip);
+        }
+    }
+    if let Some(gw) = docker_gateway() {
+        if !out.contains(&gw) {
+            out.push(gw);
+        }
+    }
+    out
+}
+
+/// The interface the default route leaves by (`/proc/net/route`).
+fn main_interface() -> Option<String> {
+    let routes = std::fs::read_to_string("/proc/net/route").ok()?;
+    routes.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(1) == Some(&"00000000")).then(|| f[0].to_string())
+    })
+}
+
+/// The host's main address: the IPv4 address of [`main_interface`].
+fn main_address() -> Option<IpAddr> {
+    let iface = main_interface()?;
+    nix::ifaddrs::getifaddrs()
+        .ok()?
+        .filter(|i| i.interface_name == iface)
+        .find_map(|i| i.address?.as_sockaddr_in().map(|v4| IpAddr::V4(v4.ip())))
+}
+
+/// The gateway address of Docker's default bridge (its interface's address on this machine),
+/// when there is an engine.
+fn docker_gateway() -> Option<IpAddr> {
+    let out = Command::new("docker")
+        .args([
+            "network",
+            "inspect",
+            "bridge",
+            "--format",
+            r#"{{index .Options "com.docker.network.bridge.name"}}"#,
+        ])
+        .output()
+        .ok()?;
+    let name = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || name.is_empty() {
+        return None;
+    }
+    nix::ifaddrs::getifaddrs()
+        .ok()?
+        .filter(|i| i.interface_name == name)
+        .find_map(|i| i.address?.as_sockaddr_in().map(|v4| IpAddr::V4(v4.ip())))
+}
+
+/// A host command holding the operator token calls the decision route at every address of
+/// this machine, through a listener on all of them; each call is refused, audited, and the
+/// approval stays pending. The same call from this test process (no host command) decides
+/// it, so the refusals are the check's doing, not an address that does not answer.
+#[test]
+fn a_host_command_cannot_act_as_the_operator_at_any_local_address() {
+    let s = serve_on("[::]:0", "");
+    let addrs = addresses_to_test();
+    if let Some(main) = main_address() {
+        assert!(addrs.contains(&main), "{main} not among {addrs:?}");
+    }
+    match docker_gateway() {
+        Some(gw) => assert!(addrs.contains(&gw), "{gw} not among {addrs:?}"),
+        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("no Docker bridge gateway to test under CI=true")
+        }
+        None => eprintln!("no Docker bridge: its gateway address is not tested"),
+    }
+    assert!(addrs.len() >= 3, "only loopback to test: {addrs:?}");
+    eprintln!("testing from {addrs:?}");
+
+    let mut attacked: Vec<(IpAddr, String)> = Vec::new();
+    for ip in &addrs {
+        let at = SocketAddr::new(*ip, s.port);
+        let pending = agent_exec(&s, "id");
+        assert_eq!(
+            pending["details"]["status"], "approval-pending",
+            "{pending}"
+        );
+        let id = pending["details"]["approvalId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let path = format!("/v1/approvals/{id}/decision");
+        let body = r#"{"decision":"allow-always"}"#;
+        attacked.push((*ip, id.clone()));
+
+        // The attack: a real elevated exec (curl is allowlisted) with the operator token.
+        let attack = format!(
+            "curl -s -g -H 'Authorization: Bearer {OPERATOR}' -X POST 'http://{at}{path}' -d '{body}'"
+        );
+        let r = agent_exec(&s, &attack);
+        let out = text(&r);
+        assert_ne!(
+            r["details"]["status"], "approval-pending",
+            "{at}: the attack itself must run: {r}"
+        );
+        assert!(
+            out.contains(&format!("refused POST {path} on moat's TCP port")),
+            "{at}: {out}"
+        );
+        assert!(out.contains("runs inside host command"), "{at}: {out}");
+        assert!(out.contains("never act as the operator"), "{at}: {out}");
+        let (status, row) = http(&s.addr, "GET", &format!("/v1/approvals/{id}"), OPERATOR, "");
+        assert_eq!(status, 200, "{row}");
+        assert_eq!(row["status"], "pending", "{at}: {row}");
+
+        // The control: the same call at the same address from this test process decides.
+        let (status, row) = http(&at.to_string(), "POST", &path, OPERATOR, body);
+        assert_eq!(status, 200, "{at}: the control call failed: {row}");
+        assert_eq!(row["decision"], "allow-always", "{at}: {row}");
+        assert_eq!(row["decidedBy"], "http:operator", "{at}: {row}");
+        // What allow-always stored goes again, so the next address has a request to attack.
+        let list = cli(&s.home, &["allowlist", "list", "--json"]);
+        let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+        let entries = list.as_array().unwrap();
+        assert!(!entries.is_empty(), "{at}: allow-always stored nothing");
+        for e in entries {
+            let rm = cli(&s.home, &["allowlist", "rm", &e["id"].to_string()]);
+            assert!(rm.status.success(), "{rm:?}");
+        }
+    }
+
+    // One audited refusal per address, each naming the approval and the client's address as
+    // moat saw it (an IPv4 client of a dual-stack listener in its mapped form; a host process
+    // that connects to a bridge gateway address arrives from another of this machine's
+    // addresses, rewritten by Docker's MASQUERADE rule).
+    let audit = cli(&s.home, &["approvals", "audit", "--json", "--limit", "500"]);
+    let audit: serde_json::Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let refused: Vec<&serde_json::Value> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "operator-refused")
+        .collect();
+    assert_eq!(refused.len(), addrs.len(), "{refused:#?}");
+    for (ip, id) in &attacked {
+        let e = refused
+            .iter()
+            .find(|e| e["approvalId"] == id.as_str())
+            .unwrap_or_else(|| panic!("no refusal audited for {ip}: {refused:#?}"));
+        let actor = e["actor"].as_str().unwrap();
+        assert!(actor.starts_with("tcp ["), "{ip}: {e}");
+        if let IpAddr::V6(v6) = ip {
+            assert!(actor.starts_with(&format!("tcp [{v6}]:")), "{ip}: {e}");
+        }
+        let d = e["detail"].as_str().unwrap();
+        assert!(d.contains("host-process="), "{ip}: {e}");
+    }
 }

@@ -181,13 +181,7 @@ async fn inline_eval_from_stdin_descriptors_and_repls_asks() {
             "inline-eval: sed reading its program from /dev/stdin",
         ),
         ("perl -d /dev/null".into(), "inline-eval: perl -d"),
-        (
-            format!("python3 tool.py <<'EOF'\n{payload}\nEOF"),
-            "inline-eval: python3 reading its program from tool.py (a link to /",
-        ),
     ];
-    // A script name that links to stdin reads stdin.
-    m.docker_exec("a", "ln -sf /dev/stdin /workspace/tool.py");
     for (command, needle) in &rows {
         let r = m.exec("a", command).await;
         assert_eq!(
@@ -201,6 +195,31 @@ async fn inline_eval_from_stdin_descriptors_and_repls_asks() {
         let offered = r.details.to_json()["allowedDecisions"].to_string();
         assert!(!offered.contains("allow-always"), "{command:?}: {offered}");
     }
+    // A script name that links to stdin reads stdin. The approval would bind that name's file
+    // by content (docs/approvals.md, "Files a plan runs"), and a link to a device is no file:
+    // refused at once, before anything is asked or run.
+    m.docker_exec("a", "ln -sf /dev/stdin /workspace/tool.py");
+    let command = format!("python3 tool.py <<'EOF'\n{payload}\nEOF");
+    let err = m
+        .app
+        .exec
+        .run(
+            &m.key("a"),
+            &moat::contract::ExecRequest {
+                command: command.clone(),
+                ..Default::default()
+            },
+            true,
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "bind file `tool.py` of a sandbox command: /workspace/tool.py is not a regular file"
+        ),
+        "{command:?}: {err}"
+    );
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(!pwned(&m), "no inline eval ran unasked");
 

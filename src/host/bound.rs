@@ -1,11 +1,14 @@
-//! Files a host plan runs, bound by content (docs/approvals.md, "Files a plan runs").
+//! Files a plan runs, bound by content (docs/approvals.md, "Files a plan runs").
 //!
 //! An approval for `sh build.sh` is worth nothing if `build.sh` can change between the
 //! operator reading it and the run. So the files a plan runs — a script operand of a shell or
 //! interpreter, a `-f` program file of awk/sed, the file of `.`/`source`, a program named by a
-//! path outside the trusted directories — are found here, hashed when the approval is made,
-//! and at run time copied (opened with `O_NOFOLLOW`, bounded) into a private directory; the
-//! plan is rewritten to run the copies, and the copies' hashes must equal the approved ones.
+//! path outside the trusted directories — are found here ([`scan`], [`scan_with`]), hashed when
+//! the approval is made, and at run time copied into a place the agent cannot write; the plan
+//! is rewritten to run the copies ([`rewrite`]), and the copies' hashes must equal the approved
+//! ones. On the host the copies are made here (opened with `O_NOFOLLOW`, bounded, into a
+//! private directory); a sandbox plan uses the same detection and rewrite, with its files read
+//! inside the container and copied into the run directory (`tools::exec_tool::sandbox_files`).
 
 use std::io::Read;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -14,7 +17,7 @@ use std::path::{Component, Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::approvals::BoundFile;
-use crate::policy::{command_layers, parse_script, render, PlannedSegment, Redirect};
+use crate::policy::{command_layers, parse_script, render, PlannedSegment, Redirect, Script};
 
 /// The largest file moat binds: scripts are small; a larger file is refused, not truncated.
 pub const MAX_BOUND_BYTES: u64 = 16 * 1024 * 1024;
@@ -92,10 +95,21 @@ const FILE_FLAG_ONLY: &[&str] = &["awk", "gawk", "mawk", "nawk", "sed"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
-    #[error("bind file `{operand}` of a host command: {reason}")]
-    Unusable { operand: String, reason: String },
-    #[error("bind file `{operand}` of a host command: moat cannot make the command run an approved copy of it ({reason})")]
-    NotRewritable { operand: String, reason: String },
+    /// The file cannot be bound (missing, not a regular file, too large): the caller's.
+    #[error("bind file `{operand}` of a {place} command: {reason}")]
+    Unusable {
+        /// `host` or `sandbox`: where the plan runs.
+        place: &'static str,
+        operand: String,
+        reason: String,
+    },
+    #[error("bind file `{operand}` of a {place} command: moat cannot make the command run an approved copy of it ({reason})")]
+    NotRewritable {
+        /// `host` or `sandbox`: where the plan runs.
+        place: &'static str,
+        operand: String,
+        reason: String,
+    },
     #[error("copy file `{operand}` to {dir}")]
     Copy {
         operand: String,
@@ -103,6 +117,9 @@ pub enum BindError {
         #[source]
         source: std::io::Error,
     },
+    /// moat could not read a sandbox file through the engine, or not place its copy: moat's.
+    #[error("read file `{operand}` of a sandbox command: {reason}")]
+    Fetch { operand: String, reason: String },
 }
 
 /// One file operand of a plan.
@@ -110,8 +127,9 @@ pub enum BindError {
 pub struct Found {
     /// The word as written.
     pub operand: String,
-    /// Absolute (the cwd joined in front of a relative operand), not resolved: it is opened
-    /// without following a final symlink.
+    /// Absolute (the cwd joined in front of a relative operand; for a sandbox program found
+    /// through PATH, the PATH hit), not resolved: on the host it is opened without following a
+    /// final symlink.
     pub path: PathBuf,
     /// Segment index and word index in that segment's argv, for the rewrite.
     pub at: (usize, usize),
@@ -185,32 +203,65 @@ fn trusted(path: &Path, trusted_dirs: &[String]) -> bool {
         .any(|d| real.parent() == Some(Path::new(d.trim_end_matches('/'))))
 }
 
-/// Every file `plan` runs, relative words taken from `cwd`. Refused when such a file sits in
-/// a part of the plan moat cannot rebuild, since then it could not run the approved copy.
+/// Every file a host `plan` runs, relative words taken from `cwd`; a program named by a path
+/// is bound unless it lies in `trusted_dirs`. See [`scan_with`].
 pub fn scan(plan: &str, cwd: &Path, trusted_dirs: &[String]) -> Result<Vec<Found>, BindError> {
-    let script = parse_script(plan);
+    scan_with(plan, cwd, "host", &|word| {
+        let path = cwd.join(word);
+        (word.contains('/') && !trusted(&path, trusted_dirs)).then_some(path)
+    })
+}
+
+/// Every file `plan` runs on `place` (`host` or `sandbox`), relative operands taken from
+/// `cwd`. `program` says for a command word (after wrappers) which file it runs when that file
+/// must be bound: `None` for a trusted program. Refused when such a file sits in a part of the
+/// plan moat cannot rebuild, since then it could not run the approved copy.
+pub fn scan_with(
+    plan: &str,
+    cwd: &Path,
+    place: &'static str,
+    program: &dyn Fn(&str) -> Option<PathBuf>,
+) -> Result<Vec<Found>, BindError> {
+    scan_script(&parse_script(plan), cwd, place, program)
+}
+
+/// [`scan_with`] on a plan already parsed (an exec parses its command once).
+pub fn scan_script(
+    script: &Script,
+    cwd: &Path,
+    place: &'static str,
+    program: &dyn Fn(&str) -> Option<PathBuf>,
+) -> Result<Vec<Found>, BindError> {
     let mut found: Vec<Found> = Vec::new();
     let mut moved = false;
     for (s, segment) in script.segments.iter().enumerate() {
         let argv = &segment.argv;
         let before = found.len();
         for layer in command_layers(argv) {
-            let mut at: Vec<usize> = Vec::new();
-            if layer[0].contains('/') && !trusted(&cwd.join(&layer[0]), trusted_dirs) {
-                at.push(0);
+            let mut at: Vec<(usize, PathBuf)> = Vec::new();
+            if let Some(path) = program(&layer[0]) {
+                at.push((0, path));
             }
-            at.extend(operand_of(&layer));
-            for idx in at {
+            // Code from stdin, a descriptor or a kernel file (`python3 /dev/stdin <<EOF`) is
+            // no file to bind: it is inline eval, which asks every time (docs/policy.md).
+            let from_stream =
+                |i: &usize| crate::policy::unreviewed_source(&layer[*i], &cwd.to_string_lossy());
+            at.extend(
+                operand_of(&layer)
+                    .filter(|i| !from_stream(i))
+                    .map(|i| (i, cwd.join(&layer[i]))),
+            );
+            for (idx, path) in at {
                 let operand = layer[idx].clone();
                 let offset = argv.len().checked_sub(layer.len());
                 let located = offset.filter(|o| argv[*o..] == layer[..]);
                 let Some(offset) = located else {
                     return Err(BindError::NotRewritable {
+                        place,
                         operand,
                         reason: "it runs through find -exec or xargs".into(),
                     });
                 };
-                let path = cwd.join(&operand);
                 let f = Found {
                     operand,
                     path,
@@ -224,6 +275,7 @@ pub fn scan(plan: &str, cwd: &Path, trusted_dirs: &[String]) -> Result<Vec<Found
         // Files are taken from the workdir; after a `cd` they would name other files.
         if moved && found.len() > before {
             return Err(BindError::NotRewritable {
+                place,
                 operand: found[before].operand.clone(),
                 reason: "a `cd` comes before it; give the directory as the workdir instead".into(),
             });
@@ -246,6 +298,7 @@ pub fn scan(plan: &str, cwd: &Path, trusted_dirs: &[String]) -> Result<Vec<Found
             });
         if let Some(miss) = miss {
             return Err(BindError::NotRewritable {
+                place,
                 operand: first.operand.clone(),
                 reason: format!("the command has a part moat cannot rebuild: {miss}"),
             });
@@ -257,6 +310,7 @@ pub fn scan(plan: &str, cwd: &Path, trusted_dirs: &[String]) -> Result<Vec<Found
 /// Reads `f` without following a final symlink, bounded, as a regular file.
 fn read(f: &Found) -> Result<Vec<u8>, BindError> {
     let unusable = |reason: String| BindError::Unusable {
+        place: "host",
         operand: crate::policy::escape_display(&f.operand),
         reason,
     };
@@ -292,12 +346,36 @@ fn read(f: &Found) -> Result<Vec<u8>, BindError> {
     Ok(bytes)
 }
 
-fn describe(f: &Found, bytes: &[u8]) -> BoundFile {
+/// The binding of `bytes`, read for `f`.
+pub fn describe(f: &Found, bytes: &[u8]) -> BoundFile {
     BoundFile {
         operand: f.operand.clone(),
         path: f.path.display().to_string(),
         sha256: hex::encode(Sha256::digest(bytes)),
         size: bytes.len() as u64,
+    }
+}
+
+/// The name a copy of `f` gets: its base name, with anything but letters, digits and `._-`
+/// replaced, so `$0` (and a multi-call program's dispatch on it) keeps its meaning.
+pub fn copy_name(f: &Found) -> String {
+    let name: String = Path::new(&f.operand)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name.is_empty() || name == "." || name == ".." {
+        "file".into()
+    } else {
+        name
     }
 }
 
@@ -338,20 +416,7 @@ pub fn snapshot(plan: &str, found: &[Found], dir: &Path) -> Result<Snapshot, Bin
         let bytes = read(f)?;
         let sub = dir.join(i.to_string());
         crate::home::ensure_private_dir(&sub).map_err(|e| copy_err(f, e))?;
-        let base: String = Path::new(&f.operand)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "file".into())
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let copy = sub.join(base);
+        let copy = sub.join(copy_name(f));
         let mut out = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -373,8 +438,8 @@ pub fn snapshot(plan: &str, found: &[Found], dir: &Path) -> Result<Snapshot, Bin
 }
 
 /// `plan` rendered again from its parse with the words at `swaps` replaced. Only called on
-/// plans [`scan`] accepted: every segment is modelled.
-fn rewrite(plan: &str, swaps: &[((usize, usize), String)]) -> String {
+/// plans [`scan_with`] accepted: every segment is modelled.
+pub fn rewrite(plan: &str, swaps: &[((usize, usize), String)]) -> String {
     if swaps.is_empty() {
         return plan.to_string();
     }
@@ -478,6 +543,10 @@ mod tests {
                 .map_err(|e| e.to_string())
         };
         assert_eq!(ops("sh build.sh").unwrap(), [("build.sh".into(), (0, 1))]);
+        // Code from stdin or a descriptor is inline eval, not a file.
+        assert_eq!(ops("python3 /dev/stdin").unwrap(), []);
+        assert_eq!(ops("sh /proc/self/fd/0").unwrap(), []);
+        assert_eq!(ops("awk -f /dev/fd/3 x").unwrap(), []);
         assert_eq!(ops("./run.sh -v").unwrap(), [("./run.sh".into(), (0, 0))]);
         assert_eq!(ops("/usr/bin/git status").unwrap(), []);
         assert_eq!(

@@ -1,7 +1,7 @@
 //! The host executor (docs/approvals.md, "The host executor"): commands that leave the sandbox and run on this machine.
 //!
 //! `env` is the host env allowlist (`env_names` its lists), `bound` binds the files a plan
-//! runs, `writable` finds where the sandbox can write, `path` the login-shell PATH and name
+//! runs (its detection and rewrite serve sandbox plans too), `writable` finds where the sandbox can write, `path` the login-shell PATH and name
 //! resolution, `executor` the [`Executor`](crate::runtime::Executor) that lets the process
 //! registry run host commands through the same wrapper, log and supervisor as container ones,
 //! `pty` terminals, `lineage` tells whether a process descends from a host command, `operator`
@@ -19,7 +19,10 @@ mod pty;
 mod run_as;
 mod writable;
 
-pub use bound::{bind, scan, snapshot, BindError, Found, Snapshot, MAX_BOUND_BYTES};
+pub use bound::{
+    bind, copy_name, describe as describe_bound, lexical as lexical_path, rewrite as rewrite_plan,
+    scan, scan_script, scan_with, snapshot, BindError, Found, Snapshot, MAX_BOUND_BYTES,
+};
 pub use env::{built_in_summary, check_operator_name, check_request, inherited, HostEnvError};
 pub use executor::HostExecutor;
 pub use lineage::{host_origin, start_time, HostOrigin, LineageError, HOST_MARKER};

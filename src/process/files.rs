@@ -21,8 +21,11 @@ use nix::sys::stat::{fchmod, fstat, FileStat, Mode, SFlag};
 use nix::unistd::{fchown, mkfifoat, unlinkat, Gid, Uid, UnlinkatFlags};
 
 /// Every file a process has, by extension: its log, stdin FIFO, the process-group id, exit
-/// status and readiness mark the wrapper writes (see `script`).
-const EXTS: [&str; 8] = ["out", "err", "state", "tar", "in", "pid", "exit", "ready"];
+/// status and readiness mark the wrapper writes (see `script`); and the files that pass data
+/// out of the container: a copy's archive (`tar`) and a bound file's bytes (`bind`).
+const EXTS: [&str; 9] = [
+    "out", "err", "state", "tar", "bind", "in", "pid", "exit", "ready",
+];
 /// The files moat pre-creates empty for the wrapper to fill in.
 const WRAPPER_WRITES: [&str; 3] = ["pid", "exit", "ready"];
 
@@ -54,22 +57,7 @@ impl RunFiles {
     /// directory owned by moat's user and writable by no one else.
     pub fn open(dir: impl Into<PathBuf>, id: &str, owner: Option<(u32, u32)>) -> io::Result<Self> {
         let dir = dir.into();
-        let fd = open_dir(&dir)?;
-        let st = fstat(&fd)?;
-        if st.st_uid != nix::unistd::geteuid().as_raw() {
-            return Err(refused(format!(
-                "run directory {} is owned by uid {}, not by moat's user",
-                dir.display(),
-                st.st_uid
-            )));
-        }
-        if st.st_mode & 0o022 != 0 {
-            return Err(refused(format!(
-                "run directory {} is writable by other users (mode {:o}); it must be 0755 or stricter",
-                dir.display(),
-                st.st_mode & 0o7777
-            )));
-        }
+        let fd = open_run_dir(&dir)?;
         Ok(Self {
             dir,
             fd: Arc::new(fd),
@@ -219,6 +207,22 @@ impl RunFiles {
         self.open_existing("tar", OFlag::O_RDONLY)
     }
 
+    /// Creates the file a sandbox plan's bound file is read into (`<id>.bind`), handed to the
+    /// sandbox user, who fills it from inside (docs/approvals.md, "Files a plan runs").
+    pub fn create_bound(&self) -> io::Result<()> {
+        self.create_file("bind").map(drop)
+    }
+
+    /// What the sandbox wrote into the bound file, at most `limit` bytes, checked as every run
+    /// file is (regular, owned by moat or the sandbox user, one link).
+    pub fn read_bound(&self, limit: u64) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.open_existing("bind", OFlag::O_RDONLY)?
+            .take(limit)
+            .read_to_end(&mut out)?;
+        Ok(out)
+    }
+
     /// Creates the state file of a sticky command (`<id>.state`), which its shell fills in
     /// when it exits.
     pub fn create_state(&self) -> io::Result<()> {
@@ -300,6 +304,28 @@ impl RunFiles {
     }
 }
 
+/// Opens the run directory `dir`, which must be a real directory owned by moat's user and
+/// writable by no one else: then the sandbox cannot create, rename or unlink entries in it.
+pub fn open_run_dir(dir: &Path) -> io::Result<OwnedFd> {
+    let fd = open_dir(dir)?;
+    let st = fstat(&fd)?;
+    if st.st_uid != nix::unistd::geteuid().as_raw() {
+        return Err(refused(format!(
+            "run directory {} is owned by uid {}, not by moat's user",
+            dir.display(),
+            st.st_uid
+        )));
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(refused(format!(
+            "run directory {} is writable by other users (mode {:o}); it must be 0755 or stricter",
+            dir.display(),
+            st.st_mode & 0o7777
+        )));
+    }
+    Ok(fd)
+}
+
 /// Opens a directory without following a symlink in its last component.
 pub fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
     nix::fcntl::open(
@@ -323,12 +349,12 @@ fn kind(st: &FileStat) -> SFlag {
     SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits())
 }
 
-fn refused(msg: String) -> io::Error {
+pub(super) fn refused(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::PermissionDenied, msg)
 }
 
 /// Turns the errors a hostile directory provokes into messages naming the file.
-fn at_error(name: &str, e: Errno) -> io::Error {
+pub(super) fn at_error(name: &str, e: Errno) -> io::Error {
     match e {
         Errno::ELOOP => refused(format!("{name} is a symbolic link")),
         Errno::EEXIST => refused(format!("{name} already exists")),
@@ -476,6 +502,11 @@ mod tests {
         assert!(files.create_state().is_err(), "created exclusively");
         std::fs::write(dir.path().join("p.state"), "0123456789").unwrap();
         assert_eq!(files.read_state(4), b"0123");
+        // The bytes of a file a sandbox plan runs, likewise; read back bounded.
+        files.create_bound().unwrap();
+        assert!(files.create_bound().is_err(), "created exclusively");
+        std::fs::write(dir.path().join("p.bind"), "abcdef").unwrap();
+        assert_eq!(files.read_bound(4).unwrap(), b"abcd");
         // The archive of a copy (`moat cp`), likewise.
         files.create_transfer().unwrap();
         assert!(files.create_transfer().is_err(), "created exclusively");

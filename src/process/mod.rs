@@ -1,11 +1,13 @@
 //! Processes: every command moat starts, foreground or background.
 //!
 //! `script` builds what runs in the container, `files` owns the host side of its log, FIFO
-//! and status files, `supervisor` is the owner task per process, `registry` keeps them all
+//! and status files, `approved` the read-only copies of the files an approved sandbox plan
+//! runs, `supervisor` is the owner task per process, `registry` keeps them all
 //! (and re-attaches them after a restart), `output` is the in-memory view of the output.
 //! `place` says where a process runs and `executors` what runs it there (handed over by the
 //! app; docs/ARCHITECTURE.md, "Seams").
 
+pub mod approved;
 mod events;
 mod executors;
 mod files;
@@ -24,7 +26,7 @@ mod tests;
 
 pub use events::{exit_event, EventBus, EventKind, EventOutcome, SessionEvent};
 pub use executors::Executors;
-pub use files::{open_dir, Created, RunFiles};
+pub use files::{open_dir, open_run_dir, Created, RunFiles};
 pub use limit::{LimitHit, LimitKind};
 pub use log_view::{page as page_log, LogPage, Source as LogSource};
 pub use output::LineMark;

@@ -1,9 +1,15 @@
-//! Who is at the other end of a loopback TCP connection (docs/security.md, "The operator
-//! channel"). TCP carries no peer credentials, but a connection from this machine is a socket
-//! in moat's own network namespace: `/proc/net/tcp{,6}` gives its inode, and the processes
-//! holding that inode are found under `/proc/<pid>/fd`. Those processes then get the same
-//! check as a unix-socket peer, so a host command that read the operator token still cannot
-//! use it from here. A connection from another host or network namespace has no such record
+//! Who is at the other end of a TCP connection from this machine (docs/security.md, "The
+//! operator channel"). TCP carries no peer credentials, but a client at one of this machine's
+//! own addresses (`local_addrs`: loopback, the host's main address, a Docker network's gateway,
+//! IPv4 and IPv6) is a socket in moat's own network namespace: `/proc/net/tcp{,6}` gives its
+//! inode (also when the kernel's NAT rewrote the client's address on the way, as Docker's
+//! `MASQUERADE` rule does for a host process that connects to a bridge gateway address), and
+//! the processes holding that inode are found under `/proc/<pid>/fd`. Those
+//! processes then get the same check as a unix-socket peer, so a host command that read the
+//! operator token still cannot use it from here. A local client whose end cannot be found, or
+//! that no process moat can examine holds, is refused too: it closed its end after sending
+//! (the request still arrives), or hides where moat cannot look, and either would otherwise
+//! pass unchecked. A client at another address (another host, a container) has no such record
 //! and is judged by its token alone.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -17,6 +23,7 @@ use axum::response::Response;
 use axum::serve::IncomingStream;
 use tokio::net::TcpListener;
 
+use super::local_addrs::canonical;
 use super::routes::ServerState;
 use crate::host::Refusal;
 
@@ -69,27 +76,60 @@ fn parse_table(text: &str) -> Vec<Row> {
 /// Two addresses name the same endpoint, also across the IPv4-mapped IPv6 form a dual-stack
 /// listener reports.
 fn same(a: SocketAddr, b: SocketAddr) -> bool {
-    let canon = |ip: IpAddr| match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-        v4 => v4,
+    a.port() == b.port() && canonical(a.ip()) == canonical(b.ip())
+}
+
+/// What the socket tables hold for the client end of a connection.
+#[derive(Debug, PartialEq, Eq)]
+enum ClientEnd {
+    /// No row for it.
+    Missing,
+    /// Rows, but no descriptor holds them any more (closed, lingering in `FIN_WAIT` or
+    /// `TIME_WAIT`).
+    Closed,
+    /// The inodes of the live rows.
+    Open(Vec<u64>),
+}
+
+/// The client end of the connection `client` → `server` in `/proc/net/tcp{,6}`.
+///
+/// A row whose local end is `client` is the client's. When none is, the kernel may have
+/// rewritten the client's address on the way (Docker's `MASQUERADE` rule gives a host process
+/// that connects from a bridge gateway address another of this machine's addresses): then the
+/// rows connected to `server` from the same port count. Taking more rows can only refuse more,
+/// never let a host command through.
+fn client_end(proc_root: &Path, client: SocketAddr, server: SocketAddr) -> ClientEnd {
+    let mut rows = Vec::new();
+    for table in ["net/tcp", "net/tcp6"] {
+        if let Ok(text) = std::fs::read_to_string(proc_root.join(table)) {
+            rows.extend(
+                parse_table(&text)
+                    .into_iter()
+                    .filter(|r| same(r.remote, server) && r.local.port() == client.port()),
+            );
+        }
+    }
+    let exact: Vec<&Row> = rows.iter().filter(|r| same(r.local, client)).collect();
+    let chosen: Vec<&Row> = if exact.is_empty() {
+        rows.iter().collect()
+    } else {
+        exact
     };
-    a.port() == b.port() && canon(a.ip()) == canon(b.ip())
+    if chosen.is_empty() {
+        return ClientEnd::Missing;
+    }
+    let mut live: Vec<u64> = chosen.iter().map(|r| r.inode).filter(|i| *i != 0).collect();
+    live.dedup();
+    if live.is_empty() {
+        ClientEnd::Closed
+    } else {
+        ClientEnd::Open(live)
+    }
 }
 
-/// The socket inode of the client end of the connection `client` → `server`.
-fn client_inode(proc_root: &Path, client: SocketAddr, server: SocketAddr) -> Option<u64> {
-    ["net/tcp", "net/tcp6"].iter().find_map(|table| {
-        let text = std::fs::read_to_string(proc_root.join(table)).ok()?;
-        parse_table(&text)
-            .into_iter()
-            .find(|r| same(r.local, client) && same(r.remote, server) && r.inode != 0)
-            .map(|r| r.inode)
-    })
-}
-
-/// The processes holding socket `inode` open.
-fn holders(proc_root: &Path, inode: u64) -> Vec<u32> {
-    let wanted = format!("socket:[{inode}]");
+/// The processes holding any of the sockets `inodes` open.
+fn holders(proc_root: &Path, inodes: &[u64]) -> Vec<u32> {
+    let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
     let Ok(entries) = std::fs::read_dir(proc_root) else {
         return Vec::new();
     };
@@ -102,7 +142,8 @@ fn holders(proc_root: &Path, inode: u64) -> Vec<u32> {
             continue;
         };
         let holds = fds.filter_map(Result::ok).any(|fd| {
-            std::fs::read_link(fd.path()).is_ok_and(|t| t.as_os_str() == wanted.as_str())
+            std::fs::read_link(fd.path())
+                .is_ok_and(|t| wanted.iter().any(|w| t.as_os_str() == w.as_str()))
         });
         if holds {
             found.push(pid);
@@ -111,19 +152,64 @@ fn holders(proc_root: &Path, inode: u64) -> Vec<u32> {
     found
 }
 
-/// The local processes at the client end of `client` → `server`; empty when the client is not
-/// on a loopback address or its socket is not in this network namespace.
-pub fn loopback_clients(proc_root: &Path, client: SocketAddr, server: SocketAddr) -> Vec<u32> {
-    let loopback = match client.ip() {
-        IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v| v.is_loopback()),
+/// The processes at the client end of `client` → `server`, a connection from this machine;
+/// `Err` says why none can be named, and then the client is refused (it cannot be told apart
+/// from a host command).
+pub fn local_clients(
+    proc_root: &Path,
+    client: SocketAddr,
+    server: SocketAddr,
+) -> Result<Vec<u32>, String> {
+    let unseen = |what: &str| {
+        format!(
+            "the client at {client} is on this machine, but {what}; a local client must keep its \
+             connection open until moat answers, from a process moat can examine (or use moat's \
+             unix socket)"
+        )
     };
-    if !loopback {
-        return Vec::new();
+    match client_end(proc_root, client, server) {
+        ClientEnd::Missing => Err(unseen(
+            "its end of the connection is not in this machine's socket tables",
+        )),
+        ClientEnd::Closed => Err(unseen(
+            "it closed its end of the connection before moat could check it",
+        )),
+        ClientEnd::Open(inodes) => {
+            let pids = holders(proc_root, &inodes);
+            if pids.is_empty() {
+                Err(unseen(
+                    "no process moat can examine holds its end of the connection (another pid \
+                     namespace, or a process moat may not inspect)",
+                ))
+            } else {
+                Ok(pids)
+            }
+        }
     }
-    client_inode(proc_root, client, server)
-        .map(|inode| holders(proc_root, inode))
-        .unwrap_or_default()
+}
+
+/// The verdict on a connection from `client` to moat's `server` end: judged by its token
+/// alone unless `client` is one of this machine's addresses; then every process holding the
+/// client end must be outside host commands.
+fn judge(proc_root: &Path, client: SocketAddr, server: Option<SocketAddr>) -> Result<(), Refusal> {
+    if !super::local_addrs::is_local(client.ip()) {
+        return Ok(());
+    }
+    let refused = |reason: String| Refusal {
+        pid: 0,
+        origin: None,
+        reason,
+    };
+    let Some(server) = server else {
+        return Err(refused(format!(
+            "the client at {client} is on this machine, but moat could not read its own end of \
+             the connection to find it"
+        )));
+    };
+    local_clients(proc_root, client, server)
+        .map_err(refused)?
+        .into_iter()
+        .try_for_each(|pid| crate::host::check_pid(proc_root, pid, &|_| None))
 }
 
 /// A TCP connection's two ends, and what was found about its client.
@@ -133,8 +219,8 @@ pub struct TcpPeer {
     pub addr: SocketAddr,
     /// moat's end, to find the connection in `/proc/net/tcp`.
     pub server: Option<SocketAddr>,
-    /// `Err` when a local process at the client end runs inside a host command (or could not
-    /// be examined). Decided once per connection, at its first request (the client is then
+    /// `Err` when a local process at the client end runs inside a host command, or the client
+    /// is on this machine but its end could not be found or examined. Decided once per connection, at its first request (the client is then
     /// waiting for the answer), off the accept loop: finding the holders scans `/proc`.
     verdict: Arc<tokio::sync::OnceCell<Result<(), Refusal>>>,
 }
@@ -154,24 +240,16 @@ impl TcpPeer {
         let (client, server) = (self.addr, self.server);
         self.verdict
             .get_or_init(|| async move {
-                let Some(server) = server else {
-                    return Ok(());
-                };
-                tokio::task::spawn_blocking(move || {
-                    loopback_clients(Path::new("/proc"), client, server)
-                        .into_iter()
-                        .try_for_each(|pid| {
-                            crate::host::check_pid(Path::new("/proc"), pid, &|_| None)
+                // Reads the interface table and, for a local client, scans `/proc`: blocking.
+                tokio::task::spawn_blocking(move || judge(Path::new("/proc"), client, server))
+                    .await
+                    .unwrap_or_else(|e| {
+                        Err(Refusal {
+                            pid: 0,
+                            origin: None,
+                            reason: format!("the check of the local client failed: {e}"),
                         })
-                })
-                .await
-                .unwrap_or_else(|e| {
-                    Err(Refusal {
-                        pid: 0,
-                        origin: None,
-                        reason: format!("the check of the local client failed: {e}"),
                     })
-                })
             })
             .await
             .clone()
@@ -184,8 +262,9 @@ impl Connected<IncomingStream<'_, TcpListener>> for TcpPeer {
     }
 }
 
-/// Refuses, with 403 and an audit record, every request on a TCP connection whose local
-/// client runs inside a host command, whatever token it presents. A connection without a
+/// Refuses, with 403 and an audit record, every request on a TCP connection whose client is
+/// on this machine and runs inside a host command (or cannot be examined), whatever token it
+/// presents. A connection without a
 /// record (another listener set-up) is judged by its token alone, as a remote one is.
 pub async fn guard(State(state): State<Arc<ServerState>>, req: Request, next: Next) -> Response {
     let peer = req
@@ -228,18 +307,103 @@ mod tests {
         ));
     }
 
-    /// A real loopback connection: the holder of the client end is this very process.
+    /// Real connections to this machine's own addresses (loopback, and the first other one
+    /// it has): the holder of the client end is this very process, which is no host command.
     #[test]
     fn finds_the_process_at_the_other_end() {
+        let mut addrs = vec!["127.0.0.1".parse().unwrap()];
+        addrs.extend(
+            crate::server::local_addrs::interface_addrs()
+                .unwrap()
+                .into_iter()
+                .find(|a| a.is_ipv4() && !a.is_loopback()),
+        );
+        for ip in addrs {
+            let server = std::net::TcpListener::bind((ip, 0)).unwrap();
+            let addr = server.local_addr().unwrap();
+            let client = std::net::TcpStream::connect(addr).unwrap();
+            let (_accepted, peer) = server.accept().unwrap();
+            assert_eq!(peer, client.local_addr().unwrap());
+            let pids = local_clients(Path::new("/proc"), peer, addr).unwrap();
+            assert_eq!(pids, vec![std::process::id()], "{ip}");
+            assert_eq!(judge(Path::new("/proc"), peer, Some(addr)), Ok(()), "{ip}");
+        }
+        // Not this machine's: judged by its token, nothing is looked up.
+        let far: SocketAddr = "198.51.100.1:4000".parse().unwrap();
+        assert_eq!(judge(Path::new("/nonexistent"), far, None), Ok(()));
+    }
+
+    /// A client that sent its request and closed its end is no longer held by any process:
+    /// it cannot be checked, so it is refused.
+    #[test]
+    fn a_local_client_that_closed_its_end_is_refused() {
+        use std::io::Write;
         let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = server.local_addr().unwrap();
-        let client = std::net::TcpStream::connect(addr).unwrap();
+        let mut client = std::net::TcpStream::connect(addr).unwrap();
         let (_accepted, peer) = server.accept().unwrap();
-        assert_eq!(peer, client.local_addr().unwrap());
-        let pids = loopback_clients(Path::new("/proc"), peer, addr);
-        assert_eq!(pids, vec![std::process::id()]);
-        // Not loopback: nothing is looked up.
-        let far: SocketAddr = "192.0.2.1:4000".parse().unwrap();
-        assert!(loopback_clients(Path::new("/proc"), far, addr).is_empty());
+        client.write_all(b"POST / HTTP/1.1\r\n\r\n").unwrap();
+        drop(client);
+        let r = judge(Path::new("/proc"), peer, Some(addr)).unwrap_err();
+        assert_eq!((r.pid, r.origin.as_ref()), (0, None));
+        assert!(r
+            .reason
+            .starts_with(&format!("the client at {peer} is on this machine, but ")));
+        assert!(
+            r.reason
+                .contains("a local client must keep its connection open"),
+            "{}",
+            r.reason
+        );
+        assert!(judge(Path::new("/proc"), peer, None).is_err());
+    }
+
+    /// Over a fake `/proc`: a listed socket nobody visible holds, and one held by a marked
+    /// process.
+    #[test]
+    fn unseen_holders_and_marked_holders() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("net")).unwrap();
+        let le = cfg!(target_endian = "little");
+        let (client, server) = if le {
+            ("0100007F:9C40", "0100007F:1F90")
+        } else {
+            ("7F000001:9C40", "7F000001:1F90")
+        };
+        std::fs::write(
+            root.join("net/tcp"),
+            format!(
+                "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: {client} {server} 01 00000000:00000000 00:00000000 00000000     0        0 4242 1\n"
+            ),
+        )
+        .unwrap();
+        let (c, s) = (
+            "127.0.0.1:40000".parse().unwrap(),
+            "127.0.0.1:8080".parse().unwrap(),
+        );
+        let err = local_clients(root, c, s).unwrap_err();
+        assert!(err.contains("no process moat can examine holds"), "{err}");
+        // Another port to the same server: not this client's.
+        let other_port = "127.0.0.1:40001".parse().unwrap();
+        let err = local_clients(root, other_port, s).unwrap_err();
+        assert!(err.contains("not in this machine's socket tables"), "{err}");
+        // pid 77 holds it and carries a host command's marker.
+        let p = root.join("77");
+        std::fs::create_dir_all(p.join("fd")).unwrap();
+        std::os::unix::fs::symlink("socket:[4242]", p.join("fd/3")).unwrap();
+        std::fs::write(
+            p.join("stat"),
+            "77 (curl) S 1 77 77 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 770 1 2",
+        )
+        .unwrap();
+        std::fs::write(p.join("environ"), "MOAT_HOST_COMMAND=warm-river\0").unwrap();
+        assert_eq!(local_clients(root, c, s), Ok(vec![77]));
+        // The address rewritten on the way (Docker's MASQUERADE on a bridge gateway address):
+        // the row from the same port to the same server is the client's.
+        let masqueraded = "192.0.2.2:40000".parse().unwrap();
+        assert_eq!(local_clients(root, masqueraded, s), Ok(vec![77]));
+        let r = judge(root, c, Some(s)).unwrap_err();
+        assert_eq!(r.origin.unwrap().process_id, "warm-river");
     }
 }

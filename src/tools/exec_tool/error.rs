@@ -70,7 +70,9 @@ impl ExecError {
             | Self::HostWorkdir { .. } => FailureKind::Invalid,
             Self::HostEnv(_) => FailureKind::Violation,
             // A file the plan runs that moat cannot bind is the caller's; copying it is ours.
-            Self::HostFile(crate::host::BindError::Copy { .. }) => FailureKind::Internal,
+            Self::HostFile(
+                crate::host::BindError::Copy { .. } | crate::host::BindError::Fetch { .. },
+            ) => FailureKind::Internal,
             Self::HostFile(_) => FailureKind::Invalid,
             Self::Elevated(_) | Self::HostWorkdirRefused { .. } => FailureKind::Refused,
             Self::Secrets(_) => FailureKind::Withheld,

@@ -8,7 +8,7 @@ use crate::contract::{map_workdir, merge_env, ExecRequest, Target};
 use crate::host;
 use crate::policy::{
     compose, covered, judge, must_ask, pattern_words, reads_entries, source_words, with_entries,
-    Decision, Evaluation, Layers, MapResolver, Parsed, Policy, Request as PolicyRequest,
+    Ask, Decision, Evaluation, Layers, MapResolver, Parsed, Policy, Request as PolicyRequest,
     RequestLevels, Security, Standing,
 };
 use crate::process::Place;
@@ -178,14 +178,13 @@ impl Prepared {
     }
 
     /// What the stored entries say about this exact command (an `=command:<sha256>` entry,
-    /// scoped to this session and working directory).
+    /// scoped to this session and working directory). Such an entry names the text, not the
+    /// content of the files the text runs: a sandbox plan that runs a file the sandbox can
+    /// write is not allowed by one (docs/approvals.md, "Files a plan runs").
     fn standing(&self, parsed: &Parsed) -> Standing {
+        let entry = crate::approvals::command_entry(&self.session, &self.cwd, parsed.command());
         Standing {
-            exact_allowed: self.exact.contains(&crate::approvals::command_entry(
-                &self.session,
-                &self.cwd,
-                parsed.command(),
-            )),
+            exact_allowed: self.exact.contains(&entry) && !self.runs_sandbox_files(parsed),
         }
     }
 
@@ -293,9 +292,12 @@ impl ExecTool {
         let skills = if allowlist { self.skills() } else { Vec::new() };
         let mut resolver = MapResolver::new();
         // Under an allowlist every command word is resolved; in full mode only when patterns
-        // must see through names and symlinks (docs/policy.md, "Symlinks").
-        if allowlist || (patterns && policy.security == Security::Full) {
-            let mut names = if allowlist {
+        // must see through names and symlinks (docs/policy.md, "Symlinks"), or when every
+        // command asks: the approval binds the programs found outside the trusted directories
+        // by content (docs/approvals.md, "Files a plan runs").
+        let asks = policy.ask == Ask::Always && policy.security != Security::Deny;
+        if allowlist || (patterns && policy.security == Security::Full) || asks {
+            let mut names = if allowlist || asks {
                 parsed.command_names()
             } else {
                 Vec::new()

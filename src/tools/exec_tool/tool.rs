@@ -190,7 +190,8 @@ impl ExecTool {
                     .as_ref()
                     .map(|p| p.command.clone())
                     .unwrap_or_else(|| req.command.clone());
-                // Files a host plan runs, bound by content.
+                // Files the plan runs, bound by content: read on the host, or inside the
+                // container for a sandbox plan (docs/approvals.md, "Files a plan runs").
                 let files = if prepared.on_host() {
                     crate::host::bind(&crate::host::scan(
                         &plan,
@@ -198,7 +199,7 @@ impl ExecTool {
                         &prepared.policy.trusted_dirs,
                     )?)?
                 } else {
-                    Vec::new()
+                    self.bind_sandbox(&prepared, &parsed, &plan).await?
                 };
                 let redact = |v: &str| self.approvals.redact(v);
                 let binding = Binding::new(
@@ -212,9 +213,10 @@ impl ExecTool {
                 );
                 // Whether the allowlist alone covers it, for `ask_fallback = allowlist`.
                 let covered = prepared.covered(&parsed, &eval);
-                // Nothing reusable for a plan that runs a file (it could change) or touches a
-                // directory a sandbox writes (it asks every time anyway); and nothing to
-                // remember for inline eval alone: allow-always would be a lie.
+                // Nothing reusable for a plan that runs a file (it could change; in the sandbox
+                // every bound file is the sandbox's to write) or touches a directory a sandbox
+                // writes (it asks every time anyway); and nothing to remember for inline eval
+                // alone: allow-always would be a lie.
                 let persist = if prepared.policy.ask != Ask::Always
                     && binding.files.is_empty()
                     && prepared.writable_reason(&eval, &req.command).is_none()

@@ -139,27 +139,38 @@ impl ExecTool {
             .map(|p| (req, p, parsed))
     }
 
-    /// Private copies of the files a host `plan` runs, and the plan rewritten to run them.
-    fn snapshot_files(
+    /// Copies of the files `plan` runs, where the agent cannot change them, and the plan
+    /// rewritten to run them: on the host a private directory, in the sandbox read-only files
+    /// of moat's in the run directory (docs/security.md, "Files a plan runs: bound by content").
+    async fn snapshot_files(
         &self,
         prepared: &super::prepare::Prepared,
         plan: &str,
-        private: &std::path::Path,
+        id: &str,
     ) -> Result<crate::host::Snapshot, crate::host::BindError> {
-        let none = || crate::host::Snapshot {
-            plan: plan.to_string(),
-            files: Vec::new(),
-        };
         if !prepared.on_host() {
-            return Ok(none());
+            return self.snapshot_sandbox(prepared, plan, id).await;
         }
         let cwd = std::path::Path::new(&prepared.cwd);
         let found = crate::host::scan(plan, cwd, &prepared.policy.trusted_dirs)?;
         if found.is_empty() {
-            return Ok(none());
+            return Ok(crate::host::Snapshot {
+                plan: plan.to_string(),
+                files: Vec::new(),
+            });
         }
-        let _ = std::fs::remove_dir_all(private);
-        crate::host::snapshot(plan, &found, private)
+        let private = self.home.host_approved_dir().join(id);
+        let _ = std::fs::remove_dir_all(&private);
+        crate::host::snapshot(plan, &found, &private)
+    }
+
+    /// Removes the copies [`snapshot_files`](Self::snapshot_files) made for approval `id`.
+    fn drop_copies(&self, prepared: &super::prepare::Prepared, id: &str) {
+        if prepared.on_host() {
+            let _ = std::fs::remove_dir_all(self.home.host_approved_dir().join(id));
+        } else {
+            Self::drop_sandbox_copies(prepared, id);
+        }
     }
 
     async fn run_approved(&self, row: ApprovalRow) {
@@ -169,11 +180,11 @@ impl ExecTool {
         let eval = prepared.evaluate(&parsed);
         // The files the plan runs are copied now and the plan runs the copies: what runs is
         // what these hashes say, and they must equal the approved ones.
-        let private = self.home.host_approved_dir().join(&row.id);
-        let (plan, files, file_error) = match self.snapshot_files(&prepared, &row.plan, &private) {
-            Ok(s) => (s.plan, s.files, None),
-            Err(e) => (row.plan.clone(), Vec::new(), Some(e.to_string())),
-        };
+        let (plan, files, file_error) =
+            match self.snapshot_files(&prepared, &row.plan, &row.id).await {
+                Ok(s) => (s.plan, s.files, None),
+                Err(e) => (row.plan.clone(), Vec::new(), Some(e.to_string())),
+            };
         let redact = |v: &str| self.approvals.redact(v);
         let binding = Binding::new(
             prepared.approval_target(),
@@ -187,17 +198,18 @@ impl ExecTool {
         let row = match self.approvals.consume(&row.id, &binding) {
             Ok(r) => r,
             Err(crate::approvals::ApprovalError::PlanChanged { what, .. }) => {
-                let _ = std::fs::remove_dir_all(&private);
+                self.drop_copies(&prepared, &row.id);
                 let detail = file_error.map(|e| format!(" ({e})")).unwrap_or_default();
                 return self.deny(&row, &format!("plan-changed: {what}{detail}"));
             }
-            // Another moat claimed it first, or it is spent: nothing to report from here.
+            // Another moat claimed it first, or it is spent: nothing to report from here (the
+            // copies are the claimer's now).
             Err(_) => return,
         };
         let proc = match self.launch(&prepared, &plan, &req, false).await {
             Ok(p) => p,
             Err(e) => {
-                let _ = std::fs::remove_dir_all(&private);
+                self.drop_copies(&prepared, &row.id);
                 tracing::warn!(id = %row.id, error = %e, "failed to start an approved plan");
                 return self.deny(&row, "spawn-failed");
             }
@@ -220,7 +232,7 @@ impl ExecTool {
         while !ended {
             ended = proc.wait_exit(Duration::from_secs(3600)).await;
         }
-        let _ = std::fs::remove_dir_all(&private);
+        self.drop_copies(&prepared, &row.id);
         let (text, outcome) = {
             let st = proc.lock();
             let exit = st.exit.clone().expect("ended");
