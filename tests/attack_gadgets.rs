@@ -38,14 +38,24 @@ const CATALOGUE: &[(&str, &str, bool)] = &[
     ("curl", "curl --engine /tmp/e.so file:///etc/hostname", false),
     ("openssl", "openssl enc -in /etc/hostname -out /tmp/pwned", true),
     ("openssl", "openssl version -engine /tmp/e.so", false),
+    ("openssl", "openssl engine /tmp/e.so", false),
+    ("openssl", "openssl engine dynamic -pre SO_PATH:/tmp/e.so -pre LOAD", false),
+    ("openssl", "openssl s_client -ssl_client_engine /tmp/e.so -connect 127.0.0.1:1", false),
     ("find", "find /etc/hostname -exec touch /tmp/pwned \\;", true),
     ("find", "find /etc/hostname -fprint /tmp/pwned", true),
+    // find reads `--` only as the end of -H/-L/-P, and parses -exec after it.
+    ("find", "find -- /etc/hostname -exec touch /tmp/pwned \\;", true),
     ("iconv", "iconv -f utf-8 -t utf-8 -o /tmp/pwned /etc/hostname", true),
     ("git", "git ls-remote --upload-pack='touch /tmp/pwned; false' /tmp/r", true),
     ("git", "git ls-remote --upload-pa='touch /tmp/pwned; false' /tmp/r", true),
     ("git", "git -C /tmp/r diff --output=/tmp/pwned", true),
     ("git", "git -C /tmp/r grep --open-files-in-pager='touch /tmp/pwned;:' changed", true),
     ("git", "git clone -u 'touch /tmp/pwned; false' /tmp/r /tmp/clone", true),
+    ("git", "git -C /tmp/r2 -c user.name=a -c user.email=a@b rebase --root -qx 'touch /tmp/pwned'", true),
+    ("git", "git -C /tmp/r2 -c user.name=a -c user.email=a@b rebase --root --exe='touch /tmp/pwned'", true),
+    ("git", "git -C /tmp/r config core.fsmonitor 'touch /tmp/pwned; false' list", false),
+    // The next-volume prompt runs a shell on `!`.
+    ("tar", "tar -c -M -L 10 -f /tmp/vol.tar /usr/bin/tar", false),
     ("setarch", "setarch -3 /bin/sh -c 'touch /tmp/pwned'", false),
     ("setarch", "setarch x86_64 /bin/sh -c 'touch /tmp/pwned'", true),
     ("choom", "choom -n 1000 -- /bin/sh -c 'touch /tmp/pwned'", true),
@@ -129,6 +139,8 @@ mkdir -p /workspace/rp && printf '#!/bin/sh\ntouch /tmp/pwned\n' > /workspace/rp
 printf 'open("/tmp/pwned", "w")\n' > /tmp/pwmod.py
 tar -cf /tmp/a.tar -C /etc hostname
 mkdir -p /tmp/alt /tmp/adm
+git init -q /tmp/r2 && cd /tmp/r2 && echo a > a && git add a
+git -c user.name=x -c user.email=x@y commit -qm a
 echo ready"#;
 
 #[tokio::test]
@@ -216,5 +228,85 @@ async fn ordinary_uses_of_the_same_programs_still_run() {
             "{command}: {}",
             r.text()
         );
+    }
+}
+
+/// Polls a background process until its output holds `needle` or `secs` pass.
+async fn output_with(m: &common::TestMoat, id: &str, needle: &str, secs: u64) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let mut last = String::new();
+    while std::time::Instant::now() < deadline {
+        let mut q = moat::tools::ProcessRequest {
+            action: "poll".into(),
+            process_id: Some(id.into()),
+            ..Default::default()
+        };
+        q.timeout = Some(200);
+        let p = m.process("a", &q).await;
+        if p.details.aggregated().unwrap_or("").contains(needle) {
+            return true;
+        }
+        last = p.text().to_string();
+    }
+    eprintln!("output so far: {last}");
+    false
+}
+
+/// git's pager is less, and `!cmd` in less is a shell: an allowlisted `git log` on a PTY
+/// must not open one. Control: under full security the same keys reach the shell.
+#[tokio::test]
+async fn an_allowlisted_git_on_a_pty_opens_no_pager_shell() {
+    let mut c = config();
+    c.policy.sandbox.security = Security::Full;
+    let Some(m) = common::moat("t-gadgets-pager", c).await else {
+        return;
+    };
+    m.exec("a", "ls").await;
+    m.docker_exec(
+        "a",
+        "cd /workspace && git init -q repo && cd repo && seq 1 300 > f && git add f && \
+         git -c user.name=x -c user.email=x@y commit -qm x",
+    );
+    for (security, reaches) in [(None, true), (Some("allowlist"), false)] {
+        clear(&m);
+        let r = m
+            .exec_req(
+                "a",
+                moat::contract::ExecRequest {
+                    command: "git log -p".into(),
+                    workdir: Some("repo".into()),
+                    security: security.map(str::to_owned),
+                    background: Some(true),
+                    pty: Some(true),
+                    ..Default::default()
+                },
+            )
+            .await;
+        assert_eq!(r.status(), Some(Status::Running), "{}", r.text());
+        let id = r.details.process_id().unwrap().to_string();
+        assert!(
+            // Under the pager the first screen is less's (on this terminal it first asks for
+            // RETURN); under cat it is the log itself.
+            output_with(&m, &id, if reaches { "RETURN" } else { "+1" }, 10).await,
+            "git log printed nothing"
+        );
+        let q = moat::tools::ProcessRequest {
+            action: "write".into(),
+            process_id: Some(id.clone()),
+            data: Some(format!("\n!touch {MARKER}\n")),
+            ..Default::default()
+        };
+        m.process("a", &q).await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !pwned(&m) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        assert_eq!(pwned(&m), reaches, "security {security:?}");
+        let kill = moat::tools::ProcessRequest {
+            action: "kill".into(),
+            process_id: Some(id),
+            ..Default::default()
+        };
+        m.process("a", &kill).await;
     }
 }

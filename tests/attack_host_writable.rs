@@ -31,14 +31,23 @@ fn make() -> String {
 }
 
 /// Host commands on for the CLI user, under `[policy.host] security = "allowlist"` with
-/// `make` allowlisted (ask on a miss, the host default), and `allowed` as the operator's
-/// extra host workdirs.
+/// `make` allowlisted and given an argv profile that takes the attacks' options (so the
+/// allowlist alone would run them: docs/policy.md, "Argv profiles"), ask on a miss (the host
+/// default), and `allowed` as the operator's extra host workdirs.
 fn config(allowed: &[&Path], binds: Vec<String>) -> Config {
     let mut c = Config::default();
     c.elevated.enabled = true;
     c.elevated.allow_from.insert("cli".into(), vec!["*".into()]);
     c.elevated.allowed_workdirs = allowed.iter().map(|p| p.display().to_string()).collect();
     c.policy.host.allowlist = vec![make()];
+    c.policy.host.argv_profiles.insert(
+        "make".into(),
+        moat::policy::BinProfile {
+            value_flags: vec!["-C".into(), "--directory".into(), "-f".into()],
+            max_positional: 2,
+            ..Default::default()
+        },
+    );
     c.sandbox.binds = binds;
     c
 }

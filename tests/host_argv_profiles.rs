@@ -48,6 +48,8 @@ fn payloads(marker: &Path) -> Vec<(&'static str, String)> {
         ("taskset", format!("taskset 1 /bin/sh -c 'touch {m}'")),
         ("sort", format!("sort -o {m} /etc/hostname")),
         ("date", format!("date -r /etc/hostname +%s -s 2020-01-01 && touch {m}")),
+        // A wrapper needs no allowlist entry, but flock creates its lock file as moat's user.
+        ("flock", format!("flock {m} ls /")),
     ]
 }
 

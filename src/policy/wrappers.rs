@@ -763,8 +763,8 @@ fn lenient_inner(argv: &[String]) -> Option<Vec<String>> {
     if skip_duration && index < argv.len() {
         index += 1;
     }
-    if (name == "taskset" || name == "chrt") && index < argv.len() {
-        // taskset MASK COMMAND, chrt PRIORITY COMMAND.
+    if matches!(name, "taskset" | "chrt" | "flock") && index < argv.len() {
+        // taskset MASK COMMAND, chrt PRIORITY COMMAND, flock FILE COMMAND.
         index += 1;
     }
     let inner = argv.get(index..)?.to_vec();
