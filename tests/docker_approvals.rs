@@ -264,11 +264,17 @@ async fn an_unswapped_sandbox_approval_runs_moats_copy_which_the_sandbox_cannot_
         m.app.approvals.get(&id).unwrap().status,
         moat::store::ApprovalStatus::Used
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(
-        m.docker_exec("s", "ls /run/moat | grep -c approved-"),
-        "0\n"
-    );
+    // The copy is removed once the run has ended: poll for it rather than guess a delay (and
+    // ride out a `docker exec` that a loaded engine answers with nothing).
+    let mut left = String::new();
+    for _ in 0..50 {
+        left = m.docker_exec("s", "ls /run/moat | grep -c approved-");
+        if left == "0\n" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(left, "0\n");
     assert_eq!(
         m.docker_exec("s", "ls /workspace/swapped 2>&1 >/dev/null | wc -l"),
         "1\n"
