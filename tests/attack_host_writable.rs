@@ -206,6 +206,30 @@ async fn the_agents_makefile_in_its_host_workspace_never_runs_unasked() {
         !made(&marker).await,
         "make ran the agent's Makefile unasked"
     );
+    // The same workspace through the container's own root, `/proc/PID/root` (which resolves
+    // as a link to `/`, so the path looks like a host path no sandbox writes): asked too, and
+    // so is a guessed pid.
+    let pid = m.inspect("s")["State"]["Pid"].as_u64().unwrap();
+    for dir in [
+        format!("/proc/{pid}/root/workspace"),
+        "/proc/3/root/workspace".into(),
+    ] {
+        let dir = Path::new(&dir);
+        for (how, r) in attacks(dir) {
+            let out = run(&m.app, &key, &r).await.unwrap();
+            assert_eq!(
+                out.status(),
+                Some(Status::ApprovalPending),
+                "{} {how}: {}",
+                dir.display(),
+                out.text()
+            );
+        }
+    }
+    assert!(
+        !made(&marker).await,
+        "make ran the agent's Makefile through /proc unasked"
+    );
 
     // An operator who lists the checkout's parent as a host workdir gets asked there too.
     let listing = same_home(&m, config(&[work.path()], Vec::new())).await;

@@ -31,6 +31,52 @@ fn real(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| lexical(Path::new("/"), p))
 }
 
+/// The magic directory `path` goes through, if any: `/proc/PID/root` reads as a link to `/`,
+/// so resolving a path through it names a host path while the program opens the container's
+/// file. A path under `/proc` or `/dev/fd` (as written, or through a symlink on the way) is
+/// therefore never judged by where it seems to resolve.
+fn through_magic(path: &Path) -> Option<PathBuf> {
+    const MAGIC: &[&str] = &[
+        "/proc",
+        "/dev/fd",
+        "/dev/stdin",
+        "/dev/stdout",
+        "/dev/stderr",
+    ];
+    let under = |p: &Path| {
+        MAGIC
+            .iter()
+            .find(|m| p.starts_with(m))
+            .map(|m| PathBuf::from(*m))
+    };
+    let written = lexical(Path::new("/"), path);
+    if let Some(m) = under(&written) {
+        return Some(m);
+    }
+    // A symlink on the way whose target is under one of them (at most 40 hops, as the
+    // kernel follows).
+    let mut hops = 0;
+    let mut pending = vec![written];
+    while let Some(p) = pending.pop() {
+        for ancestor in p.ancestors() {
+            let Ok(target) = std::fs::read_link(ancestor) else {
+                continue;
+            };
+            hops += 1;
+            if hops > 40 {
+                return Some(PathBuf::from("/proc"));
+            }
+            let parent = ancestor.parent().unwrap_or(Path::new("/"));
+            let target = lexical(parent, &target);
+            if let Some(m) = under(&target) {
+                return Some(m);
+            }
+            pending.push(target);
+        }
+    }
+    None
+}
+
 impl WritableRoots {
     /// `roots`: (what it is, where it is). A root inside another is dropped (the outer one
     /// names it), as is a second entry for the same directory: the first description wins.
@@ -73,9 +119,20 @@ impl WritableRoots {
         self.containing(path).is_some()
     }
 
-    fn containing(&self, path: &Path) -> Option<&(String, PathBuf)> {
+    fn containing(&self, path: &Path) -> Option<(String, PathBuf)> {
+        if let Some(magic) = through_magic(path) {
+            return Some((
+                "/proc or /dev/fd, through whose links every container's files are reachable \
+                 (/proc/PID/root, /proc/PID/cwd)"
+                    .to_owned(),
+                magic,
+            ));
+        }
         let path = real(path);
-        self.roots.iter().find(|(_, root)| path.starts_with(root))
+        self.roots
+            .iter()
+            .find(|(_, root)| path.starts_with(root))
+            .cloned()
     }
 
     /// Why running `plan` in `cwd` touches a directory a sandbox can write, if it does.
