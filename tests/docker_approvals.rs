@@ -315,3 +315,37 @@ async fn an_unswapped_sandbox_approval_runs_moats_copy_which_the_sandbox_cannot_
         "{r}"
     );
 }
+
+/// The script of `perl -l FILE` and `sed -nf FILE` is bound like any other (the second
+/// hostile review: perl's `-l` was read as taking the next word, and a cluster ending in `f`
+/// was not seen, so nothing was bound and allow-always was offered); an attached `-fFILE` is
+/// refused rather than run unbound.
+#[tokio::test]
+async fn scripts_behind_clustered_or_digit_options_are_bound() {
+    let Some(m) = common::moat("approvals-bound-opts", allowlist()).await else {
+        return;
+    };
+    let pl = "print qq(harmless\\n);\n";
+    write_file(&m, "s", "/workspace/x.pl", pl).await;
+    ask(&m, "perl -l ./x.pl", "/workspace/./x.pl", pl).await;
+    let sed = "p\n";
+    write_file(&m, "s", "/workspace/x.sed", sed).await;
+    write_file(&m, "s", "/workspace/in", "a\n").await;
+    ask(&m, "sed -nf ./x.sed in", "/workspace/./x.sed", sed).await;
+    let err = m
+        .app
+        .exec
+        .run(
+            &m.key("s"),
+            &moat::contract::ExecRequest {
+                command: "sed -nf./x.sed in".into(),
+                ..Default::default()
+            },
+            true,
+        )
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("bind file"), "{err}");
+}

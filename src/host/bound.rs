@@ -68,7 +68,8 @@ const RUNNERS: &[Runner] = &[
         names: &["perl", "ruby", "lua", "luajit", "julia"],
         inline: "eE",
         inline_long: &["--eval"],
-        valued: &["-I", "-r", "-l"],
+        // perl's `-l` takes only attached digits (`-l0`), so the word after it is the script.
+        valued: &["-I", "-r"],
         file_valued: &[],
         subcommands: &[],
     },
@@ -149,12 +150,29 @@ fn operand_of(layer: &[String]) -> Option<usize> {
     }
     let name = stem(first);
     if FILE_FLAG_ONLY.contains(&name.as_str()) {
-        return layer
-            .iter()
-            .enumerate()
-            .skip(1)
-            .find_map(|(i, w)| (w == "-f" || w == "--file").then_some(i + 1))
-            .filter(|i| *i < layer.len());
+        // `-f FILE`, `--file FILE`, and `f` ending a cluster (`-nf FILE`). An attached value
+        // (`-fFILE`, `-nfFILE`, `--file=FILE`) is returned as its own word: it names no file
+        // as written, so binding it fails and the request is refused rather than run unbound.
+        for (i, w) in layer.iter().enumerate().skip(1) {
+            if w == "--" {
+                break;
+            }
+            if w == "--file" {
+                return (i + 1 < layer.len()).then_some(i + 1);
+            }
+            if w.starts_with("--file=") {
+                return Some(i);
+            }
+            let Some(flags) = w.strip_prefix('-').filter(|f| !f.starts_with('-')) else {
+                continue;
+            };
+            match flags.find('f') {
+                Some(at) if at + 1 == flags.len() => return (i + 1 < layer.len()).then_some(i + 1),
+                Some(_) => return Some(i),
+                None => {}
+            }
+        }
+        return None;
     }
     let runner = RUNNERS.iter().find(|r| r.names.contains(&name.as_str()))?;
     let mut i = 1;
@@ -522,6 +540,14 @@ mod tests {
             ("awk {print} f", None),
             ("awk -f prog.awk data", Some(2)),
             ("sed -f s.sed f", Some(2)),
+            ("sed -nf s.sed f", Some(2)),
+            ("sed -n -f s.sed f", Some(3)),
+            ("sed -fs.sed f", Some(1)),
+            ("awk -f./x.awk f", Some(1)),
+            ("awk --file=x.awk f", Some(1)),
+            ("sed -n s/a/b/ f", None),
+            ("perl -l ./x.pl", Some(2)),
+            ("perl -l0 -w x.pl", Some(3)),
             (". ./env.sh", Some(1)),
             ("source env.sh", Some(1)),
             ("git status", None),
