@@ -339,3 +339,55 @@ fn unix_post(socket: &Path, path: &str, body: &str) -> (u16, String) {
         .unwrap_or(0);
     (status, out)
 }
+
+/// The second hostile review: `.git/config` includes a tracked `.gitconfig`, which includes
+/// `.gitconfig.local` (ignored, a common local-overrides pattern). The agent writes
+/// `core.fsmonitor` into the last link; the operator's `git status` ran it. Now every file of
+/// the chain is read-only. Control: with --git-writable the same plant runs on the host.
+#[tokio::test]
+async fn a_config_included_through_another_include_is_read_only_too() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-gp-incl");
+    let work = tempfile::tempdir().unwrap();
+    let markers = work.path().join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    let m = markers.display();
+    let plant = format!(
+        "printf '[core]\\n\\tfsmonitor = \"touch {m}/nested #\"\\n' > .gitconfig.local && echo OK-planted"
+    );
+    for (name, writable) in [("open", true), ("guarded", false)] {
+        let dir = work.path().join(name);
+        let dir = repo(&dir);
+        std::fs::write(
+            dir.join(".gitconfig"),
+            "[include]\n\tpath = .gitconfig.local\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join(".gitconfig.local"), "").unwrap();
+        std::fs::write(dir.join(".gitignore"), ".gitconfig.local\n").unwrap();
+        ok_git(&dir, &["add", ".gitconfig", ".gitignore"]);
+        ok_git(&dir, &["commit", "-qm", "local config"]);
+        ok_git(&dir, &["config", "include.path", "../.gitconfig"]);
+        chown(&dir);
+        let key = home.key(name);
+        let mut args = vec!["sessions", "create", &key, "--workspace"];
+        let shown = dir.display().to_string();
+        args.push(&shown);
+        if writable {
+            args.push("--git-writable");
+        }
+        let o = home.run(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        let o = exec(&home, &key, &plant);
+        assert_eq!(stdout(&o).contains("OK-planted"), writable, "{}", text(&o));
+        ok_git(&dir, &["status", "--short"]);
+        assert_eq!(
+            markers.join("nested").exists(),
+            writable,
+            "{name}: the host's git status"
+        );
+        let _ = std::fs::remove_file(markers.join("nested"));
+    }
+}

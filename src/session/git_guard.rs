@@ -49,6 +49,8 @@ const MAX_TEXT_BYTES: u64 = 1 << 20;
 const MAX_INDEX_BYTES: u64 = 256 << 20;
 /// Deepest submodule nesting followed.
 const MAX_DEPTH: usize = 8;
+/// How deep configuration includes are followed; git's own limit is 10.
+const MAX_INCLUDE_DEPTH: usize = 10;
 /// Most linked worktrees listed per repository.
 const MAX_WORKTREES: usize = 1024;
 
@@ -523,23 +525,19 @@ impl Scan<'_> {
         }
         let mut hash_len = 20;
         for dir in &dirs {
-            let Some(bytes) = self.read_git_file(dir, "config", MAX_TEXT_BYTES)? else {
-                continue;
-            };
-            let entries = git_config::parse(&String::from_utf8_lossy(&bytes));
-            if git_config::last(&entries, "extensions", "objectformat")
-                .is_some_and(|f| f.eq_ignore_ascii_case("sha256"))
-            {
-                hash_len = 32;
-            }
-            let base = self.absolute(dir);
-            if let Some(hooks) = git_config::last(&entries, "core", "hookspath") {
-                let place = self.place(&self.root.join(worktree), hooks)?;
-                self.protect(&place, "core.hooksPath")?;
-            }
-            for include in git_config::includes(&entries) {
-                let place = self.place(&base, include)?;
-                self.protect(&place, "include.path")?;
+            // `config.worktree` (with `extensions.worktreeConfig`) is read as well.
+            for name in ["config", "config.worktree"] {
+                let Some(bytes) = self.read_git_file(dir, name, MAX_TEXT_BYTES)? else {
+                    continue;
+                };
+                let entries = git_config::parse(&String::from_utf8_lossy(&bytes));
+                if git_config::last(&entries, "extensions", "objectformat")
+                    .is_some_and(|f| f.eq_ignore_ascii_case("sha256"))
+                {
+                    hash_len = 32;
+                }
+                let base = self.absolute(dir);
+                self.config_names(&entries, &base, worktree, 0)?;
             }
         }
         for dir in &dirs {
@@ -547,6 +545,50 @@ impl Scan<'_> {
         }
         for path in self.gitlinks(gitdir, hash_len)? {
             self.submodule(&worktree.join(path), depth)?;
+        }
+        Ok(())
+    }
+
+    /// Protects what one configuration file's `entries` make git read from the workspace
+    /// (`core.hooksPath`, `include.path`, `includeIf.*.path`), and follows each include inside
+    /// the workspace into its own entries, as git does (at most [`MAX_INCLUDE_DEPTH`] deep,
+    /// git's own limit being 10): an include the agent can write, or one it can create, would
+    /// otherwise name hooks and `core.fsmonitor` unguarded. `base` is the directory the file
+    /// is in, against which git resolves its relative includes.
+    fn config_names(
+        &mut self,
+        entries: &[git_config::Entry],
+        base: &Path,
+        worktree: &Path,
+        depth: usize,
+    ) -> Result<(), GuardError> {
+        if depth > MAX_INCLUDE_DEPTH {
+            return Err(GuardError::Unreadable {
+                root: self.root_text(),
+                path: base.display().to_string(),
+                reason: format!("configuration includes nested more than {MAX_INCLUDE_DEPTH} deep"),
+            });
+        }
+        if let Some(hooks) = git_config::last(entries, "core", "hookspath") {
+            let place = self.place(&self.root.join(worktree), hooks)?;
+            self.protect(&place, "core.hooksPath")?;
+        }
+        for include in git_config::includes(entries) {
+            let place = self.place(base, include)?;
+            self.protect(&place, "include.path")?;
+            let Place::Inside(rel) = &place else {
+                continue;
+            };
+            let Some(bytes) = self.read_inside(rel, MAX_TEXT_BYTES)? else {
+                continue;
+            };
+            let nested = git_config::parse(&String::from_utf8_lossy(&bytes));
+            let nested_base = self
+                .root
+                .join(rel)
+                .parent()
+                .map_or_else(|| self.root.to_path_buf(), Path::to_path_buf);
+            self.config_names(&nested, &nested_base, worktree, depth + 1)?;
         }
         Ok(())
     }
@@ -594,8 +636,11 @@ impl Scan<'_> {
         match self.lookup(sub)? {
             Some(Kind::Dir) => {}
             Some(Kind::Symlink) => return Err(self.symlink(sub)),
-            // A gitlink where a file is: git reports a type change and does not enter it.
-            Some(Kind::File) | Some(Kind::Other) => return Ok(()),
+            // A gitlink where a file is: git reports a type change and does not enter it —
+            // until the sandbox replaces the file with a repository of its own, which git
+            // then enters. The file is mounted read-only, so it stays a file.
+            Some(Kind::File) => return self.read_only(sub),
+            Some(Kind::Other) => return Err(self.odd(sub)),
             None => return Err(self.missing("the index (a submodule)", sub)),
         }
         let git = sub.join(".git");

@@ -204,3 +204,64 @@ fn a_gitdir_file_pointing_into_the_workspace_guards_that_directory() {
     std::fs::write(ws.join(".git"), "gitdir: up/../store/repo.git\n").unwrap();
     assert!(matches!(scan(&ws).unwrap_err(), GuardError::Symlink { .. }));
 }
+
+/// The second hostile review: a tracked `.gitconfig` that `.git/config` includes, which in
+/// turn includes an ignored `.gitconfig.local`: every file of the chain is read-only, and a
+/// link of the chain that does not exist yet (the agent could create it) refuses the start.
+#[test]
+fn includes_are_followed_through_every_file_they_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = real(dir.path());
+    repo(&ws);
+    std::fs::write(
+        ws.join(".gitconfig"),
+        "[include]\n\tpath = .gitconfig.local\n",
+    )
+    .unwrap();
+    let mut config = std::fs::read_to_string(ws.join(".git/config")).unwrap();
+    config.push_str("[include]\n\tpath = ../.gitconfig\n");
+    std::fs::write(ws.join(".git/config"), config).unwrap();
+    let err = scan(&ws).unwrap_err().to_string();
+    assert!(err.contains(".gitconfig.local"), "{err}");
+    std::fs::write(ws.join(".gitconfig.local"), "[user]\n\tname = x\n").unwrap();
+    let g = scan(&ws).unwrap();
+    for want in [".git", ".gitconfig", ".gitconfig.local"] {
+        assert!(g.read_only.contains(&PathBuf::from(want)), "{want}: {g:?}");
+    }
+    // config.worktree is read as well.
+    std::fs::write(
+        ws.join(".git/config.worktree"),
+        "[core]\n\thooksPath = hooks\n",
+    )
+    .unwrap();
+    let err = scan(&ws).unwrap_err().to_string();
+    assert!(err.contains("hooks"), "{err}");
+}
+
+/// A gitlink whose path holds a file: git does not enter it, until the sandbox replaces it
+/// with a repository of its own; so the file is read-only.
+#[test]
+fn a_gitlink_where_a_file_is_stays_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = real(dir.path());
+    repo(&ws);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    let sha = String::from_utf8(head.stdout).unwrap().trim().to_string();
+    git(
+        &ws,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{sha},sub"),
+        ],
+    );
+    git(&ws, &["commit", "-qm", "gitlink"]);
+    std::fs::write(ws.join("sub"), "not a dir\n").unwrap();
+    let g = scan(&ws).unwrap();
+    assert!(g.read_only.contains(&PathBuf::from("sub")), "{g:?}");
+}
