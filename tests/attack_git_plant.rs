@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::cli_home::{text, TestHome};
+use common::cli_home::{stdout, text, unix_post, TestHome};
 
 /// The uid:gid owning the checkouts, so the sandbox runs as it (as it would as a user).
 const OWNER: (u32, u32) = (4321, 4322);
@@ -71,10 +71,6 @@ fn chown(dir: &Path) {
         .status()
         .unwrap();
     assert!(s.success());
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// What the agent runs to plant both: a pre-commit hook and an fsmonitor command, each
@@ -319,25 +315,6 @@ async fn a_git_directory_moat_cannot_guard_refuses_the_session_naming_the_way_ou
         "{err}"
     );
     assert!(home.containers(&key).is_empty(), "nothing was started");
-}
-
-/// One request on the daemon's socket (as the operator); (status, body).
-fn unix_post(socket: &Path, path: &str, body: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut s = std::os::unix::net::UnixStream::connect(socket).unwrap();
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).unwrap();
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let status = out
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, out)
 }
 
 /// The second hostile review: `.git/config` includes a tracked `.gitconfig`, which includes

@@ -9,7 +9,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Command;
 
-use common::cli_home::{text, TestHome};
+use common::cli_home::{stdout, text, unix_post, TestHome};
 use common::serve::{http, json, serve};
 
 /// A directory with a git checkout in it, owned by `uid:gid` as a user's checkout would be.
@@ -33,10 +33,6 @@ fn checkout(parent: &Path, uid: u32, gid: u32) -> std::path::PathBuf {
         .unwrap();
     assert!(status.success());
     dir
-}
-
-fn stdout(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 #[tokio::test]
@@ -222,25 +218,6 @@ async fn a_read_only_workspace_refuses_writes_from_commands_and_file_tools() {
     // Another mode of the same directory is another workspace.
     let o = home.run(&["sessions", "create", &key, "--workspace", &repo_s]);
     assert!(!o.status.success(), "{}", text(&o));
-}
-
-/// One request on the daemon's socket (as the operator); (status, body).
-fn unix_post(socket: &Path, path: &str, body: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut s = std::os::unix::net::UnixStream::connect(socket).unwrap();
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).unwrap();
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let status = out
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, out)
 }
 
 #[tokio::test]
