@@ -118,6 +118,30 @@ fn config() -> Config {
     config
 }
 
+/// `explain` in session `a` with security allowlist, ask off and only `allow` allowlisted:
+/// the decision, and the whole verdict for a failure message.
+async fn explain(m: &common::TestMoat, command: &str, allow: &[&str]) -> (String, String) {
+    let explained = m
+        .app
+        .exec
+        .explain(
+            &m.key("a"),
+            &ExplainRequest {
+                command: command.to_string(),
+                security: Some("allowlist".into()),
+                ask: Some("off".into()),
+                allow: allow.iter().map(|a| (*a).to_string()).collect(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    (
+        explained.eval.decision.as_str().to_string(),
+        format!("{:?}", explained.eval.decision),
+    )
+}
+
 fn pwned(m: &common::TestMoat) -> bool {
     m.docker_exec("a", &format!("test -e {MARKER} && echo yes")) == "yes\n"
 }
@@ -150,7 +174,6 @@ async fn every_gadget_in_the_catalogue_is_refused_when_its_program_is_allowliste
     };
     m.exec("a", "ls").await;
     assert_eq!(m.docker_exec("a", SETUP), "ready\n");
-    let key = m.key("a");
     let mut controls = 0;
     for (program, command, works) in CATALOGUE {
         clear(&m);
@@ -160,26 +183,8 @@ async fn every_gadget_in_the_catalogue_is_refused_when_its_program_is_allowliste
             controls += 1;
             clear(&m);
         }
-        let explained = m
-            .app
-            .exec
-            .explain(
-                &key,
-                &ExplainRequest {
-                    command: (*command).to_string(),
-                    security: Some("allowlist".into()),
-                    ask: Some("off".into()),
-                    allow: vec![(*program).to_string()],
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
-        assert_ne!(
-            explained.eval.decision.as_str(),
-            "allow",
-            "explain allows {command:?}"
-        );
+        let (decision, _) = explain(&m, command, &[program]).await;
+        assert_ne!(decision, "allow", "explain allows {command:?}");
         let r = m.exec("a", command).await;
         assert_eq!(r.status(), Some(Status::Failed), "{command}: {}", r.text());
         assert!(
@@ -199,28 +204,9 @@ async fn ordinary_uses_of_the_same_programs_still_run() {
     };
     m.exec("a", "ls").await;
     assert_eq!(m.docker_exec("a", SETUP), "ready\n");
-    let key = m.key("a");
     for (program, command) in ORDINARY {
-        let explained = m
-            .app
-            .exec
-            .explain(
-                &key,
-                &ExplainRequest {
-                    command: (*command).to_string(),
-                    security: Some("allowlist".into()),
-                    allow: vec![(*program).to_string(), "ls".to_string()],
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
-        assert_eq!(
-            explained.eval.decision.as_str(),
-            "allow",
-            "{command}: {:?}",
-            explained.eval.decision
-        );
+        let (decision, shown) = explain(&m, command, &[program, "ls"]).await;
+        assert_eq!(decision, "allow", "{command}: {shown}");
         let r = m.exec("a", command).await;
         assert_eq!(
             r.status(),

@@ -114,8 +114,10 @@ impl WritableRoots {
         &self.roots
     }
 
-    /// Whether `path` (symlinks resolved) lies in a directory a sandbox can write.
-    pub fn contains(&self, path: &Path) -> bool {
+    /// Whether `path` lies in a directory a sandbox can write (for tests; the gate calls
+    /// [`Self::reason`]).
+    #[cfg(test)]
+    pub(crate) fn contains(&self, path: &Path) -> bool {
         self.containing(path).is_some()
     }
 

@@ -466,7 +466,10 @@ impl Sessions {
 
     /// How the git metadata of the host workspace `row` at `workspace` is mounted
     /// (docs/security.md, "Host workspaces"); `None` for a default workspace.
-    fn git_mode(
+    ///
+    /// The scan reads the checkout's index (up to 256 MiB), so it runs on a blocking thread,
+    /// never on an async worker.
+    async fn git_mode(
         &self,
         row: Option<&crate::store::WorkspaceRow>,
         workspace: &Path,
@@ -480,7 +483,16 @@ impl Sessions {
         } else if sandbox.git_writable {
             GitMode::Writable
         } else {
-            GitMode::Guarded(super::git_guard::scan(workspace)?)
+            let root = workspace.to_path_buf();
+            let shown = root.display().to_string();
+            let guard = tokio::task::spawn_blocking(move || super::git_guard::scan(&root))
+                .await
+                .map_err(|e| super::git_guard::GuardError::Io {
+                    root: shown.clone(),
+                    path: shown,
+                    source: std::io::Error::other(e),
+                })??;
+            GitMode::Guarded(guard)
         }))
     }
 
@@ -515,7 +527,7 @@ impl Sessions {
         };
         let run_dir = self.home.run_dir(&names.slug);
         let mut warning = None;
-        let mut git = self.git_mode(host.as_ref(), &workspace, sandbox)?;
+        let mut git = self.git_mode(host.as_ref(), &workspace, sandbox).await?;
         let mut want_hash = Self::want_hash(sandbox, host.as_ref(), git.as_ref());
         let owner = sandbox.uid_gid();
         let read_only = host.as_ref().is_some_and(|r| r.read_only);
@@ -569,7 +581,7 @@ impl Sessions {
             }
             // Looked at again now that the old container is gone: nothing it did after the
             // first look is mounted.
-            git = self.git_mode(host.as_ref(), &workspace, sandbox)?;
+            git = self.git_mode(host.as_ref(), &workspace, sandbox).await?;
             want_hash = Self::want_hash(sandbox, host.as_ref(), git.as_ref());
         }
         if !self.runtime.image_exists(&sandbox.image).await? {
