@@ -191,7 +191,12 @@ pub fn local_clients(
 /// The verdict on a connection from `client` to moat's `server` end: judged by its token
 /// alone unless `client` is one of this machine's addresses; then every process holding the
 /// client end must be outside host commands.
-fn judge(proc_root: &Path, client: SocketAddr, server: Option<SocketAddr>) -> Result<(), Refusal> {
+fn judge(
+    proc_root: &Path,
+    client: SocketAddr,
+    server: Option<SocketAddr>,
+    known: &dyn Fn(u32) -> Option<String>,
+) -> Result<(), Refusal> {
     if !super::local_addrs::is_local(client.ip()) {
         return Ok(());
     }
@@ -209,7 +214,7 @@ fn judge(proc_root: &Path, client: SocketAddr, server: Option<SocketAddr>) -> Re
     local_clients(proc_root, client, server)
         .map_err(refused)?
         .into_iter()
-        .try_for_each(|pid| crate::host::check_pid(proc_root, pid, &|_| None))
+        .try_for_each(|pid| crate::host::check_pid(proc_root, pid, known))
 }
 
 /// A TCP connection's two ends, and what was found about its client.
@@ -236,20 +241,27 @@ impl TcpPeer {
         }
     }
 
-    async fn verdict(&self) -> Result<(), Refusal> {
+    /// `registry` knows the daemon's live host commands: a PTY host command replaces its
+    /// wrapper and may clear its environment, so its marker is gone and only the daemon's
+    /// own list of wrapper pids recognises it — the check the socket makes too.
+    async fn verdict(&self, registry: Arc<crate::process::Registry>) -> Result<(), Refusal> {
         let (client, server) = (self.addr, self.server);
         self.verdict
             .get_or_init(|| async move {
                 // Reads the interface table and, for a local client, scans `/proc`: blocking.
-                tokio::task::spawn_blocking(move || judge(Path::new("/proc"), client, server))
-                    .await
-                    .unwrap_or_else(|e| {
-                        Err(Refusal {
-                            pid: 0,
-                            origin: None,
-                            reason: format!("the check of the local client failed: {e}"),
-                        })
+                tokio::task::spawn_blocking(move || {
+                    judge(Path::new("/proc"), client, server, &|p| {
+                        registry.host_leader(p)
                     })
+                })
+                .await
+                .unwrap_or_else(|e| {
+                    Err(Refusal {
+                        pid: 0,
+                        origin: None,
+                        reason: format!("the check of the local client failed: {e}"),
+                    })
+                })
             })
             .await
             .clone()
@@ -275,7 +287,7 @@ pub async fn guard(State(state): State<Arc<ServerState>>, req: Request, next: Ne
     let Some(peer) = peer else {
         return next.run(req).await;
     };
-    match peer.verdict().await {
+    match peer.verdict(state.app.registry.clone()).await {
         Ok(()) => next.run(req).await,
         Err(refusal) => {
             let channel = format!("tcp {}", peer.addr);
@@ -326,11 +338,25 @@ mod tests {
             assert_eq!(peer, client.local_addr().unwrap());
             let pids = local_clients(Path::new("/proc"), peer, addr).unwrap();
             assert_eq!(pids, vec![std::process::id()], "{ip}");
-            assert_eq!(judge(Path::new("/proc"), peer, Some(addr)), Ok(()), "{ip}");
+            assert_eq!(
+                judge(Path::new("/proc"), peer, Some(addr), &|_| None),
+                Ok(()),
+                "{ip}"
+            );
+            // A process the daemon knows as a live host command's leader is refused though
+            // it carries no marker: a terminal command replaced its wrapper and cleared its
+            // environment (the third hostile review; the TCP check did not ask the daemon).
+            let me = std::process::id();
+            let known = |p: u32| (p == me).then(|| "warm-river".to_string());
+            let refused = judge(Path::new("/proc"), peer, Some(addr), &known).unwrap_err();
+            assert!(refused.reason.contains("warm-river"), "{ip}: {refused:?}");
         }
         // Not this machine's: judged by its token, nothing is looked up.
         let far: SocketAddr = "198.51.100.1:4000".parse().unwrap();
-        assert_eq!(judge(Path::new("/nonexistent"), far, None), Ok(()));
+        assert_eq!(
+            judge(Path::new("/nonexistent"), far, None, &|_| None),
+            Ok(())
+        );
     }
 
     /// A client that sent its request and closed its end is no longer held by any process:
@@ -344,7 +370,7 @@ mod tests {
         let (_accepted, peer) = server.accept().unwrap();
         client.write_all(b"POST / HTTP/1.1\r\n\r\n").unwrap();
         drop(client);
-        let r = judge(Path::new("/proc"), peer, Some(addr)).unwrap_err();
+        let r = judge(Path::new("/proc"), peer, Some(addr), &|_| None).unwrap_err();
         assert_eq!((r.pid, r.origin.as_ref()), (0, None));
         assert!(r
             .reason
@@ -355,7 +381,7 @@ mod tests {
             "{}",
             r.reason
         );
-        assert!(judge(Path::new("/proc"), peer, None).is_err());
+        assert!(judge(Path::new("/proc"), peer, None, &|_| None).is_err());
     }
 
     /// Over a fake `/proc`: a listed socket nobody visible holds, and one held by a marked
@@ -403,7 +429,7 @@ mod tests {
         // the row from the same port to the same server is the client's.
         let masqueraded = "192.0.2.2:40000".parse().unwrap();
         assert_eq!(local_clients(root, masqueraded, s), Ok(vec![77]));
-        let r = judge(root, c, Some(s)).unwrap_err();
+        let r = judge(root, c, Some(s), &|_| None).unwrap_err();
         assert_eq!(r.origin.unwrap().process_id, "warm-river");
     }
 }
