@@ -132,6 +132,7 @@ pub async fn probe_shells(
         working_dir: "/".into(),
         // Ends by itself should moat die before removing it.
         cmd: vec!["sleep".into(), "60".into()],
+        dns: Vec::new(),
     };
     let id = rt.create_container(&spec).await?;
     let result = async {

@@ -553,3 +553,324 @@ async fn a_session_that_fails_to_start_leaves_no_proxy_or_network() {
         networks("egress-e")
     );
 }
+
+/// Listens on every host address at one port, TCP and UDP, IPv4 (`0.0.0.0`) and IPv6 (`::`),
+/// and records who reached it.
+struct HostListener {
+    port: u16,
+    hits: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl HostListener {
+    fn start() -> Self {
+        use std::net::{TcpListener, UdpSocket};
+        let hits = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        // One port free on every family and protocol.
+        let (v4, v6, u4, u6) = loop {
+            let v4 = TcpListener::bind("0.0.0.0:0").unwrap();
+            let port = v4.local_addr().unwrap().port();
+            let v6 = v6_only_listener(port);
+            let u4 = UdpSocket::bind(("0.0.0.0", port));
+            let u6 = v6_only_udp(port);
+            if let (Some(v6), Ok(u4), Some(u6)) = (v6, u4, u6) {
+                break (v4, v6, u4, u6);
+            }
+        };
+        let port = v4.local_addr().unwrap().port();
+        for l in [v4, v6] {
+            let hits = hits.clone();
+            std::thread::spawn(move || {
+                for mut c in l.incoming().flatten() {
+                    use std::io::Write;
+                    let peer = c.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                    hits.lock().unwrap().push(format!("tcp from {peer}"));
+                    let _ = c.write_all(b"HOSTHIT\n");
+                }
+            });
+        }
+        for u in [u4, u6] {
+            let hits = hits.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 64];
+                while let Ok((_, peer)) = u.recv_from(&mut buf) {
+                    hits.lock().unwrap().push(format!("udp from {peer}"));
+                }
+            });
+        }
+        Self { port, hits }
+    }
+
+    fn hits(&self) -> Vec<String> {
+        self.hits.lock().unwrap().clone()
+    }
+}
+
+fn v6_only_listener(port: u16) -> Option<std::net::TcpListener> {
+    let s = socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::STREAM, None).ok()?;
+    s.set_only_v6(true).ok()?;
+    s.set_reuse_address(true).ok()?;
+    let addr: std::net::SocketAddr = format!("[::]:{port}").parse().unwrap();
+    s.bind(&addr.into()).ok()?;
+    s.listen(16).ok()?;
+    Some(s.into())
+}
+
+fn v6_only_udp(port: u16) -> Option<std::net::UdpSocket> {
+    let s = socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::DGRAM, None).ok()?;
+    s.set_only_v6(true).ok()?;
+    let addr: std::net::SocketAddr = format!("[::]:{port}").parse().unwrap();
+    s.bind(&addr.into()).ok()?;
+    Some(s.into())
+}
+
+/// Every address of every interface of this host but loopback (which inside a container is
+/// the container's own), IPv6 link-local ones with a `%` to mark them.
+fn host_addresses() -> Vec<String> {
+    let mut out = Vec::new();
+    for ifa in nix::ifaddrs::getifaddrs().unwrap() {
+        let Some(addr) = ifa.address else { continue };
+        if let Some(v4) = addr.as_sockaddr_in() {
+            let ip = v4.ip();
+            if !ip.is_loopback() {
+                out.push(ip.to_string());
+            }
+        } else if let Some(v6) = addr.as_sockaddr_in6() {
+            let ip = v6.ip();
+            if ip.is_loopback() {
+                continue;
+            }
+            if ip.segments()[0] & 0xffc0 == 0xfe80 {
+                out.push(format!("{ip}%"));
+            } else {
+                out.push(ip.to_string());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Tries every target at `port`, TCP (a refusal counts: something answered) and UDP, all at
+/// once; prints one `reached <target> <how>` line per target that answered. A `%` target is
+/// link-local: tried on every interface of the container.
+const WALL_PROBE: &str = r#"
+import socket, sys, threading
+port = int(sys.argv[1])
+lock = threading.Lock()
+def log(line):
+    with lock:
+        print(line, flush=True)
+def scopes():
+    try:
+        return [i for i, _ in socket.if_nameindex()]
+    except OSError:
+        return [0]
+def one(target):
+    ip = target.rstrip('%')
+    v6 = ':' in ip
+    fam = socket.AF_INET6 if v6 else socket.AF_INET
+    for scope in (scopes() if target.endswith('%') else [0]):
+        addr = (ip, port, 0, scope) if v6 else (ip, port)
+        try:
+            u = socket.socket(fam, socket.SOCK_DGRAM)
+            u.sendto(b'moat-wall-probe', addr)
+        except OSError:
+            pass
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.settimeout(4)
+        try:
+            s.connect(addr)
+            log('reached %s open %r' % (target, s.recv(16)))
+        except ConnectionRefusedError:
+            log('reached %s refused' % target)
+        except OSError:
+            pass
+threads = [threading.Thread(target=one, args=(t,)) for t in sys.argv[2:]]
+for t in threads: t.start()
+for t in threads: t.join()
+print('probe-done', flush=True)
+"#;
+
+fn probe_command(port: u16, targets: &[String]) -> String {
+    format!(
+        "cat > /tmp/wall_probe.py <<'MOAT_EOF'\n{WALL_PROBE}\nMOAT_EOF\npython3 /tmp/wall_probe.py {port} {}",
+        targets.join(" ")
+    )
+}
+
+/// A container's name (the engine's listing gives ids).
+fn container_name(id: &str) -> String {
+    let (ok, out) = docker(&["inspect", "-f", "{{.Name}}", id]);
+    assert!(ok, "{out}");
+    out.trim().trim_start_matches('/').to_string()
+}
+
+fn network_field(network: &str, template: &str) -> String {
+    let (ok, out) = docker(&["network", "inspect", "-f", template, network]);
+    assert!(ok, "{out}");
+    out.trim().to_string()
+}
+
+/// The sandbox of an egress session reaches its proxy and nothing else: no host address (any
+/// interface, IPv4 or IPv6, TCP or UDP), not its network's gateway, not the default bridge,
+/// not another session — also after a new daemon adopts the session, and when the session's
+/// network was made by an older moat without the wall. Control: the same probe from a
+/// container on an ordinary internal network reaches the host.
+#[tokio::test]
+async fn the_sandbox_reaches_its_proxy_and_nothing_else() {
+    let Some(up) = Upstreams::start("egress-w").await else {
+        return;
+    };
+    let listener = HostListener::start();
+    let mut targets = host_addresses();
+
+    // Control: an ordinary internal network, as the engine makes it.
+    let control_net = "moat-egress-w-control";
+    docker(&["rm", "-f", "moat-egress-w-probe"]);
+    docker(&["network", "rm", control_net]);
+    let (ok, out) = docker(&["network", "create", "--internal", control_net]);
+    assert!(ok, "{out}");
+    let control_gw = network_field(control_net, "{{range .IPAM.Config}}{{.Gateway}}{{end}}");
+    let mut control_targets = targets.clone();
+    control_targets.push(control_gw.clone());
+    let mut args = vec![
+        "run".to_string(),
+        "--rm".into(),
+        "--name".into(),
+        "moat-egress-w-probe".into(),
+        "--network".into(),
+        control_net.into(),
+        "--cap-drop".into(),
+        "ALL".into(),
+    ];
+    if let Ok(rt) = std::env::var("MOAT_TEST_RUNTIME") {
+        args.extend(["--runtime".into(), rt]);
+    }
+    args.extend([
+        "moat-sandbox:bookworm".to_string(),
+        "sh".into(),
+        "-c".into(),
+        probe_command(listener.port, &control_targets),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_, control) = docker(&args);
+    docker(&["network", "rm", control_net]);
+    assert!(control.contains("probe-done"), "{control}");
+    assert!(
+        control.contains(&format!("reached {control_gw} open")),
+        "control: an ordinary internal network reaches the host at its gateway: {control}"
+    );
+    wait_until("the control's hits arrive", Duration::from_secs(5), || {
+        listener.hits().iter().any(|h| h.starts_with("udp"))
+    });
+    let control_hits = listener.hits().len();
+    assert!(control_hits > 0);
+
+    let home = TestHome::configured("egress-w", &up.config("off"));
+    // Another session, whose sandbox and proxy the probe tries too.
+    assert!(sh(&home, "b", "echo b-up").contains("b-up"));
+    let b = home
+        .containers(&home.key("b"))
+        .pop()
+        .expect("b's container");
+    let b_ip = up.ip(&b);
+    let b_net = format!("{}-net", container_name(&b));
+    let b_gw = network_field(&b_net, "{{range .IPAM.Config}}{{.Gateway}}{{end}}");
+    assert!(sh(&home, "a", "echo a-up").contains("a-up"));
+    let a = home
+        .containers(&home.key("a"))
+        .pop()
+        .expect("a's container");
+    let a = container_name(&a);
+    let a_net = format!("{a}-net");
+    let a_gw = network_field(&a_net, "{{range .IPAM.Config}}{{.Gateway}}{{end}}");
+    targets.extend([a_gw.clone(), b_gw, b_ip.clone(), "172.17.0.1".into()]);
+    targets.sort();
+    targets.dedup();
+
+    let walled = |when: &str, targets: &[String]| {
+        let before = listener.hits();
+        let t = sh(&home, "a", &probe_command(listener.port, targets));
+        assert!(t.contains("probe-done"), "{when}: {t}");
+        assert!(!t.contains("reached"), "{when}: the sandbox reached: {t}");
+        // Datagrams have no answer: give them the time the control's took.
+        std::thread::sleep(Duration::from_secs(1));
+        assert_eq!(
+            listener.hits(),
+            before,
+            "{when}: the host heard the sandbox"
+        );
+        // Its proxy is still its way out.
+        let t = sh(
+            &home,
+            "a",
+            &format!("curl -sS -m 20 http://{}/", up.allowed),
+        );
+        assert!(t.contains(BODY), "{when}: through the proxy: {t}");
+    };
+    walled("a new session", &targets);
+    // A new daemon adopts the session.
+    let pid = home.daemon_pid().expect("a daemon");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    wait_until("the daemon ends", Duration::from_secs(20), || {
+        !common::cli_home::alive(pid)
+    });
+    walled("after a daemon restart", &targets);
+
+    // The session's network as an older moat made it (the host has an address on it); the next
+    // daemon adopts the session and must wall it again.
+    let pid = home.daemon_pid().expect("a daemon");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    wait_until("the daemon ends", Duration::from_secs(20), || {
+        !common::cli_home::alive(pid)
+    });
+    let labels = network_field(&a_net, "{{range $k, $v := .Labels}}{{$k}}={{$v}} {{end}}");
+    let proxy = format!("{a}-proxy");
+    docker(&["network", "disconnect", "-f", &a_net, &a]);
+    docker(&["rm", "-f", &proxy]);
+    let (ok, out) = docker(&["network", "rm", &a_net]);
+    assert!(ok, "{out}");
+    let mut create = vec!["network", "create", "--internal"];
+    for l in labels.split_whitespace() {
+        create.extend(["--label", l]);
+    }
+    create.push(&a_net);
+    let (ok, out) = docker(&create);
+    assert!(ok, "{out}");
+    let (ok, out) = docker(&["network", "connect", &a_net, &a]);
+    assert!(ok, "{out}");
+    let old_gw = network_field(&a_net, "{{range .IPAM.Config}}{{.Gateway}}{{end}}");
+    // Control: on the old network the sandbox reaches the host (probed past moat).
+    let (_, t) = docker(&[
+        "exec",
+        &a,
+        "sh",
+        "-c",
+        &probe_command(listener.port, std::slice::from_ref(&old_gw)),
+    ]);
+    assert!(
+        t.contains(&format!("reached {old_gw} open")),
+        "control: the old network is open: {t}"
+    );
+    wait_until(
+        "the old network's datagram arrives",
+        Duration::from_secs(5),
+        || listener.hits().len() >= control_hits + 2,
+    );
+    targets.push(old_gw);
+    walled("after adopting a network made without the wall", &targets);
+    let inhibit = network_field(
+        &a_net,
+        "{{index .Options \"com.docker.network.bridge.inhibit_ipv4\"}}",
+    );
+    assert_eq!(inhibit, "true");
+}

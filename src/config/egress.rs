@@ -21,6 +21,9 @@ pub struct EgressConfig {
     /// `bridge` unless set): the only network besides the session's internal one that the
     /// proxy joins, and one the sandbox never joins.
     pub outbound_network: String,
+    /// Resolvers (IP addresses) the proxy looks allowed names up with; empty: the engine's
+    /// (the host's). Names the policy refuses are never looked up at all.
+    pub dns: Vec<String>,
     /// Minutes an operator's allow-once decision on a network approval lasts.
     pub grant_minutes: u64,
 }
@@ -32,6 +35,7 @@ impl Default for EgressConfig {
             deny: Vec::new(),
             ask: EgressAsk::Off,
             outbound_network: "bridge".into(),
+            dns: Vec::new(),
             grant_minutes: 10,
         }
     }

@@ -55,6 +55,14 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
             format!("`{}` is not a network the proxy can reach the outside through; use `bridge` or a user-defined network", s.egress.outbound_network),
         ));
     }
+    for server in &s.egress.dns {
+        if server.trim().parse::<std::net::IpAddr>().is_err() {
+            return Err(invalid(
+                "sandbox.egress.dns",
+                format!("`{server}` is not an IP address (the engine takes resolvers by address)"),
+            ));
+        }
+    }
     for (key, value) in [
         ("sandbox.seccomp_profile", &s.seccomp_profile),
         ("sandbox.apparmor_profile", &s.apparmor_profile),
@@ -110,6 +118,18 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
             return Err(invalid(
                 "sandbox.cap_add",
                 format!("`{cap}` gives the sandbox control of the host kernel"),
+            ));
+        }
+        // The egress wall is the sandbox's routes and addresses: a sandbox that may change
+        // them, or write raw frames past them, is not walled (docs/security.md, "Network
+        // egress").
+        let name = c.strip_prefix("CAP_").unwrap_or(&c);
+        if net == crate::egress::container::EGRESS_NETWORK
+            && (name == "NET_ADMIN" || name == "NET_RAW")
+        {
+            return Err(invalid(
+                "sandbox.cap_add",
+                format!("`{cap}` lets an egress sandbox change its routes or send raw frames past its proxy; drop it or use another sandbox.network"),
             ));
         }
     }
@@ -478,6 +498,17 @@ mod tests {
             (
                 |c| c.sandbox.egress.deny = vec!["x.org:0".into()],
                 "sandbox.egress.deny",
+            ),
+            (
+                |c| {
+                    c.sandbox.network = "egress".into();
+                    c.sandbox.cap_add = vec!["cap_net_raw".into()];
+                },
+                "sandbox.cap_add",
+            ),
+            (
+                |c| c.sandbox.egress.dns = vec!["dns.example".into()],
+                "sandbox.egress.dns",
             ),
             (
                 |c| c.sandbox.egress.outbound_network = "host".into(),

@@ -76,6 +76,7 @@ pub fn proxy_spec(
     user: (u32, u32),
     egress_dir: &str,
     peers: &[String],
+    dns: &[String],
 ) -> ContainerSpec {
     ContainerSpec {
         name: names.proxy.clone(),
@@ -111,6 +112,7 @@ pub fn proxy_spec(
             "--peers".into(),
             peers.join(","),
         ],
+        dns: dns.to_vec(),
     }
 }
 
@@ -152,7 +154,9 @@ mod tests {
             (65534, 65534),
             "/h/egress/a",
             &["10.9.0.0/24".into()],
+            &["10.9.0.53".into()],
         );
+        assert_eq!(spec.dns, ["10.9.0.53"]);
         assert!(spec.read_only_root);
         assert!(spec.cap_add.is_empty());
         assert_eq!(spec.network, "moat-a-1-net");

@@ -1,7 +1,8 @@
 //! The narrow channel between a session's proxy and the daemon (docs/security.md, "Network
 //! egress"): one unix socket per session, in a host directory bind-mounted only into that
-//! session's proxy container. One JSON line each way per question: "may I connect to
-//! host:port (which resolved to these addresses)?" and "this connection happened". The proxy
+//! session's proxy container. One JSON line each way per question: "may I look this name
+//! up?", "may I connect to host:port (which resolved to these addresses)?" and "this
+//! connection happened". The proxy
 //! never holds the operator socket or a token; the daemon decides and writes the audit log.
 
 use std::net::IpAddr;
@@ -23,6 +24,9 @@ pub const MAX_ADDRS: usize = 16;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum ControlRequest {
+    /// May the proxy look `host` up for a connection to `host:port`? Asked before any lookup,
+    /// so a name the policy refuses never reaches DNS.
+    Name { host: String, port: u16 },
     /// May the sandbox connect to `host:port`, which resolved to `addrs`?
     Ask {
         host: String,
@@ -58,6 +62,8 @@ pub struct ConnectionRecord {
 #[serde(tag = "answer", rename_all = "kebab-case")]
 pub enum ControlAnswer {
     Allow,
+    /// The name is allowed: look it up and ask again with the addresses.
+    Resolve,
     /// Refused; `tag` names why (see [`ConnectionRecord::decision`]), `approval` is the
     /// pending approval an operator can decide, when one was filed.
     Refuse {

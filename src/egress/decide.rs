@@ -1,10 +1,12 @@
 //! The egress decision: pure, so every rule is table-tested (docs/security.md, "Network
 //! egress").
 //!
-//! In order: a `deny` entry wins; an exact entry (from the config or an operator's grant)
-//! allows; an IP literal is refused unless an exact entry named it; a glob allows only when
-//! every address the name resolved to is public (no rebinding into the host's network);
-//! otherwise the request is refused, or asked about with `ask = "on-miss"`.
+//! Two steps, so that a name is judged before anything looks it up: [`decide_name`] on the
+//! name and port alone (a `deny` entry wins; an exact config entry, an operator's grant or a
+//! glob allows; an IP literal needs an exact entry; anything else is refused, or asked about
+//! with `ask = "on-miss"`), then [`decide`] on what the allowed name resolved to: only an
+//! exact config entry reaches any address; for a grant or a glob every non-public answer must
+//! be named by an exact entry of its own (no rebinding into the host's network).
 
 use std::net::IpAddr;
 
@@ -92,8 +94,11 @@ impl EgressPolicy {
 pub enum Verdict {
     Allow,
     Refuse(Refusal),
-    /// Refused for now; an operator is asked.
+    /// Refused for now; an operator is asked about the name and port.
     Ask,
+    /// Refused for now: the name is allowed, but it resolved to this non-public address, which
+    /// no exact entry names; an operator is asked about the address and port.
+    AskAddress(IpAddr),
 }
 
 /// Why a connection is refused.
@@ -105,7 +110,7 @@ pub enum Refusal {
     NotAllowed,
     /// An IP literal no exact entry names.
     IpLiteral,
-    /// A glob covers the name, but it resolved to this non-public address.
+    /// The name is allowed, but it resolved to this non-public address.
     Internal(IpAddr),
 }
 
@@ -121,8 +126,55 @@ impl Refusal {
     }
 }
 
-/// Decides a connection to `host:port`, which resolved to `addrs` (empty for an IP literal),
-/// under `policy` plus the exact entries operators granted.
+/// Which answers of an allowed name the proxy may connect to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answers {
+    /// Any: the config names this host exactly, so the operator chose it, wherever it is.
+    Any,
+    /// Public ones, and a non-public one only when an exact entry (config or grant) names that
+    /// address: a glob, or an operator's grant of a name the sandbox may control, must not
+    /// lead into the host's network.
+    PublicOrNamed,
+}
+
+/// What the name alone decides, before anything looks it up: a name that is not allowed is
+/// never sent to DNS, so a lookup cannot carry data out (docs/security.md, "Network egress").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameVerdict {
+    /// Allowed by name: look it up, then judge the answers with [`decide`].
+    Resolve(Answers),
+    Refuse(Refusal),
+    /// Refused for now; an operator is asked about the name and port.
+    Ask,
+}
+
+/// Decides `host:port` by its name and port alone, under `policy` plus the exact entries
+/// operators granted. In order: a `deny` entry wins; an exact config entry allows any answer;
+/// an operator's grant or a glob allows the name; an IP literal needs an exact entry; anything
+/// else is a miss.
+pub fn decide_name(policy: &EgressPolicy, grants: &[Rule], host: &Host, port: u16) -> NameVerdict {
+    if policy.deny.iter().any(|r| r.matches(host, port)) {
+        return NameVerdict::Refuse(Refusal::Denied);
+    }
+    let exact = |rules: &[Rule]| rules.iter().any(|r| r.is_exact() && r.matches(host, port));
+    if exact(&policy.allow) {
+        return NameVerdict::Resolve(Answers::Any);
+    }
+    if exact(grants) {
+        return NameVerdict::Resolve(Answers::PublicOrNamed);
+    }
+    if let Host::Ip(_) = host {
+        return name_miss(policy, Refusal::IpLiteral);
+    }
+    if policy.allow.iter().any(|r| r.matches(host, port)) {
+        return NameVerdict::Resolve(Answers::PublicOrNamed);
+    }
+    name_miss(policy, Refusal::NotAllowed)
+}
+
+/// Decides a connection to `host:port`, which resolved to `addrs` (the literal itself for an
+/// IP literal): the name's verdict, then every answer. A non-public answer of a name that is
+/// not an exact config entry needs an exact entry for that address.
 pub fn decide(
     policy: &EgressPolicy,
     grants: &[Rule],
@@ -130,33 +182,36 @@ pub fn decide(
     port: u16,
     addrs: &[IpAddr],
 ) -> Verdict {
-    if policy.deny.iter().any(|r| r.matches(host, port)) {
-        return Verdict::Refuse(Refusal::Denied);
-    }
-    let exact = policy
-        .allow
-        .iter()
-        .chain(grants)
-        .any(|r| r.is_exact() && r.matches(host, port));
-    if exact {
+    let answers = match decide_name(policy, grants, host, port) {
+        NameVerdict::Resolve(a) => a,
+        NameVerdict::Refuse(r) => return Verdict::Refuse(r),
+        NameVerdict::Ask => return Verdict::Ask,
+    };
+    if answers == Answers::Any || matches!(host, Host::Ip(_)) {
         return Verdict::Allow;
     }
-    if let Host::Ip(_) = host {
-        return miss(policy, Refusal::IpLiteral);
+    let named = |ip: IpAddr| {
+        let literal = Host::Ip(ip);
+        policy.deny.iter().all(|r| !r.matches(&literal, port))
+            && policy
+                .allow
+                .iter()
+                .chain(grants)
+                .any(|r| r.is_exact() && r.matches(&literal, port))
+    };
+    match addrs.iter().find(|a| !is_public(**a) && !named(**a)) {
+        None => Verdict::Allow,
+        Some(ip) => match policy.ask {
+            EgressAsk::Off => Verdict::Refuse(Refusal::Internal(*ip)),
+            EgressAsk::OnMiss => Verdict::AskAddress(*ip),
+        },
     }
-    if policy.allow.iter().any(|r| r.matches(host, port)) {
-        return match addrs.iter().find(|a| !is_public(**a)) {
-            Some(a) => Verdict::Refuse(Refusal::Internal(*a)),
-            None => Verdict::Allow,
-        };
-    }
-    miss(policy, Refusal::NotAllowed)
 }
 
-fn miss(policy: &EgressPolicy, refusal: Refusal) -> Verdict {
+fn name_miss(policy: &EgressPolicy, refusal: Refusal) -> NameVerdict {
     match policy.ask {
-        EgressAsk::Off => Verdict::Refuse(refusal),
-        EgressAsk::OnMiss => Verdict::Ask,
+        EgressAsk::Off => NameVerdict::Refuse(refusal),
+        EgressAsk::OnMiss => NameVerdict::Ask,
     }
 }
 
@@ -275,14 +330,57 @@ mod tests {
             (Off, &[], "10.9.9.9", 443, &[], Allow),
             (Off, &[], "10.9.9.8", 443, &[], Refuse(Refusal::IpLiteral)),
             (OnMiss, &[], "10.9.9.8", 443, &[], Ask),
-            // An operator's grant is exact.
+            // An operator's grant allows the name, not where it points: a private answer needs
+            // an exact entry for that address.
+            (
+                Off,
+                &["example.com:443"],
+                "example.com",
+                443,
+                &[pub_ip],
+                Allow,
+            ),
             (
                 Off,
                 &["example.com:443"],
                 "example.com",
                 443,
                 &["10.0.0.1"],
+                Refuse(Refusal::Internal("10.0.0.1".parse().unwrap())),
+            ),
+            (
+                OnMiss,
+                &["example.com:443"],
+                "example.com",
+                443,
+                &[pub_ip, "fe80::1"],
+                AskAddress("fe80::1".parse().unwrap()),
+            ),
+            (
+                Off,
+                &["example.com:443", "10.0.0.1:443"],
+                "example.com",
+                443,
+                &["10.0.0.1"],
                 Allow,
+            ),
+            // The address grant is for its port only.
+            (
+                Off,
+                &["example.com:8443", "10.0.0.1:443"],
+                "example.com",
+                8443,
+                &["10.0.0.1"],
+                Refuse(Refusal::Internal("10.0.0.1".parse().unwrap())),
+            ),
+            // A glob's private answer: asked about as an address with on-miss.
+            (
+                OnMiss,
+                &[],
+                "evil.files.example.net",
+                443,
+                &["127.0.0.1"],
+                AskAddress("127.0.0.1".parse().unwrap()),
             ),
             (
                 Off,
@@ -306,6 +404,40 @@ mod tests {
                 "{ask:?} {grants:?} {host:?}:{port} {addrs:?}"
             );
         }
+        // The name alone: what is refused or asked about needs no lookup, so none happens.
+        let n =
+            |p: &EgressPolicy, h: &str, port| decide_name(p, &[], &Host::parse(h).unwrap(), port);
+        assert_eq!(
+            n(&p_off, "example.com", 443),
+            NameVerdict::Refuse(Refusal::NotAllowed)
+        );
+        assert_eq!(n(&p_ask, "example.com", 443), NameVerdict::Ask);
+        assert_eq!(
+            n(&p_ask, "bad.files.example.net", 443),
+            NameVerdict::Refuse(Refusal::Denied)
+        );
+        assert_eq!(
+            n(&p_off, "pkgs.example.org", 443),
+            NameVerdict::Resolve(Answers::Any)
+        );
+        assert_eq!(
+            n(&p_off, "x.files.example.net", 443),
+            NameVerdict::Resolve(Answers::PublicOrNamed)
+        );
+        assert_eq!(n(&p_ask, "10.9.9.8", 443), NameVerdict::Ask);
+        // A denied address is not named by a grant of it.
+        let deny_addr = policy(&["*"], &["10.0.0.1:*"], Off);
+        let grants = [Rule::parse("10.0.0.1:443").unwrap()];
+        assert_eq!(
+            decide(
+                &deny_addr,
+                &grants,
+                &Host::parse("x.example").unwrap(),
+                443,
+                &["10.0.0.1".parse().unwrap()]
+            ),
+            Refuse(Refusal::Internal("10.0.0.1".parse().unwrap()))
+        );
         // An operator's override adds entries and sets ask; a config deny still wins.
         let host = |h: &str| Host::parse(h).unwrap();
         let public: Vec<IpAddr> = vec![pub_ip.parse().unwrap()];

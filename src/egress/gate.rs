@@ -14,7 +14,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
 
 use super::control::{self, ConnectionRecord, ControlAnswer, ControlRequest, MAX_ADDRS};
-use super::{decide, grant_entry, EgressError, EgressPolicy, Host, Refusal, Rule, Verdict};
+use super::{
+    decide, decide_name, grant_entry, EgressError, EgressPolicy, Host, NameVerdict, Refusal, Rule,
+    Verdict,
+};
 use crate::approvals::{ApprovalDecision, Approvals, Binding, NewApproval};
 use crate::store::{now_ms, ApprovalStatus, ApprovalTarget, RecordedDecision, Store};
 
@@ -68,6 +71,7 @@ impl Gate {
     /// Answers one question from the proxy.
     pub fn answer(&self, request: ControlRequest) -> ControlAnswer {
         match request {
+            ControlRequest::Name { host, port } => self.name(&host, port),
             ControlRequest::Ask { host, port, addrs } => self.ask(&host, port, &addrs),
             ControlRequest::Audit(record) => {
                 self.audit(record);
@@ -76,26 +80,41 @@ impl Gate {
         }
     }
 
-    fn ask(&self, host: &str, port: u16, addrs: &[std::net::IpAddr]) -> ControlAnswer {
-        let refuse = |tag: &str, approval: Option<String>| ControlAnswer::Refuse {
-            tag: tag.to_string(),
-            approval,
-        };
-        let Ok(host) = Host::parse(host) else {
-            return refuse("bad-host", None);
-        };
-        if port == 0 || addrs.len() > MAX_ADDRS {
-            return refuse("bad-request", None);
-        }
-        // The operator's per-session override is read on each question, so `moat sessions
-        // egress` applies to the next connection without a restart.
-        let policy = match self.store().session_egress(&self.session) {
+    /// The policy in force now: the operator's per-session override is read on each question,
+    /// so `moat sessions egress` applies to the next connection without a restart.
+    fn policy(&self) -> EgressPolicy {
+        match self.store().session_egress(&self.session) {
             Ok(Some(o)) => self
                 .policy
                 .with_override(&o.allow, &o.deny, o.ask.as_deref()),
             _ => self.policy.clone(),
+        }
+    }
+
+    /// Before any lookup: may the proxy resolve `host`? A refused or asked-about name is
+    /// answered here, so it never reaches DNS (docs/security.md, "Network egress").
+    fn name(&self, host: &str, port: u16) -> ControlAnswer {
+        let Ok(host) = Host::parse(host) else {
+            return refuse("bad-host", None);
         };
-        match decide(&policy, &self.grants(), &host, port, addrs) {
+        if port == 0 {
+            return refuse("bad-request", None);
+        }
+        match decide_name(&self.policy(), &self.grants(), &host, port) {
+            NameVerdict::Resolve(_) => ControlAnswer::Resolve,
+            NameVerdict::Refuse(r) => refuse(r.tag(), None),
+            NameVerdict::Ask => refuse("ask", self.file_name_approval(&host, port)),
+        }
+    }
+
+    fn ask(&self, host: &str, port: u16, addrs: &[std::net::IpAddr]) -> ControlAnswer {
+        let Ok(host) = Host::parse(host) else {
+            return refuse("bad-host", None);
+        };
+        if port == 0 || addrs.is_empty() || addrs.len() > MAX_ADDRS {
+            return refuse("bad-request", None);
+        }
+        match decide(&self.policy(), &self.grants(), &host, port, addrs) {
             Verdict::Allow => ControlAnswer::Allow,
             Verdict::Refuse(r) => {
                 if let Refusal::Internal(ip) = r {
@@ -103,12 +122,33 @@ impl Gate {
                 }
                 refuse(r.tag(), None)
             }
-            Verdict::Ask => refuse("ask", self.file_approval(&host, port)),
+            Verdict::Ask => refuse("ask", self.file_name_approval(&host, port)),
+            Verdict::AskAddress(ip) => {
+                let reason = format!(
+                    "{}:{port} is allowed, but it resolved to {}, and {ip} is a private, loopback or link-local address: allowing {ip}:{port} lets the sandbox reach it",
+                    host.text(),
+                    addrs
+                        .iter()
+                        .map(|a| a.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                let approval = self.file_approval(&Host::Ip(ip), port, reason);
+                refuse("internal-address", approval)
+            }
         }
     }
 
+    fn file_name_approval(&self, host: &Host, port: u16) -> Option<String> {
+        let reason = match host {
+            Host::Name(_) => "the sandbox asked to connect to a host sandbox.egress does not allow; the name was not looked up (moat resolves a name only once it is allowed, and checks its addresses then)",
+            Host::Ip(_) => "the sandbox asked to connect to an address sandbox.egress does not allow",
+        };
+        self.file_approval(host, port, reason.to_string())
+    }
+
     /// The pending approval for `host:port`: the one already waiting, or a new one.
-    fn file_approval(&self, host: &Host, port: u16) -> Option<String> {
+    fn file_approval(&self, host: &Host, port: u16, reason: String) -> Option<String> {
         let entry = grant_entry(host, port);
         let pending = self
             .store()
@@ -141,7 +181,7 @@ impl Gate {
                 files: Vec::new(),
             },
             request: "{}".into(),
-            reason: "the sandbox asked to connect to a host sandbox.egress does not allow".into(),
+            reason,
             allowed: vec![
                 ApprovalDecision::AllowOnce,
                 ApprovalDecision::AllowAlways,
@@ -193,6 +233,13 @@ impl Gate {
             "egress-proxy",
             &detail.to_string(),
         );
+    }
+}
+
+fn refuse(tag: &str, approval: Option<String>) -> ControlAnswer {
+    ControlAnswer::Refuse {
+        tag: tag.to_string(),
+        approval,
     }
 }
 
@@ -320,6 +367,76 @@ mod tests {
             panic!("refused");
         };
         assert!(approval.is_none());
+    }
+
+    #[test]
+    fn names_are_judged_before_lookup_and_a_grant_does_not_reach_private_answers() {
+        let g = gate(EgressAsk::OnMiss);
+        let name = |host: &str| {
+            g.answer(ControlRequest::Name {
+                host: host.into(),
+                port: 443,
+            })
+        };
+        assert_eq!(name("pkgs.example.org"), ControlAnswer::Resolve);
+        // Denied and asked-about names are answered without addresses.
+        assert!(matches!(
+            name("evil.test"),
+            ControlAnswer::Refuse { ref tag, approval: None } if tag == "denied"
+        ));
+        let ControlAnswer::Refuse { tag, approval } = name("leak.example") else {
+            panic!("refused");
+        };
+        assert_eq!(tag, "ask");
+        let id = approval.expect("filed");
+        let row = g.store().approval(&id).unwrap().unwrap();
+        assert!(row.reason.contains("not looked up"), "{}", row.reason);
+        let op = Decider::operator("alice", "cli");
+        g.approvals
+            .decide(&id, ApprovalDecision::AllowOnce, &op)
+            .unwrap();
+        assert_eq!(name("leak.example"), ControlAnswer::Resolve);
+        // The granted name now resolves to a private address: refused, and the operator is
+        // asked about that address, shown what the name resolved to.
+        let private = g.answer(ControlRequest::Ask {
+            host: "leak.example".into(),
+            port: 443,
+            addrs: vec![
+                "151.101.0.223".parse().unwrap(),
+                "10.1.2.3".parse().unwrap(),
+            ],
+        });
+        let ControlAnswer::Refuse { tag, approval } = private else {
+            panic!("refused: {private:?}");
+        };
+        assert_eq!(tag, "internal-address");
+        let id = approval.expect("filed");
+        let row = g.store().approval(&id).unwrap().unwrap();
+        assert_eq!(row.command, "10.1.2.3:443");
+        assert!(
+            row.reason.contains("leak.example:443")
+                && row.reason.contains("151.101.0.223, 10.1.2.3"),
+            "{}",
+            row.reason
+        );
+        g.approvals
+            .decide(&id, ApprovalDecision::AllowOnce, &op)
+            .unwrap();
+        let again = g.answer(ControlRequest::Ask {
+            host: "leak.example".into(),
+            port: 443,
+            addrs: vec!["10.1.2.3".parse().unwrap()],
+        });
+        assert_eq!(again, ControlAnswer::Allow);
+        // A question with no addresses is not a connection.
+        assert!(matches!(
+            g.answer(ControlRequest::Ask {
+                host: "pkgs.example.org".into(),
+                port: 443,
+                addrs: vec![],
+            }),
+            ControlAnswer::Refuse { ref tag, .. } if tag == "bad-request"
+        ));
     }
 
     #[test]

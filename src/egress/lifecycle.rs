@@ -41,6 +41,8 @@ pub enum LifecycleError {
     },
     #[error("read the subnet of network {0} (the proxy serves only that subnet)")]
     Subnet(String),
+    #[error("make network {0} walled (the engine kept a host address or a route on it)")]
+    Unwalled(String),
     #[error("read moat's own executable for the proxy image")]
     OwnExe(#[source] std::io::Error),
     #[error("attach the proxy to sandbox.egress.outbound_network `{network}` (does that network exist?)")]
@@ -59,6 +61,7 @@ pub async fn ensure(
     egress_dir: &Path,
     base_image: &str,
     outbound: &str,
+    dns: &[String],
     gate: Arc<Gate>,
 ) -> Result<tokio::task::JoinHandle<()>, LifecycleError> {
     let names = EgressNames::for_container(container);
@@ -67,9 +70,11 @@ pub async fn ensure(
     let task = gate::listen(egress_dir, Some(user), gate)?;
     let result = async {
         let labels = BTreeMap::from([(EGRESS_LABEL.to_string(), container.to_string())]);
-        let subnets = runtime
-            .ensure_network(&names.network, true, &labels)
-            .await?;
+        let mut network = runtime.ensure_network(&names.network, &labels).await?;
+        if !network.walled {
+            network = rebuild_network(runtime, &names, container, &labels).await?;
+        }
+        let subnets = network.subnets;
         if subnets.is_empty() || super::peers::parse_list(&subnets.join(",")).is_err() {
             return Err(LifecycleError::Subnet(names.network.clone()));
         }
@@ -85,6 +90,7 @@ pub async fn ensure(
                     user,
                     &egress_dir.display().to_string(),
                     &subnets,
+                    dns,
                 );
                 let id = runtime.create_container(&spec).await?;
                 if let Err(source) = runtime.connect_network(outbound, &id).await {
@@ -108,6 +114,35 @@ pub async fn ensure(
         return Err(e);
     }
     Ok(task)
+}
+
+/// Replaces a session network an older moat made without the wall (the host had an address
+/// on it): the proxy goes (it is made again on the new network), the sandbox container leaves
+/// the old network and joins the new one, so an adopted session is walled like a new one
+/// (docs/security.md, "Network egress").
+async fn rebuild_network(
+    runtime: &dyn Engine,
+    names: &EgressNames,
+    container: &str,
+    labels: &BTreeMap<String, String>,
+) -> Result<crate::runtime::WalledNetwork, LifecycleError> {
+    tracing::warn!(network = %names.network, "rebuilding an egress network made without the wall");
+    runtime.remove_container(&names.proxy).await?;
+    let sandbox = runtime.inspect_container(container).await?;
+    if sandbox.is_some() {
+        runtime
+            .disconnect_network(&names.network, container)
+            .await?;
+    }
+    runtime.remove_network(&names.network).await?;
+    let network = runtime.ensure_network(&names.network, labels).await?;
+    if !network.walled {
+        return Err(LifecycleError::Unwalled(names.network.clone()));
+    }
+    if sandbox.is_some() {
+        runtime.connect_network(&names.network, container).await?;
+    }
+    Ok(network)
 }
 
 /// Removes a session's proxy and network (missing ones are fine): after the sandbox

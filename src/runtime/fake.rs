@@ -34,6 +34,10 @@ pub enum Call {
         network: String,
         container: String,
     },
+    Disconnect {
+        network: String,
+        container: String,
+    },
     /// `host_mounts` of this container id.
     Mounts(String),
 }
@@ -53,6 +57,8 @@ struct State {
     next_id: u64,
     /// Network name → labels.
     networks: BTreeMap<String, BTreeMap<String, String>>,
+    /// Networks made without the wall, as an older moat made them.
+    unwalled: std::collections::BTreeSet<String>,
     /// Mounts a test adds to a container beyond its spec's (a volume the image declares).
     extra_mounts: BTreeMap<String, Vec<HostMount>>,
     /// Set: `host_mounts` fails, as an engine that stopped answering would.
@@ -122,6 +128,13 @@ impl FakeRuntime {
     }
 
     /// Makes every later `host_mounts` fail (`true`) or answer again.
+    /// A network of this name already exists without the wall (made by an older moat).
+    pub fn add_unwalled_network(&self, name: &str, labels: BTreeMap<String, String>) {
+        let mut st = self.state.lock().unwrap();
+        st.networks.insert(name.to_string(), labels);
+        st.unwalled.insert(name.to_string());
+    }
+
     pub fn fail_mounts(&self, fail: bool) {
         self.state.lock().unwrap().mounts_fail = fail;
     }
@@ -265,20 +278,23 @@ impl Engine for FakeRuntime {
     async fn ensure_network(
         &self,
         name: &str,
-        _internal: bool,
         labels: &BTreeMap<String, String>,
-    ) -> Result<Vec<String>, RuntimeError> {
+    ) -> Result<crate::runtime::WalledNetwork, RuntimeError> {
         let mut st = self.state.lock().unwrap();
         if !st.networks.contains_key(name) {
             st.networks.insert(name.to_string(), labels.clone());
             st.calls.push(Call::CreateNetwork(name.to_string()));
         }
-        Ok(vec!["10.99.0.0/24".into()])
+        Ok(crate::runtime::WalledNetwork {
+            subnets: vec!["10.99.0.0/24".into()],
+            walled: !st.unwalled.contains(name),
+        })
     }
 
     async fn remove_network(&self, name: &str) -> Result<(), RuntimeError> {
         let mut st = self.state.lock().unwrap();
         st.networks.remove(name);
+        st.unwalled.remove(name);
         st.calls.push(Call::RemoveNetwork(name.to_string()));
         Ok(())
     }
@@ -302,6 +318,14 @@ impl Engine for FakeRuntime {
 
     async fn connect_network(&self, network: &str, container: &str) -> Result<(), RuntimeError> {
         self.state.lock().unwrap().calls.push(Call::Connect {
+            network: network.to_string(),
+            container: container.to_string(),
+        });
+        Ok(())
+    }
+
+    async fn disconnect_network(&self, network: &str, container: &str) -> Result<(), RuntimeError> {
+        self.state.lock().unwrap().calls.push(Call::Disconnect {
             network: network.to_string(),
             container: container.to_string(),
         });

@@ -25,7 +25,7 @@ pub use error::RuntimeError;
 pub use transport::Transport;
 pub use types::{
     ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, HostMount, Mount,
-    Progress, Wrapped,
+    Progress, WalledNetwork, Wrapped,
 };
 
 use async_trait::async_trait;
@@ -92,20 +92,22 @@ pub trait Engine: Send + Sync + 'static {
     /// moat's kill helper when a fork bomb holds every slot (docs/security.md, "Sandbox
     /// limits").
     async fn set_pids_limit(&self, name: &str, limit: i64) -> Result<(), RuntimeError>;
-    /// Creates a bridge network unless one of that name exists; `internal` gives it no route
-    /// out of the host (docs/security.md, "Network egress"). Returns its subnets (CIDR).
+    /// Creates a walled bridge network unless one of that name exists: no route out of the
+    /// host, no host address on the bridge, no IPv6, so a member reaches only the other
+    /// members (docs/security.md, "Network egress"). Says whether an existing one is walled.
     async fn ensure_network(
         &self,
         name: &str,
-        internal: bool,
         labels: &std::collections::BTreeMap<String, String>,
-    ) -> Result<Vec<String>, RuntimeError>;
+    ) -> Result<WalledNetwork, RuntimeError>;
     /// Removes a network; a missing one is not an error.
     async fn remove_network(&self, name: &str) -> Result<(), RuntimeError>;
     /// Names of the networks carrying `label` (`key` or `key=value`).
     async fn list_networks(&self, label: &str) -> Result<Vec<String>, RuntimeError>;
     /// Attaches a created container to one more network.
     async fn connect_network(&self, network: &str, container: &str) -> Result<(), RuntimeError>;
+    /// Detaches a container from a network; not attached (or gone) is not an error.
+    async fn disconnect_network(&self, network: &str, container: &str) -> Result<(), RuntimeError>;
     /// The runtimes the engine offers (`runc`, `runsc`, …), for `moat doctor` and the check
     /// before a session asks for `sandbox.runtime`.
     async fn runtimes(&self) -> Result<Vec<String>, RuntimeError>;

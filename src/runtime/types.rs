@@ -36,6 +36,16 @@ pub struct HostMount {
     pub kind: String,
 }
 
+/// A session's egress network as the engine has it (docs/security.md, "Network egress").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalledNetwork {
+    /// Its subnets (CIDR): the proxy serves only clients inside them.
+    pub subnets: Vec<String>,
+    /// Internal, without IPv6 and without a host address on the bridge. False for a network
+    /// an older moat made with the same name: the caller rebuilds it.
+    pub walled: bool,
+}
+
 /// Everything needed to create a session container; built from config by `session::spec`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContainerSpec {
@@ -60,6 +70,10 @@ pub struct ContainerSpec {
     pub runtime: Option<String>,
     pub working_dir: String,
     pub cmd: Vec<String>,
+    /// Resolvers for the container's lookups (empty: the engine's). Only an egress proxy sets
+    /// them (`sandbox.egress.dns`): the proxy is the one place a sandbox's names are looked
+    /// up, so an operator can pin where they go.
+    pub dns: Vec<String>,
 }
 
 /// A container as the engine reports it.

@@ -426,6 +426,7 @@ impl Sessions {
             &dir,
             &sandbox.image,
             &sandbox.egress.outbound_network,
+            &sandbox.egress.dns,
             gate,
         )
         .await?;
@@ -855,6 +856,37 @@ mod tests {
         );
         assert!(calls.contains(&Call::RemoveNetwork(names.network.clone())));
         assert!(!sock.exists());
+    }
+
+    #[tokio::test]
+    async fn an_egress_network_made_without_the_wall_is_rebuilt_when_adopted() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = FakeRuntime::new();
+        let s = sessions(&fake, egress_config(), dir.path());
+        let c = s.ensure("main").await.unwrap();
+        let names = crate::egress::container::EgressNames::for_container(&c.name);
+        // An older moat's network of the same name: the host had an address on it.
+        fake.add_unwalled_network(&names.network, std::collections::BTreeMap::new());
+        // A new daemon adopts the session.
+        let s2 = sessions(&fake, egress_config(), dir.path());
+        s2.ensure("main").await.unwrap();
+        let calls = fake.calls();
+        let at = |want: &Call| calls.iter().rposition(|c| c == want).unwrap();
+        let out = at(&Call::Disconnect {
+            network: names.network.clone(),
+            container: c.name.clone(),
+        });
+        let gone = at(&Call::RemoveNetwork(names.network.clone()));
+        let made = at(&Call::CreateNetwork(names.network.clone()));
+        let back = at(&Call::Connect {
+            network: names.network.clone(),
+            container: c.name.clone(),
+        });
+        let proxy = at(&Call::Create(names.proxy.clone()));
+        assert!(
+            out < gone && gone < made && made < back && back < proxy,
+            "{calls:?}"
+        );
     }
 
     #[tokio::test]

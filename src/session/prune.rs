@@ -116,9 +116,7 @@ mod tests {
         // Ours and gone; ours and still there; gone but another home's (unknown to the store).
         for c in ["moat-gone-1", "moat-here-1", "moat-other-1"] {
             let n = EgressNames::for_container(c);
-            fake.ensure_network(&n.network, true, &labels(c))
-                .await
-                .unwrap();
+            fake.ensure_network(&n.network, &labels(c)).await.unwrap();
         }
         store
             .touch_session("gone", "moat-gone-1", now_ms())

@@ -195,6 +195,7 @@ pub fn build_spec(
         working_dir: WORKSPACE_MOUNT.into(),
         // Keeps the container alive between commands; `init` reaps what the commands leave.
         cmd: vec!["sleep".into(), "infinity".into()],
+        dns: Vec::new(),
     }
 }
 

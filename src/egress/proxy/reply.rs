@@ -19,6 +19,19 @@ pub fn refused_text(host: &str, port: u16, approval: Option<&str>) -> String {
     }
 }
 
+/// The sentence a request gets when its name is allowed but resolved to a private, loopback or
+/// link-local address that no entry names.
+pub fn internal_text(host: &str, port: u16, approval: Option<&str>) -> String {
+    match approval {
+        Some(id) => format!(
+            "moat's egress policy allows {host}:{port} but not the private address it resolved to; an operator can allow that address by deciding approval {id} (moat approvals).\n"
+        ),
+        None => format!(
+            "moat's egress policy allows {host}:{port} but not the private address it resolved to; an operator can allow that address:port in sandbox.egress.allow.\n"
+        ),
+    }
+}
+
 pub fn text(status: StatusCode, body: String) -> Response<Body> {
     let mut r = Response::new(full(body));
     *r.status_mut() = status;
@@ -43,6 +56,9 @@ mod tests {
             let t = super::refused_text("evil.test", 443, approval);
             assert_eq!(t.matches(". ").count() + t.matches(".\n").count(), 1, "{t}");
             assert!(t.contains("evil.test:443") && t.contains("operator can allow it"));
+            let t = super::internal_text("evil.test", 443, approval);
+            assert_eq!(t.matches(". ").count() + t.matches(".\n").count(), 1, "{t}");
+            assert!(t.contains("private address") && t.contains("operator can allow"));
         }
     }
 }

@@ -115,6 +115,23 @@ impl Proxy {
             bytes_down: 0,
             duration_ms: 0,
         };
+        // The name first: a name the policy refuses, or asks an operator about, is answered
+        // now and never looked up (docs/security.md, "Network egress").
+        let name = ControlRequest::Name {
+            host: host_text.clone(),
+            port: target.port,
+        };
+        match control::call(&self.control, &name).await {
+            Ok(ControlAnswer::Resolve) => {}
+            Ok(ControlAnswer::Refuse { tag, approval }) => {
+                self.audit(record(&tag), started).await;
+                return reply::text(
+                    StatusCode::FORBIDDEN,
+                    reply::refused_text(&host_text, target.port, approval.as_deref()),
+                );
+            }
+            Ok(ControlAnswer::Allow | ControlAnswer::Ok) | Err(_) => return no_daemon(),
+        }
         let addrs = match resolve(&target).await {
             Ok(a) => a,
             Err(()) => {
@@ -134,18 +151,14 @@ impl Proxy {
             Ok(ControlAnswer::Allow) => {}
             Ok(ControlAnswer::Refuse { tag, approval }) => {
                 self.audit(record(&tag), started).await;
-                return reply::text(
-                    StatusCode::FORBIDDEN,
-                    reply::refused_text(&host_text, target.port, approval.as_deref()),
-                );
+                let text = if tag == "internal-address" {
+                    reply::internal_text(&host_text, target.port, approval.as_deref())
+                } else {
+                    reply::refused_text(&host_text, target.port, approval.as_deref())
+                };
+                return reply::text(StatusCode::FORBIDDEN, text);
             }
-            Ok(ControlAnswer::Ok) | Err(_) => {
-                // Fail closed: without the daemon nothing is allowed (and nothing audited).
-                return reply::text(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "moat's egress proxy could not reach the moat daemon, so nothing is allowed; try again once it runs.\n".into(),
-                );
-            }
+            Ok(ControlAnswer::Ok | ControlAnswer::Resolve) | Err(_) => return no_daemon(),
         }
         // A tunnel's slot is taken before the upstream connection opens.
         let permit = if method == Method::CONNECT {
@@ -218,6 +231,14 @@ impl Proxy {
             tracing::warn!("audit a connection: {e}");
         }
     }
+}
+
+/// Fail closed: without the daemon's answer nothing is allowed (and nothing audited).
+fn no_daemon() -> Response<Body> {
+    reply::text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "moat's egress proxy could not reach the moat daemon, so nothing is allowed; try again once it runs.\n".into(),
+    )
 }
 
 /// The addresses to connect to: the literal itself, or what the name resolved to (at most

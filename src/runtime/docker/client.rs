@@ -91,10 +91,9 @@ impl Engine for DockerRuntime {
     async fn ensure_network(
         &self,
         name: &str,
-        internal: bool,
         labels: &std::collections::BTreeMap<String, String>,
-    ) -> Result<Vec<String>, RuntimeError> {
-        self.ensure_network(name, internal, labels).await
+    ) -> Result<crate::runtime::WalledNetwork, RuntimeError> {
+        self.ensure_network(name, labels).await
     }
 
     async fn remove_network(&self, name: &str) -> Result<(), RuntimeError> {
@@ -107,6 +106,10 @@ impl Engine for DockerRuntime {
 
     async fn connect_network(&self, network: &str, container: &str) -> Result<(), RuntimeError> {
         self.attach(network, container).await
+    }
+
+    async fn disconnect_network(&self, network: &str, container: &str) -> Result<(), RuntimeError> {
+        self.detach(network, container).await
     }
 
     async fn image_tags(&self, repository: &str) -> Result<Vec<String>, RuntimeError> {

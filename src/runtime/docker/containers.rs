@@ -158,6 +158,7 @@ impl DockerRuntime {
             shm_size: (spec.shm_bytes > 0).then_some(spec.shm_bytes),
             nano_cpus: (spec.nano_cpus > 0).then_some(spec.nano_cpus),
             network_mode: Some(spec.network.clone()),
+            dns: (!spec.dns.is_empty()).then(|| spec.dns.clone()),
             runtime: spec.runtime.clone(),
             ..Default::default()
         };

@@ -3,26 +3,42 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use bollard::models::{EndpointSettings, NetworkConnectRequest, NetworkCreateRequest};
+use bollard::models::{
+    EndpointSettings, NetworkConnectRequest, NetworkCreateRequest, NetworkDisconnectRequest,
+};
 use bollard::query_parameters::ListNetworksOptions;
 
 use super::DockerRuntime;
-use crate::runtime::RuntimeError;
+use crate::runtime::{RuntimeError, WalledNetwork};
+
+/// The bridge driver's option that leaves the host without an address on the bridge.
+const INHIBIT_IPV4: &str = "com.docker.network.bridge.inhibit_ipv4";
 
 impl DockerRuntime {
     pub(super) async fn ensure_network(
         &self,
         name: &str,
-        internal: bool,
         labels: &BTreeMap<String, String>,
-    ) -> Result<Vec<String>, RuntimeError> {
-        if let Some(subnets) = self.subnets(name).await? {
-            return Ok(subnets);
+    ) -> Result<WalledNetwork, RuntimeError> {
+        if let Some(found) = self.walled(name).await? {
+            return Ok(found);
         }
         let request = NetworkCreateRequest {
             name: name.to_string(),
             driver: Some("bridge".into()),
-            internal: Some(internal),
+            // No route out of the host …
+            internal: Some(true),
+            // … and no IPv6: the engine then turns IPv6 off inside the container's network
+            // namespace, so no link-local address reaches the host's side of the bridge.
+            enable_ipv6: Some(false),
+            // … and no host address on the bridge: an internal network alone still gives the
+            // host the gateway address, and traffic to the host itself is not forwarded
+            // traffic, so the internal network's forwarding rules never see it
+            // (docs/ARCHITECTURE.md, "Docker facts").
+            options: Some(HashMap::from([(
+                INHIBIT_IPV4.to_string(),
+                "true".to_string(),
+            )])),
             labels: Some(labels.clone().into_iter().collect()),
             ..Default::default()
         };
@@ -34,20 +50,30 @@ impl DockerRuntime {
             }) => {}
             Err(e) => return Err(RuntimeError::engine(format!("create network {name}"), e)),
         }
-        Ok(self.subnets(name).await?.unwrap_or_default())
+        Ok(self.walled(name).await?.unwrap_or(WalledNetwork {
+            subnets: Vec::new(),
+            walled: false,
+        }))
     }
 
-    /// A network's subnets; `None` when it does not exist.
-    async fn subnets(&self, name: &str) -> Result<Option<Vec<String>>, RuntimeError> {
+    /// A network's subnets and whether it is walled; `None` when it does not exist.
+    async fn walled(&self, name: &str) -> Result<Option<WalledNetwork>, RuntimeError> {
         match self.docker.inspect_network(name, None).await {
-            Ok(n) => Ok(Some(
-                n.ipam
+            Ok(n) => Ok(Some(WalledNetwork {
+                walled: n.internal == Some(true)
+                    && n.enable_ipv6 != Some(true)
+                    && n.options
+                        .as_ref()
+                        .and_then(|o| o.get(INHIBIT_IPV4))
+                        .is_some_and(|v| v == "true"),
+                subnets: n
+                    .ipam
                     .and_then(|i| i.config)
                     .unwrap_or_default()
                     .into_iter()
                     .filter_map(|c| c.subnet)
                     .collect(),
-            )),
+            })),
             Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
             }) => Ok(None),
@@ -91,5 +117,22 @@ impl DockerRuntime {
             .map_err(|e| {
                 RuntimeError::engine(format!("connect {container} to network {network}"), e)
             })
+    }
+
+    pub(super) async fn detach(&self, network: &str, container: &str) -> Result<(), RuntimeError> {
+        let request = NetworkDisconnectRequest {
+            container: container.to_string(),
+            force: Some(true),
+        };
+        match self.docker.disconnect_network(network, request).await {
+            Ok(()) => Ok(()),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
+            Err(e) => Err(RuntimeError::engine(
+                format!("disconnect {container} from network {network}"),
+                e,
+            )),
+        }
     }
 }
