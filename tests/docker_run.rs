@@ -158,6 +158,33 @@ async fn exit_codes_timeouts_and_whole_output() {
     assert!(leftovers(&home).is_empty(), "{:?}", leftovers(&home));
 }
 
+/// `moat exec` ends a timeout as `moat run` does (124), and its advice names the CLI's flags
+/// and commands, not a model's tool parameters; so does a command moved to the background.
+#[tokio::test]
+async fn exec_timeouts_exit_124_in_the_clis_words() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-exec-words");
+    let o = home.run(&["exec", "--timeout", "1", "--", "sleep 60"]);
+    assert_eq!(o.status.code(), Some(124), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--timeout")
+            && err.contains("--background")
+            && err.contains("moat process poll --session"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("timeout=") && !err.contains("background=true"),
+        "{err}"
+    );
+    let o = home.run(&["exec", "--background", "--", "sleep 2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("moat process poll --session"), "{out}");
+}
+
 #[tokio::test]
 async fn keep_leaves_the_session_and_a_host_workspace_is_used_in_place() {
     if common::engine().await.is_none() {

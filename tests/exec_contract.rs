@@ -552,14 +552,25 @@ async fn cli_approved_command_exits_with_its_own_status() {
     let Some(m) = common::moat("i12-approved", Config::default()).await else {
         return;
     };
-    for (command, want) in [("exit 5", 5), ("kill -TERM $$", 128 + 15)] {
+    for (command, want) in [
+        ("echo one; seq 1 300; exit 0", 0),
+        ("exit 5", 5),
+        ("kill -TERM $$", 128 + 15),
+    ] {
         let out = asked_then_decided(&m, command, "approve");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(out.status.code(), Some(want), "{command}: {stdout}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(want), "{command}: {stdout}{stderr}");
         assert!(
-            stdout.lines().any(|l| l.starts_with("Exec finished")),
-            "{stdout}"
+            stderr.lines().any(|l| l.starts_with("Exec finished")),
+            "{stderr}"
         );
+        if want == 0 {
+            // The command's own output, whole and with its lines, as for any other run.
+            let mut lines = vec!["one".to_string()];
+            lines.extend((1..=300).map(|n| n.to_string()));
+            assert_eq!(stdout, format!("{}\n", lines.join("\n")), "{command}");
+        }
     }
 }
 

@@ -13,11 +13,7 @@ use serde_json::Value;
 use super::args::ExecArgs;
 use super::interrupt::{self, Waiting};
 
-/// The exit code of a command moat refused to run: the policy said no, an operator denied the
-/// approval, a `Security Violation`, or failing elevated gates (README, "Exit codes"). 77 is
-/// sysexits' EX_NOPERM, apart from moat's own failure (2), the shell's 126/127 and the
-/// signal codes 128 + N, so a script can tell "not allowed" from "ran and failed".
-pub const REFUSED: u8 = 77;
+pub use super::exit::REFUSED;
 
 /// How a foreground exec ended, as the daemon reported it.
 enum Ended {
@@ -81,8 +77,8 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
     }
     if a.json {
         super::term::json(&result)?;
-    } else if result.status() == Some(Status::Running) {
-        say!("{}", result.text());
+    } else if let Some(text) = background_text(&result, &a.session) {
+        say!("{text}");
     } else {
         // The command's own output on stdout; moat's remarks (timeout, signal) on stderr.
         let output = result.details.aggregated().unwrap_or_default();
@@ -91,22 +87,15 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
             say!();
         }
         for note in remarks(&result) {
-            say_err!("moat: {note}");
+            say_err!("moat: {}", in_cli_words(note, &a.session));
         }
     }
     Ok(ExitCode::from(exit_code(&result)))
 }
 
-/// `moat exec`'s exit code for a result (README, "Exit codes of `moat exec`"): refused, 0
-/// for a command that completed or runs on in the background, else the command's status.
+/// `moat exec`'s exit code for a result (README, "Exit codes of `moat exec`").
 fn exit_code(result: &ToolResult) -> u8 {
-    if result.details.is_denied() {
-        return REFUSED;
-    }
-    match result.status() {
-        Some(Status::Completed | Status::Running) => 0,
-        _ => exit_status(result.details.exit_code(), result.details.exit_signal()),
-    }
+    super::exit::code(super::exit::of_result(result))
 }
 
 /// Runs the call through the daemon and reads its lines (docs/ARCHITECTURE.md, "Daemon"):
@@ -135,7 +124,8 @@ async fn follow(
             return Err(e);
         } else if let Some(event) = v["event"].as_str() {
             let outcome = serde_json::from_value(v["outcome"].clone()).ok();
-            if let Some(code) = approval_event(event, outcome, json) {
+            let result: Option<ToolResult> = serde_json::from_value(v["result"].clone()).ok();
+            if let Some(code) = approval_event(event, outcome, result.as_ref(), json) {
                 return Ok(Ended::Approval(code));
             }
         } else if !v["result"].is_null() {
@@ -159,34 +149,63 @@ async fn follow(
     bail!("follow the command: moat serve stopped before it ended")
 }
 
-/// Prints one event of a pending approval; its exit code once it is the outcome.
-fn approval_event(text: &str, outcome: Option<EventOutcome>, json: bool) -> Option<ExitCode> {
+/// Prints one event of a pending approval, after the approved command's output when it
+/// carries it; its exit code once it is the outcome.
+fn approval_event(
+    text: &str,
+    outcome: Option<EventOutcome>,
+    result: Option<&ToolResult>,
+    json: bool,
+) -> Option<ExitCode> {
     let outcome = outcome?;
     let denied = outcome.kind == EventKind::Denied;
     if json {
-        say!("{}", serde_json::json!({ "event": text }));
+        let mut v = serde_json::json!({ "event": text });
+        if let Some(r) = result {
+            v["result"] = serde_json::json!(r);
+        }
+        say!("{v}");
     } else if denied {
         // A refusal, like the policy's: its sentence on stderr.
         say_err!("{text}");
     } else {
-        say!("{text}");
+        // The command's own output on stdout, whole (up to the cap) and with its lines, as
+        // for any other run; the outcome's sentence after it, on stderr.
+        if let Some(output) = result.and_then(|r| r.details.aggregated()) {
+            say_part!("{output}");
+            if !output.is_empty() && !output.ends_with('\n') {
+                say!();
+            }
+        }
+        say_err!("{text}");
     }
-    match outcome.kind {
-        EventKind::Denied => Some(ExitCode::from(REFUSED)),
-        EventKind::Finished => Some(ExitCode::from(exit_status(
-            outcome.exit_code,
-            outcome.exit_signal.as_deref(),
-        ))),
-        _ => None,
-    }
+    super::exit::of_outcome(&outcome).map(|end| ExitCode::from(super::exit::code(end)))
 }
 
-/// A finished command's exit status as a shell reports it: its code, or 128 + N for a
-/// signal; 1 when it reported neither (README, "Exit codes of `moat exec`").
-pub(super) fn exit_status(code: Option<i64>, signal: Option<&str>) -> u8 {
-    code.or_else(|| moat::process::signal_number(signal?).map(|n| 128 + n))
-        .map(|c| c.clamp(1, 255))
-        .unwrap_or(1) as u8
+/// What a command that moved to the background prints, in the CLI's own words (the tool
+/// result's text speaks of the process tool).
+fn background_text(result: &ToolResult, session: &str) -> Option<String> {
+    let moat::contract::Details::Running(r) = &result.details else {
+        return None;
+    };
+    let id = &r.process_id;
+    Some(format!(
+        "running in the background as process {id}; follow it with `moat process poll --session {session} --id {id}` (log, write, kill: `moat process --help`)"
+    ))
+}
+
+/// A remark of the tool result in the CLI's words: the timeout advice names the CLI's flags
+/// and commands, not the tool's parameters.
+fn in_cli_words(note: &str, session: &str) -> String {
+    match note.strip_prefix("Command timed out after ") {
+        Some(rest) => {
+            let secs = rest.split(' ').next().unwrap_or("?");
+            format!(
+                "the command timed out after {secs} seconds and was ended (exit 124); give it longer with --timeout SECS (0 = none), or start it with --background and follow it with `moat process poll --session {session} --id ID`"
+            )
+        }
+        None => note.to_string(),
+    }
 }
 
 /// moat's own sentences after a command's output (timeout, signal, a limit that was reached,
@@ -248,7 +267,7 @@ mod tests {
             (
                 "timeout",
                 finished(Some(143), Some("SIGTERM"), true),
-                143,
+                124,
                 vec!["Command timed out after 5 seconds. If it needs longer, re-run with a higher timeout (e.g. timeout=60), or start it with background=true and follow it with the process tool."],
             ),
             (
@@ -289,6 +308,20 @@ mod tests {
                 vec!["Full."],
             ),
         ];
+        assert_eq!(
+            in_cli_words(
+                "Command timed out after 5 seconds. If it needs longer, re-run with a higher timeout (e.g. timeout=60), or start it with background=true and follow it with the process tool.",
+                "main"
+            ),
+            "the command timed out after 5 seconds and was ended (exit 124); give it longer with --timeout SECS (0 = none), or start it with --background and follow it with `moat process poll --session main --id ID`"
+        );
+        let running = running_result("p1", Some(7), 1, "/w", String::new());
+        let text = background_text(&running, "s").unwrap();
+        assert!(
+            text.contains("moat process poll --session s --id p1")
+                && !text.contains("process tool"),
+            "{text}"
+        );
         for (name, result, code, notes) in rows {
             assert_eq!(exit_code(&result), code, "{name}");
             if !matches!(result.details, Details::Denied(_) | Details::Running(_)) {

@@ -9,6 +9,7 @@ mod daemon;
 mod doctor;
 mod egress_proxy;
 mod exec;
+mod exit;
 mod failure;
 mod image;
 mod interrupt;

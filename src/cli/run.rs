@@ -22,8 +22,7 @@ use super::args::RunArgs;
 use super::interrupt::{self, Waiting};
 use super::term::{err_part, part, say_err};
 
-/// The exit code of a command that ran out of time, as `timeout(1)` reports it.
-pub const TIMED_OUT: u8 = 124;
+use super::exit::TIMED_OUT;
 
 pub async fn run(home: Home, a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut env = BTreeMap::new();
@@ -167,10 +166,7 @@ fn exit_code(result: &ToolResult) -> u8 {
             say_err!("moat: {last}");
         }
     }
-    match result.status() {
-        Some(Status::Completed) => 0,
-        _ => super::exec::exit_status(d.exit_code(), d.exit_signal()),
-    }
+    super::exit::code(super::exit::of_result(result))
 }
 
 /// `KEY=VALUE` lines; blank lines and lines starting with `#` are skipped, and an optional

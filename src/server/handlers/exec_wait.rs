@@ -6,7 +6,8 @@
 //! - `{"result": <tool result>}`, the same result an in-process call returns;
 //! - after an `approval-pending` result, `{"event": "<text>", "outcome": {…}}`: the
 //!   approval's outcome (`Exec denied …` or `Exec finished …`) as `moat events` shows it, and
-//!   as data (`kind`, `exitCode`, `exitSignal`, `timedOut`) that the CLI exits by;
+//!   as data (`kind`, `exitCode`, `exitSignal`, `timedOut`) that the CLI exits by; a finished
+//!   one also carries `"result"`, a poll of the process (its whole output, up to the cap);
 //! - `{"error": "failed to …", "status": N}` when the call failed (N is the HTTP status the
 //!   plain call would have had).
 //!
@@ -30,6 +31,7 @@ use crate::process::{EventKind, SessionEvent};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
+use crate::tools::{ProcessAction, ProcessCall};
 
 /// Whether the request asks to wait for the end (and may).
 pub fn wanted(transport: Transport, headers: &HeaderMap) -> Result<bool, ApiError> {
@@ -95,7 +97,19 @@ pub fn answer(
                     outcome: Some(outcome),
                 }) if s == session && outcome.approval_id.as_deref() == Some(id.as_str()) => {
                     let done = matches!(outcome.kind, EventKind::Denied | EventKind::Finished);
-                    let _ = tx.send(line(json!({ "event": text, "outcome": outcome })));
+                    let mut msg = json!({ "event": text, "outcome": outcome });
+                    // What the approved command printed, as a poll of its process reads it:
+                    // the CLI shows it as it shows any other command's output.
+                    if let (EventKind::Finished, Some(id)) =
+                        (outcome.kind, outcome.process_id.clone())
+                    {
+                        let poll = ProcessCall::On {
+                            id,
+                            action: ProcessAction::Poll { wait_ms: 0 },
+                        };
+                        msg["result"] = json!(state.app.process.call(&session, poll).await);
+                    }
+                    let _ = tx.send(line(msg));
                     if done {
                         return;
                     }
