@@ -666,9 +666,9 @@ fn host_addresses() -> Vec<String> {
     out
 }
 
-/// Tries every target at `port`, TCP (a refusal counts: something answered) and UDP, all at
-/// once; prints one `reached <target> <how>` line per target that answered. A `%` target is
-/// link-local: tried on every interface of the container.
+/// Tries every target at `port`, TCP (a refusal counts: something answered) and UDP (allowed
+/// to broadcast), all at once; prints one `reached <target> <how>` line per target that
+/// answered. A `%` target is link-local: tried on every interface of the container.
 const WALL_PROBE: &str = r#"
 import socket, sys, threading
 port = int(sys.argv[1])
@@ -689,6 +689,7 @@ def one(target):
         addr = (ip, port, 0, scope) if v6 else (ip, port)
         try:
             u = socket.socket(fam, socket.SOCK_DGRAM)
+            u.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
             u.sendto(b'moat-wall-probe', addr)
         except OSError:
             pass
@@ -712,6 +713,15 @@ fn probe_command(port: u16, targets: &[String]) -> String {
         "cat > /tmp/wall_probe.py <<'MOAT_EOF'\n{WALL_PROBE}\nMOAT_EOF\npython3 /tmp/wall_probe.py {port} {}",
         targets.join(" ")
     )
+}
+
+/// The directed broadcast address of an IPv4 subnet (`10.1.0.0/16` → `10.1.255.255`).
+fn subnet_broadcast(cidr: &str) -> String {
+    let (ip, bits) = cidr.split_once('/').unwrap();
+    let ip: std::net::Ipv4Addr = ip.parse().unwrap();
+    let bits: u32 = bits.parse().unwrap();
+    let host = if bits >= 32 { 0 } else { u32::MAX >> bits };
+    std::net::Ipv4Addr::from(u32::from(ip) | host).to_string()
 }
 
 /// A container's name (the engine's listing gives ids).
@@ -779,6 +789,34 @@ async fn the_sandbox_reaches_its_proxy_and_nothing_else() {
     wait_until("the control's hits arrive", Duration::from_secs(5), || {
         listener.hits().iter().any(|h| h.starts_with("udp"))
     });
+    // Control: a network without a host address, as moat makes it, but without the host's
+    // rule: a limited broadcast needs no address and reaches the host's listener.
+    let before = listener.hits().len();
+    let bare_net = "moat-egress-w-bare";
+    docker(&["network", "rm", bare_net]);
+    let (ok, out) = docker(&[
+        "network",
+        "create",
+        "--internal",
+        "-o",
+        "com.docker.network.bridge.inhibit_ipv4=true",
+        bare_net,
+    ]);
+    assert!(ok, "{out}");
+    let broadcast = vec!["255.255.255.255".to_string()];
+    let mut bare = args.clone();
+    let at = bare.iter().position(|a| *a == control_net).unwrap();
+    bare[at] = bare_net;
+    let probe = probe_command(listener.port, &broadcast);
+    *bare.last_mut().unwrap() = &probe;
+    let (_, out) = docker(&bare);
+    docker(&["network", "rm", bare_net]);
+    assert!(out.contains("probe-done"), "{out}");
+    wait_until(
+        "control: a broadcast reaches the host past a bridge without an address",
+        Duration::from_secs(5),
+        || listener.hits().len() > before,
+    );
     let control_hits = listener.hits().len();
     assert!(control_hits > 0);
 
@@ -800,7 +838,25 @@ async fn the_sandbox_reaches_its_proxy_and_nothing_else() {
     let a = container_name(&a);
     let a_net = format!("{a}-net");
     let a_gw = network_field(&a_net, "{{range .IPAM.Config}}{{.Gateway}}{{end}}");
-    targets.extend([a_gw.clone(), b_gw, b_ip.clone(), "172.17.0.1".into()]);
+    // The sandbox's resolver forwards what it cannot answer to its network's gateway, which no
+    // one holds: whatever the host's resolvers, a name the sandbox looks up itself goes nowhere.
+    let (_, dns) = docker(&["inspect", "-f", "{{json .HostConfig.Dns}}", &a]);
+    assert_eq!(dns.trim(), format!("[\"{a_gw}\"]"));
+    let t = sh(
+        &home,
+        "a",
+        "getent hosts leak.example.org || echo unresolved; getent hosts $(hostname) >/dev/null && echo own-name",
+    );
+    assert!(t.contains("unresolved"), "{t}");
+    let a_broadcast = network_field(&a_net, "{{range .IPAM.Config}}{{.Subnet}}{{end}}");
+    targets.extend([
+        a_gw.clone(),
+        b_gw,
+        b_ip.clone(),
+        "172.17.0.1".into(),
+        "255.255.255.255".into(),
+        subnet_broadcast(&a_broadcast),
+    ]);
     targets.sort();
     targets.dedup();
 
@@ -1039,4 +1095,91 @@ async fn names_are_decided_before_any_lookup() {
     assert!(out.status.success(), "{}", text(&out));
     let t = sh(&home, "s", "curl -sS -m 20 http://c2VjcmV0.leak.dns.test/");
     assert!(t.contains(BODY), "both allowed: {t}");
+}
+
+/// A name under an allowed glob that the agent points at one of the host's own addresses does
+/// not lead the proxy into the host, even when that address is in a public range: the host's
+/// addresses are never "public". Control: an exact config entry for a name with that answer
+/// (the operator's choice) reaches the host's listener, so the path is real.
+#[tokio::test]
+async fn the_hosts_own_addresses_are_not_public() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let listener = HostListener::start();
+    let port = listener.port;
+    // A network the host holds an address of in a public range (nothing runs on it).
+    let public_net = "moat-egress-h-pub";
+    let dns = "moat-egress-h-dns";
+    docker(&["rm", "-f", dns]);
+    docker(&["network", "rm", public_net]);
+    let (ok, out) = docker(&[
+        "network",
+        "create",
+        "--subnet",
+        "100.128.77.0/24",
+        "--gateway",
+        "100.128.77.1",
+        public_net,
+    ]);
+    assert!(ok, "{out}");
+    struct Gone;
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            docker(&["rm", "-f", "moat-egress-h-dns"]);
+            docker(&["network", "rm", "moat-egress-h-pub"]);
+        }
+    }
+    let _gone = Gone;
+    let host_pub = network_field(public_net, "{{range .IPAM.Config}}{{.Gateway}}{{end}}");
+    let (ok, out) = docker(&[
+        "run",
+        "-d",
+        "--name",
+        dns,
+        "--network",
+        "bridge",
+        "-e",
+        &format!("ANSWER={host_pub}"),
+        "moat-sandbox:bookworm",
+        "python3",
+        "-c",
+        DNS_SERVER,
+    ]);
+    assert!(ok, "{out}");
+    let (ok, dns_ip) = docker(&["inspect", "-f", "{{.NetworkSettings.IPAddress}}", dns]);
+    assert!(ok, "{dns_ip}");
+    let config = format!(
+        "[sandbox]\nnetwork = \"egress\"\n[sandbox.egress]\nallow = [\"*.glob.test:*\", \"exact.test:{port}\"]\noutbound_network = \"bridge\"\ndns = [\"{}\"]\n",
+        dns_ip.trim()
+    );
+    let home = TestHome::configured("egress-h", &config);
+    // The DNS server may still be starting: a name it has not answered yet is "could not
+    // resolve", not a decision.
+    let mut t = String::new();
+    wait_until("the DNS server answers", Duration::from_secs(30), || {
+        t = sh(
+            &home,
+            "s",
+            &format!("curl -sS -m 10 -w ' code=%{{http_code}}' http://anything.glob.test:{port}/"),
+        );
+        !t.contains("could not resolve")
+    });
+    assert!(
+        t.contains("code=403") && t.contains("private address"),
+        "{t}"
+    );
+    assert!(listener.hits().is_empty(), "{:?}", listener.hits());
+    // Control: the operator named this host exactly; the proxy reaches the listener.
+    let t = sh(
+        &home,
+        "s",
+        &format!("curl -sS -m 10 -w ' code=%{{http_code}}' http://exact.test:{port}/"),
+    );
+    wait_until(
+        "control: the host's listener is reached",
+        Duration::from_secs(5),
+        || !listener.hits().is_empty(),
+    );
+    assert!(!t.contains("code=403"), "{t}");
 }

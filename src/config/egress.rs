@@ -24,6 +24,10 @@ pub struct EgressConfig {
     /// Resolvers (IP addresses) the proxy looks allowed names up with; empty: the engine's
     /// (the host's). Names the policy refuses are never looked up at all.
     pub dns: Vec<String>,
+    /// The host drops every packet from the session's bridge (root only): the only thing that
+    /// stops a broadcast from the sandbox reaching host services on all addresses. False
+    /// starts egress sessions under a daemon that is not root, without that part of the wall.
+    pub host_firewall: bool,
     /// Minutes an operator's allow-once decision on a network approval lasts.
     pub grant_minutes: u64,
 }
@@ -36,6 +40,7 @@ impl Default for EgressConfig {
             ask: EgressAsk::Off,
             outbound_network: "bridge".into(),
             dns: Vec::new(),
+            host_firewall: true,
             grant_minutes: 10,
         }
     }

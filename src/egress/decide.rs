@@ -175,12 +175,17 @@ pub fn decide_name(policy: &EgressPolicy, grants: &[Rule], host: &Host, port: u1
 /// Decides a connection to `host:port`, which resolved to `addrs` (the literal itself for an
 /// IP literal): the name's verdict, then every answer. A non-public answer of a name that is
 /// not an exact config entry needs an exact entry for that address.
+///
+/// `own` says whether an address is this machine's own (any interface, loopback included):
+/// those are never "public", since the proxy reaching one is a connection to the host itself,
+/// past the wall, whatever range it is in.
 pub fn decide(
     policy: &EgressPolicy,
     grants: &[Rule],
     host: &Host,
     port: u16,
     addrs: &[IpAddr],
+    own: impl Fn(IpAddr) -> bool,
 ) -> Verdict {
     let answers = match decide_name(policy, grants, host, port) {
         NameVerdict::Resolve(a) => a,
@@ -199,7 +204,10 @@ pub fn decide(
                 .chain(grants)
                 .any(|r| r.is_exact() && r.matches(&literal, port))
     };
-    match addrs.iter().find(|a| !is_public(**a) && !named(**a)) {
+    match addrs
+        .iter()
+        .find(|a| (!is_public(**a) || own(**a)) && !named(**a))
+    {
         None => Verdict::Allow,
         Some(ip) => match policy.ask {
             EgressAsk::Off => Verdict::Refuse(Refusal::Internal(*ip)),
@@ -399,7 +407,7 @@ mod tests {
             let addrs: Vec<IpAddr> = addrs.iter().map(|a| a.parse().unwrap()).collect();
             let host = Host::parse(host).unwrap();
             assert_eq!(
-                &decide(p, &grants, &host, *port, &addrs),
+                &decide(p, &grants, &host, *port, &addrs, |_| false),
                 want,
                 "{ask:?} {grants:?} {host:?}:{port} {addrs:?}"
             );
@@ -434,9 +442,36 @@ mod tests {
                 &grants,
                 &Host::parse("x.example").unwrap(),
                 443,
-                &["10.0.0.1".parse().unwrap()]
+                &["10.0.0.1".parse().unwrap()],
+                |_| false
             ),
             Refuse(Refusal::Internal("10.0.0.1".parse().unwrap()))
+        );
+        // The host's own address is not public, whatever its range: a glob or a grant does not
+        // reach it, an exact entry for it (or for the name in the config) does.
+        let host_pub: IpAddr = "100.128.77.1".parse().unwrap();
+        let own = |ip: IpAddr| ip == "100.128.77.1".parse::<IpAddr>().unwrap();
+        let glob = Host::parse("x.files.example.net").unwrap();
+        assert_eq!(
+            decide(&p_off, &[], &glob, 443, &[host_pub], own),
+            Refuse(Refusal::Internal(host_pub))
+        );
+        assert_eq!(
+            decide(&p_ask, &[], &glob, 443, &[host_pub], own),
+            AskAddress(host_pub)
+        );
+        let named = [Rule::parse("100.128.77.1:443").unwrap()];
+        assert_eq!(decide(&p_off, &named, &glob, 443, &[host_pub], own), Allow);
+        assert_eq!(
+            decide(
+                &p_off,
+                &[],
+                &Host::parse("pkgs.example.org").unwrap(),
+                443,
+                &[host_pub],
+                own
+            ),
+            Allow
         );
         // An operator's override adds entries and sets ask; a config deny still wins.
         let host = |h: &str| Host::parse(h).unwrap();
@@ -450,16 +485,36 @@ mod tests {
             &["files.files.example.net".into()],
             Some("on-miss"),
         );
-        assert_eq!(decide(&o, &[], &host("example.com"), 443, &public), Allow);
         assert_eq!(
-            decide(&o, &[], &host("bad.files.example.net"), 443, &public),
+            decide(&o, &[], &host("example.com"), 443, &public, |_| false),
+            Allow
+        );
+        assert_eq!(
+            decide(
+                &o,
+                &[],
+                &host("bad.files.example.net"),
+                443,
+                &public,
+                |_| false
+            ),
             Refuse(Refusal::Denied)
         );
         assert_eq!(
-            decide(&o, &[], &host("files.files.example.net"), 443, &public),
+            decide(
+                &o,
+                &[],
+                &host("files.files.example.net"),
+                443,
+                &public,
+                |_| false
+            ),
             Refuse(Refusal::Denied)
         );
-        assert_eq!(decide(&o, &[], &host("other.test"), 443, &public), Ask);
+        assert_eq!(
+            decide(&o, &[], &host("other.test"), 443, &public, |_| false),
+            Ask
+        );
         let same = p_ask.with_override(&[], &[], Some("nonsense"));
         assert_eq!(same.ask, OnMiss);
         assert_eq!(p_ask.with_override(&[], &[], Some("off")).ask, Off);
@@ -467,10 +522,10 @@ mod tests {
         let all = policy(&["*"], &[], Off);
         let name = Host::parse("x.example").unwrap();
         let public = [pub_ip.parse().unwrap()];
-        assert_eq!(decide(&all, &[], &name, 443, &public), Allow);
+        assert_eq!(decide(&all, &[], &name, 443, &public, |_| false), Allow);
         let lit = Host::parse("1.1.1.1").unwrap();
         assert_eq!(
-            decide(&all, &[], &lit, 443, &[]),
+            decide(&all, &[], &lit, 443, &[], |_| false),
             Refuse(Refusal::IpLiteral)
         );
     }

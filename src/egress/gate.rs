@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
 
+use super::audit_budget::{AuditBudget, Spend};
 use super::control::{self, ConnectionRecord, ControlAnswer, ControlRequest, MAX_ADDRS};
 use super::{
     decide, decide_name, grant_entry, EgressError, EgressPolicy, Host, NameVerdict, Refusal, Rule,
@@ -37,6 +38,9 @@ pub struct Gate {
     pub grant_ms: i64,
     /// How long a pending network approval waits for an operator.
     pub approval_timeout_ms: i64,
+    /// How many audit rows this session may still write: the log is shared, and a refused
+    /// request costs the sandbox nothing.
+    pub audit_budget: std::sync::Mutex<AuditBudget>,
 }
 
 impl Gate {
@@ -114,7 +118,9 @@ impl Gate {
         if port == 0 || addrs.is_empty() || addrs.len() > MAX_ADDRS {
             return refuse("bad-request", None);
         }
-        match decide(&self.policy(), &self.grants(), &host, port, addrs) {
+        // Read from the kernel on each question: Docker adds an address with every network.
+        let own = crate::server::local_addrs::is_local;
+        match decide(&self.policy(), &self.grants(), &host, port, addrs, own) {
             Verdict::Allow => ControlAnswer::Allow,
             Verdict::Refuse(r) => {
                 if let Refusal::Internal(ip) = r {
@@ -226,6 +232,28 @@ impl Gate {
             "bytes_down": record.bytes_down,
             "duration_ms": record.duration_ms,
         });
+        let spend = self
+            .audit_budget
+            .lock()
+            .map(|mut b| b.spend(now_ms()))
+            .unwrap_or(Spend::Skip);
+        let Spend::Write { left_out } = spend else {
+            return;
+        };
+        if left_out > 0 {
+            let note = serde_json::json!({
+                "decision": "left-out",
+                "records": left_out,
+                "why": "this session's connections came faster than the audit log takes them (docs/security.md, \"Network egress\")",
+            });
+            let _ = self.store().audit(
+                "egress",
+                None,
+                Some(&self.session),
+                "egress-proxy",
+                &note.to_string(),
+            );
+        }
         let _ = self.store().audit(
             "egress",
             None,
@@ -314,6 +342,7 @@ mod tests {
             approvals: Arc::new(Approvals::new(store, Vec::new())),
             grant_ms: 60_000,
             approval_timeout_ms: 60_000,
+            audit_budget: std::sync::Mutex::new(AuditBudget::new(now_ms())),
         }
     }
 
@@ -437,6 +466,28 @@ mod tests {
             }),
             ControlAnswer::Refuse { ref tag, .. } if tag == "bad-request"
         ));
+    }
+
+    #[test]
+    fn a_flood_of_records_is_counted_not_written() {
+        let g = gate(EgressAsk::Off);
+        for _ in 0..5000 {
+            g.answer(ControlRequest::Audit(ConnectionRecord {
+                host: "evil.test".into(),
+                port: 80,
+                method: "GET".into(),
+                decision: "denied".into(),
+                bytes_up: 0,
+                bytes_down: 0,
+                duration_ms: 0,
+            }));
+        }
+        let rows = g.store().audit_log(None, 10_000).unwrap();
+        let egress = rows.iter().filter(|r| r.kind == "egress").count();
+        assert!(
+            egress <= crate::egress::audit_budget::BURST as usize + 10,
+            "{egress} rows"
+        );
     }
 
     #[test]

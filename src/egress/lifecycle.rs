@@ -62,6 +62,7 @@ pub async fn ensure(
     base_image: &str,
     outbound: &str,
     dns: &[String],
+    host_firewall: bool,
     gate: Arc<Gate>,
 ) -> Result<tokio::task::JoinHandle<()>, LifecycleError> {
     let names = EgressNames::for_container(container);
@@ -73,6 +74,11 @@ pub async fn ensure(
         let mut network = runtime.ensure_network(&names.network, &labels).await?;
         if !network.walled {
             network = rebuild_network(runtime, &names, container, &labels).await?;
+        }
+        // The host's side of the wall, raised again on every start (a rule lost to a
+        // firewall reload comes back with the next command).
+        if host_firewall {
+            runtime.shut_host_input(&names.network).await?;
         }
         let subnets = network.subnets;
         if subnets.is_empty() || super::peers::parse_list(&subnets.join(",")).is_err() {
@@ -134,6 +140,7 @@ async fn rebuild_network(
             .disconnect_network(&names.network, container)
             .await?;
     }
+    runtime.open_host_input(&names.network).await;
     runtime.remove_network(&names.network).await?;
     let network = runtime.ensure_network(&names.network, labels).await?;
     if !network.walled {
@@ -150,6 +157,7 @@ async fn rebuild_network(
 pub async fn remove(runtime: &dyn Engine, container: &str) -> Result<(), RuntimeError> {
     let names = EgressNames::for_container(container);
     runtime.remove_container(&names.proxy).await?;
+    runtime.open_host_input(&names.network).await;
     runtime.remove_network(&names.network).await
 }
 

@@ -4,9 +4,10 @@
 //! checks the names a sandbox asks for, `rules` and `decide` are the pure policy, `addr`
 //! which resolved addresses a glob may reach, `proxy` the proxy itself, `peers` who may use a proxy, `control` the narrow
 //! channel from the proxy to the daemon, `gate` the daemon's side of it, `lifecycle` the
-//! per-session network and proxy container.
+//! per-session network and proxy container, `audit_budget` how many rows a session may write.
 
 mod addr;
+pub mod audit_budget;
 pub mod container;
 pub mod control;
 mod decide;

@@ -38,6 +38,8 @@ pub enum Call {
         network: String,
         container: String,
     },
+    ShutHostInput(String),
+    OpenHostInput(String),
     /// `host_mounts` of this container id.
     Mounts(String),
 }
@@ -288,7 +290,19 @@ impl Engine for FakeRuntime {
         Ok(crate::runtime::WalledNetwork {
             subnets: vec!["10.99.0.0/24".into()],
             walled: !st.unwalled.contains(name),
+            gateways: vec!["10.99.0.1".into()],
         })
+    }
+
+    async fn shut_host_input(&self, name: &str) -> Result<(), RuntimeError> {
+        let mut st = self.state.lock().unwrap();
+        st.calls.push(Call::ShutHostInput(name.to_string()));
+        Ok(())
+    }
+
+    async fn open_host_input(&self, name: &str) {
+        let mut st = self.state.lock().unwrap();
+        st.calls.push(Call::OpenHostInput(name.to_string()));
     }
 
     async fn remove_network(&self, name: &str) -> Result<(), RuntimeError> {

@@ -100,6 +100,12 @@ pub trait Engine: Send + Sync + 'static {
         name: &str,
         labels: &std::collections::BTreeMap<String, String>,
     ) -> Result<WalledNetwork, RuntimeError>;
+    /// Makes the host drop every packet that arrives from network `name`'s bridge: the host's
+    /// side of the egress wall, for what needs no address (a limited broadcast;
+    /// docs/security.md, "Network egress"). Needs root on the engine's host.
+    async fn shut_host_input(&self, name: &str) -> Result<(), RuntimeError>;
+    /// Undoes [`Engine::shut_host_input`]; a missing network or rule is fine.
+    async fn open_host_input(&self, name: &str);
     /// Removes a network; a missing one is not an error.
     async fn remove_network(&self, name: &str) -> Result<(), RuntimeError>;
     /// Names of the networks carrying `label` (`key` or `key=value`).

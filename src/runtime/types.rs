@@ -44,6 +44,9 @@ pub struct WalledNetwork {
     /// Internal, without IPv6 and without a host address on the bridge. False for a network
     /// an older moat made with the same name: the caller rebuilds it.
     pub walled: bool,
+    /// The gateway addresses the engine's IPAM reserved: on a walled network no one holds
+    /// them, so they are where a sandbox's resolver forwards to reach nothing.
+    pub gateways: Vec<String>,
 }
 
 /// Everything needed to create a session container; built from config by `session::spec`.

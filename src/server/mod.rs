@@ -14,7 +14,7 @@ mod handlers;
 mod idle;
 mod limits;
 mod listen;
-mod local_addrs;
+pub(crate) mod local_addrs;
 mod peer;
 mod routes;
 mod tcp_peer;

@@ -418,6 +418,9 @@ impl Sessions {
             approvals: Arc::new(approvals),
             grant_ms: sandbox.egress.grant_minutes as i64 * 60_000,
             approval_timeout_ms: self.config.approvals.timeout_secs as i64 * 1000,
+            audit_budget: std::sync::Mutex::new(crate::egress::audit_budget::AuditBudget::new(
+                crate::store::now_ms(),
+            )),
         });
         let dir = self.egress_dir(container);
         let task = crate::egress::lifecycle::ensure(
@@ -427,6 +430,7 @@ impl Sessions {
             &sandbox.image,
             &sandbox.egress.outbound_network,
             &sandbox.egress.dns,
+            sandbox.egress.host_firewall,
             gate,
         )
         .await?;
@@ -605,6 +609,21 @@ impl Sessions {
         let created = async {
             if egress {
                 self.ensure_egress(key, &names.name, sandbox).await?;
+                // The sandbox's resolver answers its proxy's name and forwards every other
+                // name to these: the network's gateway, which no one holds, so a name reaches
+                // no DNS server whatever the host's own resolvers are (the engine forwards to a
+                // loopback resolver of the host from the host's namespace; docs/security.md,
+                // "Network egress").
+                let parts = crate::egress::container::EgressNames::for_container(&names.name);
+                let labels = std::collections::BTreeMap::from([(
+                    crate::egress::container::EGRESS_LABEL.to_string(),
+                    names.name.clone(),
+                )]);
+                spec.dns = self
+                    .runtime
+                    .ensure_network(&parts.network, &labels)
+                    .await?
+                    .gateways;
             }
             self.create_and_start(&spec, sandbox).await
         }
@@ -833,6 +852,11 @@ mod tests {
         );
         let spec = fake.spec(&c.name).unwrap();
         assert_eq!(spec.network, names.network);
+        assert_eq!(
+            spec.dns,
+            ["10.99.0.1"],
+            "the sandbox's resolver forwards nowhere"
+        );
         assert!(spec
             .env
             .contains(&format!("HTTPS_PROXY=http://{}:3128", names.proxy)));
@@ -855,6 +879,20 @@ mod tests {
             "{calls:?}"
         );
         assert!(calls.contains(&Call::RemoveNetwork(names.network.clone())));
+        // The host's side of the wall comes and goes with the network.
+        let shut = calls
+            .iter()
+            .position(|c| *c == Call::ShutHostInput(names.network.clone()))
+            .expect("the host drops input from the network");
+        let open = calls
+            .iter()
+            .position(|c| *c == Call::OpenHostInput(names.network.clone()))
+            .expect("the rule goes with the network");
+        let removed = calls
+            .iter()
+            .position(|c| *c == Call::RemoveNetwork(names.network.clone()))
+            .unwrap();
+        assert!(shut < open && open < removed, "{calls:?}");
         assert!(!sock.exists());
     }
 

@@ -96,6 +96,14 @@ impl Engine for DockerRuntime {
         self.ensure_network(name, labels).await
     }
 
+    async fn shut_host_input(&self, name: &str) -> Result<(), RuntimeError> {
+        self.shut_input(name).await
+    }
+
+    async fn open_host_input(&self, name: &str) {
+        self.open_input(name).await
+    }
+
     async fn remove_network(&self, name: &str) -> Result<(), RuntimeError> {
         self.drop_network(name).await
     }

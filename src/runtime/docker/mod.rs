@@ -5,6 +5,7 @@ mod client;
 mod containers;
 mod exec;
 mod hijack;
+mod host_firewall;
 mod networks;
 
 pub use client::DockerRuntime;

@@ -13,6 +13,8 @@ use crate::runtime::{RuntimeError, WalledNetwork};
 
 /// The bridge driver's option that leaves the host without an address on the bridge.
 const INHIBIT_IPV4: &str = "com.docker.network.bridge.inhibit_ipv4";
+/// The bridge driver's option that names the host interface.
+const BRIDGE_NAME: &str = "com.docker.network.bridge.name";
 
 impl DockerRuntime {
     pub(super) async fn ensure_network(
@@ -53,6 +55,7 @@ impl DockerRuntime {
         Ok(self.walled(name).await?.unwrap_or(WalledNetwork {
             subnets: Vec::new(),
             walled: false,
+            gateways: Vec::new(),
         }))
     }
 
@@ -66,6 +69,14 @@ impl DockerRuntime {
                         .as_ref()
                         .and_then(|o| o.get(INHIBIT_IPV4))
                         .is_some_and(|v| v == "true"),
+                gateways: n
+                    .ipam
+                    .as_ref()
+                    .and_then(|i| i.config.as_ref())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c.gateway.clone())
+                    .collect(),
                 subnets: n
                     .ipam
                     .and_then(|i| i.config)
@@ -78,6 +89,55 @@ impl DockerRuntime {
                 status_code: 404, ..
             }) => Ok(None),
             Err(e) => Err(RuntimeError::engine(format!("inspect network {name}"), e)),
+        }
+    }
+
+    /// The host interface of a bridge network: the name its options give, or the engine's
+    /// default `br-` and the first 12 characters of its id. `None` when it does not exist.
+    async fn bridge(&self, name: &str) -> Result<Option<String>, RuntimeError> {
+        match self.docker.inspect_network(name, None).await {
+            Ok(n) => Ok(Some(
+                match n.options.as_ref().and_then(|o| o.get(BRIDGE_NAME)) {
+                    Some(b) => b.clone(),
+                    None => format!(
+                        "br-{}",
+                        n.id.unwrap_or_default()
+                            .chars()
+                            .take(12)
+                            .collect::<String>()
+                    ),
+                },
+            )),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(e) => Err(RuntimeError::engine(format!("inspect network {name}"), e)),
+        }
+    }
+
+    pub(super) async fn shut_input(&self, name: &str) -> Result<(), RuntimeError> {
+        let bridge = self
+            .bridge(name)
+            .await?
+            .ok_or_else(|| RuntimeError::Other {
+                action: format!("wall network {name}"),
+                message: "the network does not exist".into(),
+            })?;
+        tokio::task::spawn_blocking(move || super::host_firewall::raise(&bridge))
+            .await
+            .map_err(|e| RuntimeError::Other {
+                action: format!("wall network {name}"),
+                message: e.to_string(),
+            })?
+            .map_err(|e| RuntimeError::Other {
+                action: format!("wall network {name}"),
+                message: e.to_string(),
+            })
+    }
+
+    pub(super) async fn open_input(&self, name: &str) {
+        if let Ok(Some(bridge)) = self.bridge(name).await {
+            let _ = tokio::task::spawn_blocking(move || super::host_firewall::lower(&bridge)).await;
         }
     }
 
