@@ -60,9 +60,7 @@ pub async fn ensure(
     container: &str,
     egress_dir: &Path,
     base_image: &str,
-    outbound: &str,
-    dns: &[String],
-    host_firewall: bool,
+    egress: &crate::config::EgressConfig,
     gate: Arc<Gate>,
 ) -> Result<tokio::task::JoinHandle<()>, LifecycleError> {
     let names = EgressNames::for_container(container);
@@ -77,7 +75,7 @@ pub async fn ensure(
         }
         // The host's side of the wall, raised again on every start (a rule lost to a
         // firewall reload comes back with the next command).
-        if host_firewall {
+        if egress.host_firewall {
             runtime.shut_host_input(&names.network).await?;
         }
         let subnets = network.subnets;
@@ -96,9 +94,10 @@ pub async fn ensure(
                     user,
                     &egress_dir.display().to_string(),
                     &subnets,
-                    dns,
+                    &egress.dns,
                 );
                 let id = runtime.create_container(&spec).await?;
+                let outbound = egress.outbound_network.as_str();
                 if let Err(source) = runtime.connect_network(outbound, &id).await {
                     let _ = runtime.remove_container(&id).await;
                     return Err(LifecycleError::Outbound {

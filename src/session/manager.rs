@@ -428,9 +428,7 @@ impl Sessions {
             container,
             &dir,
             &sandbox.image,
-            &sandbox.egress.outbound_network,
-            &sandbox.egress.dns,
-            sandbox.egress.host_firewall,
+            &sandbox.egress,
             gate,
         )
         .await?;
