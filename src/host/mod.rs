@@ -1,6 +1,6 @@
 //! The host executor (docs/approvals.md, "The host executor"): commands that leave the sandbox and run on this machine.
 //!
-//! `env` is the host env allowlist (`env_names` its lists), `bound` binds the files a plan
+//! `env` is the host env allowlist (its lists are the policy's, `policy::env_names`), `bound` binds the files a plan
 //! runs (its detection and rewrite serve sandbox plans too), `writable` finds where the sandbox can write, `path` the login-shell PATH and name
 //! resolution, `executor` the [`Executor`](crate::runtime::Executor) that lets the process
 //! registry run host commands through the same wrapper, log and supervisor as container ones,
@@ -10,7 +10,6 @@
 
 mod bound;
 mod env;
-mod env_names;
 mod executor;
 mod lineage;
 mod operator;

@@ -10,6 +10,7 @@ mod bounds;
 mod compose;
 mod entry_advice;
 mod env;
+pub(crate) mod env_names;
 mod error;
 mod evaluate;
 mod explain;
