@@ -67,7 +67,7 @@ pub struct Found {
 /// The indices in `layer` of the files `layer[0]` runs: the file of `.`/`source`, or what the
 /// interpreter table says the interpreter runs (`policy::interpreters`, the table the
 /// inline-eval check reads too). `Err` says why that cannot be told.
-fn operands_of(layer: &[String]) -> Result<Vec<usize>, String> {
+fn operands_of(layer: &[String]) -> Result<Vec<usize>, (usize, String)> {
     let Some(first) = layer.first() else {
         return Ok(Vec::new());
     };
@@ -127,11 +127,12 @@ pub fn scan_script(
             // no file to bind: it is inline eval, which asks every time (docs/policy.md).
             let from_stream =
                 |i: &usize| crate::policy::unreviewed_source(&layer[*i], &cwd.to_string_lossy());
-            let operands = operands_of(&layer).map_err(|reason| BindError::NotRewritable {
-                place,
-                operand: crate::policy::escape_display(&layer[0]),
-                reason,
-            })?;
+            let operands =
+                operands_of(&layer).map_err(|(at, reason)| BindError::NotRewritable {
+                    place,
+                    operand: crate::policy::escape_display(&layer[at]),
+                    reason: crate::policy::escape_display(&reason),
+                })?;
             at.extend(
                 operands
                     .into_iter()
@@ -453,7 +454,7 @@ mod tests {
         for (cmd, want) in rows {
             match (operands_of(&words(cmd)), want) {
                 (Ok(got), Ok(want)) => assert_eq!(got, *want, "{cmd}"),
-                (Err(e), Err(needle)) => assert!(e.contains(needle), "{cmd}: {e}"),
+                (Err((_, e)), Err(needle)) => assert!(e.contains(needle), "{cmd}: {e}"),
                 (got, want) => panic!("{cmd}: got {got:?}, want {want:?}"),
             }
         }

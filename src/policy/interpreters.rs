@@ -887,10 +887,10 @@ pub(crate) fn walk<'a>(family: &Family, shown: &str, argv: &'a [String]) -> Walk
 
 /// The argv indices of the files `argv` runs as an interpreter (its program file, and files
 /// it loads as code such as `--rcfile`), judged by its typed name; empty for a command that is
-/// no interpreter, or whose program is inline or a module. `Err` says why the file that runs
-/// cannot be told: a path attached to its option (no word to swap for a copy), or an unknown
-/// option that may take the word the walk took for the script.
-pub(crate) fn program_files(argv: &[String]) -> Result<Vec<usize>, String> {
+/// no interpreter, or whose program is inline or a module. `Err` names the word and says why
+/// the file that runs cannot be told: a path attached to its option (no word to swap for a
+/// copy), or an unknown option that may take the word the walk took for the script.
+pub(crate) fn program_files(argv: &[String]) -> Result<Vec<usize>, (usize, String)> {
     let Some((family, shown)) = argv.first().and_then(|w| family_of(&[w.as_str()])) else {
         return Ok(Vec::new());
     };
@@ -898,9 +898,12 @@ pub(crate) fn program_files(argv: &[String]) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
     for file in &walk.files {
         if file.attached {
-            return Err(format!(
-                "{shown} names the file `{}` attached to its option; give the path as a word of its own",
-                file.path
+            return Err((
+                file.index,
+                format!(
+                    "{shown} names the file `{}` attached to its option; give the path as a word of its own",
+                    file.path
+                ),
             ));
         }
         out.push(file.index);
@@ -908,9 +911,12 @@ pub(crate) fn program_files(argv: &[String]) -> Result<Vec<usize>, String> {
     if let Some(script) = walk.script(family, argv) {
         // `node --flag a.js b.js`: if `--flag` takes a value, `b.js` runs, unbound.
         if walk.unknown_may_take == Some(script) && script + 1 < argv.len() {
-            return Err(format!(
-                "an option of {shown} before it is not in moat's table, so moat cannot tell whether it or `{}` is the file that runs",
-                argv[script + 1]
+            return Err((
+                script,
+                format!(
+                    "an option of {shown} before it is not in moat's table, so moat cannot tell whether it or `{}` is the file that runs",
+                    argv[script + 1]
+                ),
             ));
         }
         out.push(script);
