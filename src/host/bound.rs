@@ -2,13 +2,16 @@
 //!
 //! An approval for `sh build.sh` is worth nothing if `build.sh` can change between the
 //! operator reading it and the run. So the files a plan runs — a script operand of a shell or
-//! interpreter, a `-f` program file of awk/sed, the file of `.`/`source`, a program named by a
-//! path outside the trusted directories — are found here ([`scan`], [`scan_with`]), hashed when
+//! interpreter, a program file an option names (`awk -f`, `make -f`), a file loaded as code
+//! besides it (`--rcfile`), the file of `.`/`source`, a program named by a path outside the
+//! trusted directories — are found here ([`scan`], [`scan_with`]), hashed when
 //! the approval is made, and at run time copied into a place the agent cannot write; the plan
 //! is rewritten to run the copies ([`rewrite`]), and the copies' hashes must equal the approved
 //! ones. On the host the copies are made here (opened with `O_NOFOLLOW`, bounded, into a
 //! private directory); a sandbox plan uses the same detection and rewrite, with its files read
 //! inside the container and copied into the run directory (`tools::exec_tool::sandbox_files`).
+//! Which word of an interpreter's argv is its program is the policy's interpreter table
+//! (`policy::interpreters`), so the file bound is the file the inline-eval check judged.
 
 use std::io::Read;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
