@@ -20,7 +20,9 @@ use std::path::{Component, Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::approvals::BoundFile;
-use crate::policy::{command_layers, parse_script, render, PlannedSegment, Redirect, Script};
+use crate::policy::{
+    command_layers, parse_script, render, PlannedSegment, Redirect, Resolver, Script,
+};
 
 /// The largest file moat binds: scripts are small; a larger file is refused, not truncated.
 pub const MAX_BOUND_BYTES: u64 = 16 * 1024 * 1024;
@@ -69,15 +71,17 @@ pub struct Found {
 
 /// The indices in `layer` of the files `layer[0]` runs: the file of `.`/`source`, or what the
 /// interpreter table says the interpreter runs (`policy::interpreters`, the table the
-/// inline-eval check reads too). `Err` says why that cannot be told.
-fn operands_of(layer: &[String]) -> Result<Vec<usize>, (usize, String)> {
+/// inline-eval check reads too), its family found by `names` (the word, its PATH hit, its
+/// symlink target) as the policy finds it. `Err` says why that cannot be told.
+fn operands_of(layer: &[String], names: &[String]) -> Result<Vec<usize>, (usize, String)> {
     let Some(first) = layer.first() else {
         return Ok(Vec::new());
     };
     if first == "." || first == "source" {
         return Ok(if layer.len() > 1 { vec![1] } else { Vec::new() });
     }
-    crate::policy::interpreters::program_files(layer)
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    crate::policy::interpreters::program_files(layer, &names)
 }
 
 fn trusted(path: &Path, trusted_dirs: &[String]) -> bool {
@@ -88,25 +92,36 @@ fn trusted(path: &Path, trusted_dirs: &[String]) -> bool {
 }
 
 /// Every file a host `plan` runs, relative words taken from `cwd`; a program named by a path
-/// is bound unless it lies in `trusted_dirs`. See [`scan_with`].
-pub fn scan(plan: &str, cwd: &Path, trusted_dirs: &[String]) -> Result<Vec<Found>, BindError> {
-    scan_with(plan, cwd, "host", &|word| {
+/// is bound unless it lies in `trusted_dirs`. `resolver` holds what the policy resolved the
+/// command words to. See [`scan_with`].
+pub fn scan(
+    plan: &str,
+    cwd: &Path,
+    trusted_dirs: &[String],
+    resolver: &dyn Resolver,
+) -> Result<Vec<Found>, BindError> {
+    let program = |word: &str| {
         let path = cwd.join(word);
         (word.contains('/') && !trusted(&path, trusted_dirs)).then_some(path)
-    })
+    };
+    scan_with(plan, cwd, "host", &program, resolver)
 }
 
 /// Every file `plan` runs on `place` (`host` or `sandbox`), relative operands taken from
 /// `cwd`. `program` says for a command word (after wrappers) which file it runs when that file
-/// must be bound: `None` for a trusted program. Refused when such a file sits in a part of the
-/// plan moat cannot rebuild, since then it could not run the approved copy.
+/// must be bound: `None` for a trusted program. `resolver` holds what the policy resolved the
+/// command words to (PATH hit, symlink target): an interpreter is known by those names as the
+/// policy knows it, so a link `./py` to python binds the script it runs. Refused when such a
+/// file sits in a part of the plan moat cannot rebuild, since then it could not run the
+/// approved copy.
 pub fn scan_with(
     plan: &str,
     cwd: &Path,
     place: &'static str,
     program: &dyn Fn(&str) -> Option<PathBuf>,
+    resolver: &dyn Resolver,
 ) -> Result<Vec<Found>, BindError> {
-    scan_script(&parse_script(plan), cwd, place, program)
+    scan_script(&parse_script(plan), cwd, place, program, resolver)
 }
 
 /// [`scan_with`] on a plan already parsed (an exec parses its command once).
@@ -115,6 +130,7 @@ pub fn scan_script(
     cwd: &Path,
     place: &'static str,
     program: &dyn Fn(&str) -> Option<PathBuf>,
+    resolver: &dyn Resolver,
 ) -> Result<Vec<Found>, BindError> {
     let mut found: Vec<Found> = Vec::new();
     let mut moved = false;
@@ -130,8 +146,9 @@ pub fn scan_script(
             // no file to bind: it is inline eval, which asks every time (docs/policy.md).
             let from_stream =
                 |i: &usize| crate::policy::unreviewed_source(&layer[*i], &cwd.to_string_lossy());
+            let names = crate::policy::interpreters::names_of(&layer[0], resolver);
             let operands =
-                operands_of(&layer).map_err(|(at, reason)| BindError::NotRewritable {
+                operands_of(&layer, &names).map_err(|(at, reason)| BindError::NotRewritable {
                     place,
                     operand: crate::policy::escape_display(&layer[at]),
                     reason: crate::policy::escape_display(&reason),
@@ -455,7 +472,8 @@ mod tests {
             ("node --weird=1 a.js b.js", Ok(&[2])),
         ];
         for (cmd, want) in rows {
-            match (operands_of(&words(cmd)), want) {
+            let argv = words(cmd);
+            match (operands_of(&argv, &argv[..1]), want) {
                 (Ok(got), Ok(want)) => assert_eq!(got, *want, "{cmd}"),
                 (Err((_, e)), Err(needle)) => assert!(e.contains(needle), "{cmd}: {e}"),
                 (got, want) => panic!("{cmd}: got {got:?}, want {want:?}"),
@@ -476,7 +494,7 @@ mod tests {
             let names = [s.argv[0].as_str()];
             let asks = crate::policy::inline_eval_label(&s.argv, &names, "/w").is_some();
             assert_eq!(asks, s.asks, "policy on {shown}");
-            let runs = operands_of(&s.argv).map_err(|_| ());
+            let runs = operands_of(&s.argv, &s.argv[..1]).map_err(|_| ());
             assert_eq!(runs, s.runs, "binding of {shown}");
             // The program the policy resolves (to see through `x.py -> /dev/stdin`) is the
             // file the binding binds.
@@ -506,7 +524,7 @@ mod tests {
         let trusted = vec!["/usr/bin".to_string(), "/bin".to_string()];
         type Located = Vec<(String, (usize, usize))>;
         let ops = |plan: &str| -> Result<Located, String> {
-            scan(plan, cwd, &trusted)
+            scan(plan, cwd, &trusted, &crate::policy::MapResolver::new())
                 .map(|f| f.into_iter().map(|f| (f.operand, f.at)).collect())
                 .map_err(|e| e.to_string())
         };
@@ -539,13 +557,49 @@ mod tests {
         assert!(err.contains("cannot rebuild"), "{err}");
     }
 
+    /// An interpreter is known by what the command word resolves to, as the policy knows it:
+    /// `./py x.py` with `./py` a link to python binds `x.py` (by the typed name alone it bound
+    /// only `./py`, and `x.py` could be swapped after the approval).
+    #[test]
+    fn an_interpreter_behind_another_name_binds_its_script() {
+        let cwd = Path::new("/w");
+        let resolver = crate::policy::MapResolver::new()
+            .with_real("./py", "/usr/bin/python3.11")
+            .with("runner", "/w/bin/runner")
+            .with_real("runner", "/usr/bin/perl");
+        let ops = |plan: &str| -> Vec<String> {
+            scan(plan, cwd, &["/usr/bin".to_string()], &resolver)
+                .unwrap()
+                .into_iter()
+                .map(|f| f.operand)
+                .collect()
+        };
+        assert_eq!(ops("./py x.py"), ["./py", "x.py"]);
+        assert_eq!(ops("./py -c code"), ["./py"]);
+        assert_eq!(ops("runner -l x.pl"), ["x.pl"]);
+        // The policy judges the same argv by the same names.
+        let argv: Vec<String> = ["./py", "-c", "code"].map(String::from).to_vec();
+        let names = crate::policy::interpreters::names_of("./py", &resolver);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(
+            crate::policy::inline_eval_label(&argv, &names, "/w").as_deref(),
+            Some("python3.11 -c")
+        );
+    }
+
     #[test]
     fn snapshots_run_exactly_the_copied_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let cwd = dir.path().join("cwd");
         std::fs::create_dir_all(&cwd).unwrap();
         std::fs::write(cwd.join("build.sh"), "echo one\n").unwrap();
-        let found = scan("sh build.sh 2>&1", &cwd, &[]).unwrap();
+        let found = scan(
+            "sh build.sh 2>&1",
+            &cwd,
+            &[],
+            &crate::policy::MapResolver::new(),
+        )
+        .unwrap();
         let approved = bind(&found).unwrap();
         assert_eq!(approved[0].size, 9);
         let private = dir.path().join("private");

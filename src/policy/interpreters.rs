@@ -886,12 +886,16 @@ pub(crate) fn walk<'a>(family: &Family, shown: &str, argv: &'a [String]) -> Walk
 }
 
 /// The argv indices of the files `argv` runs as an interpreter (its program file, and files
-/// it loads as code such as `--rcfile`), judged by its typed name; empty for a command that is
+/// it loads as code such as `--rcfile`), its family found by `names` ([`names_of`]: the
+/// typed word first); empty for a command that is
 /// no interpreter, or whose program is inline or a module. `Err` names the word and says why
 /// the file that runs cannot be told: a path attached to its option (no word to swap for a
 /// copy), or an unknown option that may take the word the walk took for the script.
-pub(crate) fn program_files(argv: &[String]) -> Result<Vec<usize>, (usize, String)> {
-    let Some((family, shown)) = argv.first().and_then(|w| family_of(&[w.as_str()])) else {
+pub(crate) fn program_files(
+    argv: &[String],
+    names: &[&str],
+) -> Result<Vec<usize>, (usize, String)> {
+    let Some((family, shown)) = family_of(names) else {
         return Ok(Vec::new());
     };
     let walk = walk(family, shown, argv);
@@ -922,6 +926,19 @@ pub(crate) fn program_files(argv: &[String]) -> Result<Vec<usize>, (usize, Strin
         out.push(script);
     }
     Ok(out)
+}
+
+/// The names a command word goes by, in the order an interpreter's family is looked up: the
+/// word as typed, the PATH hit of a bare name, and the file it finally points to through
+/// symlinks, as `resolver` found them where the command runs. The inline-eval check and the
+/// binding both look a family up by these.
+pub(crate) fn names_of(word: &str, resolver: &dyn super::Resolver) -> Vec<String> {
+    let mut names = vec![word.to_owned()];
+    if !word.contains('/') {
+        names.extend(resolver.resolve(word));
+    }
+    names.extend(resolver.real(word));
+    names
 }
 
 /// Whether `name` (a path or word) is an interpreter of [`FAMILIES`].
