@@ -356,7 +356,7 @@ async fn scripts_behind_clustered_or_digit_options_are_bound() {
 /// typed name alone it bound `./py` and not `x.py`, which could be swapped after approval.
 #[tokio::test]
 async fn a_script_run_by_a_linked_interpreter_is_bound() {
-    let Some(m) = common::moat("approvals-bound-link", allowlist()).await else {
+    let Some(m) = common::moat("linked-interp", allowlist()).await else {
         return;
     };
     let op = Decider::operator("alice", "cli");
