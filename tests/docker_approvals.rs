@@ -36,7 +36,7 @@ async fn event(
 async fn sandbox_asks_then_runs_or_refuses() {
     let mut config = Config::default();
     config.policy.sandbox.ask_patterns = vec!["touch *".into()];
-    let Some(m) = common::moat("approvals", config).await else {
+    let Some(m) = common::moat("approvals-ask", config).await else {
         return;
     };
     let op = Decider::operator("alice", "cli");
@@ -322,7 +322,7 @@ async fn an_unswapped_sandbox_approval_runs_moats_copy_which_the_sandbox_cannot_
 /// refused rather than run unbound.
 #[tokio::test]
 async fn scripts_behind_clustered_or_digit_options_are_bound() {
-    let Some(m) = common::moat("approvals-bound-opts", allowlist()).await else {
+    let Some(m) = common::moat("approvals-opts", allowlist()).await else {
         return;
     };
     let pl = "print qq(harmless\\n);\n";
