@@ -132,6 +132,60 @@ async fn request_env_cannot_steer_allowlisted_programs() {
     assert!(!pwned(&m), "no attack reached its goal");
 }
 
+/// `TAR_OPTIONS` makes an allowlisted `tar` run a shell (`--checkpoint-action=exec`). The
+/// host executor always refused it; the policy's own list lacked it, so in the sandbox it was
+/// a miss an operator could approve or list in `env_allow`. Both now read one table
+/// (src/policy/env_names.rs): refused outright, never asked.
+#[tokio::test]
+async fn tar_options_is_refused_in_the_sandbox_as_on_the_host() {
+    let payload: &[(&str, &str)] = &[(
+        "TAR_OPTIONS",
+        "--checkpoint=1 --checkpoint-action=exec=id>/tmp/pwned",
+    )];
+    let command = "tar -cf /dev/null f";
+    // Control: through moat in full mode (the request env is not judged there), the variable
+    // makes tar run `id`.
+    let Some(full) = common::moat("t-atk-tarf", Config::default()).await else {
+        return;
+    };
+    full.exec("a", "echo x > f").await;
+    let r = full.exec_req("a", request(command, payload)).await;
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
+    assert!(
+        pwned(&full),
+        "the TAR_OPTIONS payload runs code through tar"
+    );
+    drop(full);
+
+    let mut config = allowlist_config(Ask::OnMiss);
+    config.policy.sandbox.allowlist.push("tar".into());
+    let Some(m) = common::moat("t-atk-tar", config.clone()).await else {
+        return;
+    };
+    m.exec("a", "true").await;
+    m.docker_exec("a", "echo x > /workspace/f");
+    // The same payload under the allowlist: refused, not asked (ask = on-miss asks a miss).
+    let r = m.exec_req("a", request(command, payload)).await;
+    assert_denied(
+        &r,
+        "request env TAR_OPTIONS cannot be set under security allowlist",
+    );
+    assert!(r.details.approval_id().is_none(), "{}", r.text());
+    // Any `*_OPTIONS` name, in any case.
+    let r = m
+        .exec_req("a", request(command, &[("tar_options", payload[0].1)]))
+        .await;
+    assert_denied(&r, "cannot be set under security allowlist");
+    // Without the variable tar is allowed and runs.
+    let r = m.exec_req("a", request(command, &[])).await;
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
+    assert!(!pwned(&m), "the payload never ran");
+    // An operator cannot list it either.
+    config.policy.sandbox.env_allow = vec!["TAR_OPTIONS".into()];
+    let err = config.policy.sandbox.validate().unwrap_err().to_string();
+    assert!(err.contains("TAR_OPTIONS"), "{err}");
+}
+
 #[tokio::test]
 async fn inline_eval_from_stdin_descriptors_and_repls_asks() {
     // Ask off: a miss would be refused, so an approval here can only come from inline eval.

@@ -36,7 +36,7 @@ async fn event(
 async fn sandbox_asks_then_runs_or_refuses() {
     let mut config = Config::default();
     config.policy.sandbox.ask_patterns = vec!["touch *".into()];
-    let Some(m) = common::moat("approvals", config).await else {
+    let Some(m) = common::moat("approvals-ask", config).await else {
         return;
     };
     let op = Decider::operator("alice", "cli");
@@ -322,7 +322,7 @@ async fn an_unswapped_sandbox_approval_runs_moats_copy_which_the_sandbox_cannot_
 /// refused rather than run unbound.
 #[tokio::test]
 async fn scripts_behind_clustered_or_digit_options_are_bound() {
-    let Some(m) = common::moat("approvals-bound-opts", allowlist()).await else {
+    let Some(m) = common::moat("approvals-opts", allowlist()).await else {
         return;
     };
     let pl = "print qq(harmless\\n);\n";
@@ -348,4 +348,58 @@ async fn scripts_behind_clustered_or_digit_options_are_bound() {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("bind file"), "{err}");
+}
+
+/// An interpreter behind another name binds the script it runs: `./py x.py`, with `./py` a
+/// workspace link to python3, is judged by the policy as python (it knows a command by its
+/// symlink target), and the binding now looks the interpreter up by the same names. By the
+/// typed name alone it bound `./py` and not `x.py`, which could be swapped after approval.
+#[tokio::test]
+async fn a_script_run_by_a_linked_interpreter_is_bound() {
+    let Some(m) = common::moat("linked-interp", allowlist()).await else {
+        return;
+    };
+    let op = Decider::operator("alice", "cli");
+    let mut events = m.app.registry.events().subscribe();
+    let good = "print('approved-ran')\n";
+    let evil = "open('/workspace/swapped', 'w')\n";
+    m.exec("s", "true").await;
+    m.docker_exec("s", "ln -sf /usr/bin/python3 /workspace/py");
+    // Control: through the link, python runs whatever x.py holds.
+    write_file(&m, "s", "/workspace/x.py", evil).await;
+    m.docker_exec("s", "cd /workspace && ./py x.py");
+    assert_eq!(
+        m.docker_exec("s", "test -e /workspace/swapped && echo yes"),
+        "yes\n",
+        "the swapped script runs through the link"
+    );
+    m.docker_exec("s", "rm -f /workspace/swapped");
+
+    write_file(&m, "s", "/workspace/x.py", good).await;
+    let r = m.exec("s", "./py x.py").await;
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
+    let id = r.details.approval_id().unwrap().to_string();
+    let row = m.app.approvals.get(&id).unwrap();
+    let b: Binding = serde_json::from_str(&row.binding).unwrap();
+    let operands: Vec<&str> = b.files.iter().map(|f| f.operand.as_str()).collect();
+    assert_eq!(operands, ["./py", "x.py"], "{b:?}");
+    assert_eq!(b.files[1].sha256, sha256(good.as_bytes()));
+    write_file(&m, "s", "/workspace/x.py", evil).await;
+    m.app
+        .approvals
+        .decide(&id, ApprovalDecision::AllowOnce, &op)
+        .unwrap();
+    let ev = event(&mut events, &id).await;
+    assert!(
+        ev.starts_with(&format!(
+            "Exec denied (sandbox id={id}, plan-changed: content of x.py)"
+        )),
+        "{ev}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        m.docker_exec("s", "ls /workspace/swapped 2>&1 >/dev/null | wc -l"),
+        "1\n",
+        "the swapped script never ran"
+    );
 }

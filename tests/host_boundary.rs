@@ -275,6 +275,67 @@ fn sha256(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
+/// A makefile named by `make -f` is make's program: the policy judged it like a script
+/// operand, but the binding's own table did not know make, so an approved `make -f ci.mk` ran
+/// whatever ci.mk held by then. One table now tells both (src/policy/interpreters.rs).
+#[tokio::test]
+async fn a_makefile_swapped_after_approval_never_runs() {
+    which("make");
+    let m = moat(config(ElevatedLevel::Off));
+    let mut events = m.events();
+    let dir = m.scratch();
+    let approved = dir.join("approved-ran");
+    let swapped = dir.join("swapped-ran");
+    let makefile = |marker: &Path| format!("all:\n\ttouch {}\n", marker.display());
+    let ci = dir.join("ci.mk");
+
+    // Control: the swapped makefile's recipe runs when make reads it.
+    std::fs::write(&ci, makefile(&swapped)).unwrap();
+    let out = std::process::Command::new("make")
+        .args(["-s", "-f", "ci.mk"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(swapped.exists(), "the swapped recipe runs");
+    std::fs::remove_file(&swapped).unwrap();
+
+    std::fs::write(&ci, makefile(&approved)).unwrap();
+    let r = m.exec(with_env("make -s -f ci.mk", &dir, &[])).await;
+    assert_eq!(r.status(), Some(Status::ApprovalPending), "{}", r.text());
+    let id = r.details.approval_id().unwrap().to_string();
+    let row = m.app.approvals.get(&id).unwrap();
+    let b: moat::approvals::Binding = serde_json::from_str(&row.binding).unwrap();
+    assert_eq!(b.files.len(), 1, "the makefile is bound: {b:?}");
+    assert_eq!(b.files[0].operand, "ci.mk");
+    std::fs::write(&ci, makefile(&swapped)).unwrap();
+    m.app
+        .approvals
+        .decide(&id, ApprovalDecision::AllowOnce, &op())
+        .unwrap();
+    let ev = event_with(&mut events, &id, 10).await;
+    assert!(
+        ev.starts_with(&format!(
+            "Exec denied (host id={id}, plan-changed: content of ci.mk)"
+        )),
+        "{ev}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!swapped.exists() && !approved.exists());
+
+    // Unchanged: make runs moat's copy of the approved makefile.
+    std::fs::write(&ci, makefile(&approved)).unwrap();
+    let r = m.exec(with_env("make -s -f ci.mk", &dir, &[])).await;
+    let id = r.details.approval_id().unwrap().to_string();
+    m.app
+        .approvals
+        .decide(&id, ApprovalDecision::AllowOnce, &op())
+        .unwrap();
+    let ev = event_with(&mut events, &id, 10).await;
+    assert!(ev.starts_with("Exec finished"), "{ev}");
+    assert!(approved.exists() && !swapped.exists());
+}
+
 #[tokio::test]
 async fn a_script_swapped_after_approval_never_runs() {
     let m = moat(config(ElevatedLevel::Off));

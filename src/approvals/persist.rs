@@ -8,55 +8,12 @@ use sha2::{Digest, Sha256};
 
 use crate::policy::Evaluation;
 
-/// Programs that run code they are handed: allowlisting one by path allows everything.
-const INTERPRETERS: &[&str] = &[
-    "sh",
-    "bash",
-    "dash",
-    "zsh",
-    "ksh",
-    "mksh",
-    "yash",
-    "fish",
-    "csh",
-    "tcsh",
-    "ash",
-    "busybox",
-    "toybox",
-    "python",
-    "pypy",
-    "node",
-    "nodejs",
-    "bun",
-    "deno",
-    "ruby",
-    "irb",
-    "perl",
-    "php",
-    "lua",
-    "luajit",
-    "tclsh",
-    "wish",
-    "rscript",
-    "r",
-    "julia",
-    "osascript",
-    "pwsh",
-    "powershell",
-    "awk",
-    "gawk",
-    "mawk",
-    "nawk",
-    "sed",
-    "xargs",
-    "env",
-    "sudo",
-    "doas",
-    "su",
-    "pkexec",
-    "runuser",
-    "expect",
-    "make",
+/// Programs that run code they are handed, besides the interpreters of the policy's table
+/// (`policy::interpreters`, which the inline-eval check and the binding read too): shells of
+/// multi-call binaries, REPLs, wrappers and debuggers. Allowlisting one by path allows
+/// everything.
+const RUNS_ANYTHING: &[&str] = &[
+    "busybox", "toybox", "irb", "r", "xargs", "env", "sudo", "doas", "su", "pkexec", "runuser",
     "gdb",
 ];
 
@@ -65,7 +22,9 @@ const INTERPRETERS: &[&str] = &[
 pub fn is_interpreter(path: &str) -> bool {
     let base = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
     let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
-    INTERPRETERS.contains(&stem) || INTERPRETERS.contains(&base.as_str())
+    crate::policy::interpreters::is_interpreter(path)
+        || RUNS_ANYTHING.contains(&stem)
+        || RUNS_ANYTHING.contains(&base.as_str())
 }
 
 /// The allowlist entry that stands for exactly `command`, run by `session` in `cwd`. The scope

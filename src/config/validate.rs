@@ -590,6 +590,24 @@ mod tests {
                 |c| c.elevated.env_allow = vec!["LD_PRELOAD".into()],
                 "elevated.env_allow",
             ),
+            // Names only the policy's list held before the two shared one table: man runs
+            // MANPAGER, cargo runs RUSTDOC, an interactive shell expands PS1.
+            (
+                |c| c.elevated.env_allow = vec!["MANPAGER".into()],
+                "elevated.env_allow",
+            ),
+            (
+                |c| c.elevated.env_allow = vec!["RUSTDOC".into()],
+                "elevated.env_allow",
+            ),
+            (
+                |c| c.elevated.env_allow = vec!["PS1".into()],
+                "elevated.env_allow",
+            ),
+            (
+                |c| c.elevated.env_allow = vec!["MAKELEVEL".into()],
+                "elevated.env_allow",
+            ),
             (
                 |c| c.elevated.allowed_workdirs = vec!["srv/build".into()],
                 "elevated.allowed_workdirs",

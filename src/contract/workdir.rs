@@ -98,36 +98,23 @@ enum Resolve {
     Missing,
 }
 
-/// Resolves `rel` as a directory beneath the workspace, never leaving it on the host: the
-/// workspace is opened `O_NOFOLLOW`, and `openat2(RESOLVE_BENEATH)` refuses `..`, absolute
-/// symlinks and symlinks that lead out, instead of following them to a host path (which would
-/// tell the sandbox whether a host path exists; docs/security.md, "Run directory and
-/// workspace files"). Returns the real paths of the workspace and of the directory found.
+/// Resolves `rel` as a directory beneath the workspace, never leaving it on the host, with
+/// the routine the file tools use (`files::beneath`): the workspace is opened `O_NOFOLLOW`,
+/// and `openat2(RESOLVE_BENEATH)` refuses `..`, absolute symlinks and symlinks that lead out,
+/// instead of following them to a host path (which would tell the sandbox whether a host path
+/// exists; docs/security.md, "Run directory and workspace files"); a lookup a rename raced is
+/// tried again rather than reported missing. Returns the real paths of the workspace and of
+/// the directory found.
 fn resolve_beneath(workspace: &Path, rel: &Path) -> Result<(PathBuf, PathBuf), Resolve> {
-    use nix::errno::Errno;
-    use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag};
-    let root = crate::process::open_dir(workspace).map_err(|_| Resolve::Missing)?;
-    let rel = if rel.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        rel
-    };
-    let how = OpenHow::new()
-        .flags(OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC)
-        .resolve(
-            ResolveFlag::RESOLVE_BENEATH
-                | ResolveFlag::RESOLVE_NO_MAGICLINKS
-                | ResolveFlag::RESOLVE_NO_XDEV,
-        );
-    let dir = openat2(&root, rel, how).map_err(|e| match e {
-        Errno::EXDEV | Errno::ELOOP => Resolve::Escapes,
-        _ => Resolve::Missing,
-    })?;
-    let real = |fd: &std::os::fd::OwnedFd| {
-        use std::os::fd::AsRawFd;
-        std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-            .map_err(|_| Resolve::Missing)
-    };
+    use crate::files::beneath::{self, BeneathError};
+    use nix::fcntl::OFlag;
+    let root = beneath::open_root(workspace).map_err(|_| Resolve::Missing)?;
+    let dir =
+        beneath::open(&root, rel, OFlag::O_PATH | OFlag::O_DIRECTORY).map_err(|e| match e {
+            BeneathError::Escapes => Resolve::Escapes,
+            BeneathError::Missing | BeneathError::Io(_) => Resolve::Missing,
+        })?;
+    let real = |fd| beneath::real_path(fd).map_err(|_| Resolve::Missing);
     Ok((real(&root)?, real(&dir)?))
 }
 
@@ -210,5 +197,46 @@ mod tests {
                 _ => panic!("{req:?}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    /// A rename anywhere on the machine while the lookup goes through `..` makes the kernel
+    /// answer `EAGAIN`; the workdir once took that for a missing directory (the file tools
+    /// already tried again). The sandbox can rename in its workspace at will.
+    #[test]
+    fn a_rename_racing_the_lookup_is_no_missing_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("a")).unwrap();
+        std::fs::create_dir_all(ws.join("b")).unwrap();
+        std::fs::create_dir_all(ws.join("spin")).unwrap();
+        std::os::unix::fs::symlink("../b", ws.join("a/link")).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let renamer = {
+            let (stop, ws) = (stop.clone(), ws.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::fs::rename(ws.join("spin"), ws.join("spun")).unwrap();
+                    std::fs::rename(ws.join("spun"), ws.join("spin")).unwrap();
+                }
+            })
+        };
+        let started = std::time::Instant::now();
+        let mut lookups = 0;
+        let mut failed = Vec::new();
+        while started.elapsed() < std::time::Duration::from_secs(1) {
+            lookups += 1;
+            if let Err(e) = map_workdir(Some("a/link"), &ws) {
+                failed.push(e);
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        renamer.join().unwrap();
+        eprintln!("{lookups} lookups, {} failed", failed.len());
+        assert!(
+            failed.is_empty(),
+            "{} of {lookups}: {:?}",
+            failed.len(),
+            failed.first()
+        );
     }
 }

@@ -1,10 +1,11 @@
 //! Opening paths beneath a session's workspace, by descriptor, with the kernel as the judge
 //! (docs/security.md, "File tools").
 //!
-//! The workspace root is opened `O_NOFOLLOW`; every path below it is resolved with
-//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)`, so `..` above the root,
-//! absolute symbolic links, symbolic links whose target climbs out, `/proc` magic links and
-//! other mounts are refused by the kernel instead of by checking strings. The sandbox owns the
+//! The workspace root is opened `O_NOFOLLOW`; every path below it is resolved by
+//! [`super::beneath`] (`openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)`, the
+//! routine the exec workdir uses too), so `..` above the root, absolute symbolic links,
+//! symbolic links whose target climbs out, `/proc` magic links and other mounts are refused by
+//! the kernel instead of by checking strings. The sandbox owns the
 //! workspace and may swap any entry at any moment; nothing here checks a path and then reopens
 //! it by name. The last component of a path that is written or deleted is handled with `*at`
 //! calls on its opened parent and must not be a symbolic link.
@@ -17,10 +18,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::fcntl::{openat, openat2, renameat, OFlag, OpenHow, ResolveFlag};
+use nix::fcntl::{openat, renameat, OFlag};
 use nix::sys::stat::{fchmod, fstat, fstatat, mkdirat, FileStat, Mode, SFlag};
 use nix::unistd::{fchown, unlinkat, Gid, Uid, UnlinkatFlags};
 
+use super::beneath::BeneathError;
 use crate::session::WORKSPACE_MOUNT;
 
 /// Longest path accepted, in bytes (PATH_MAX on Linux).
@@ -86,11 +88,6 @@ pub struct Entry {
     pub shown: String,
 }
 
-/// How strictly the kernel resolves beneath the root; see the module docs.
-fn beneath() -> ResolveFlag {
-    ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS | ResolveFlag::RESOLVE_NO_XDEV
-}
-
 fn kind(st: &FileStat) -> SFlag {
     SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits())
 }
@@ -98,7 +95,7 @@ fn kind(st: &FileStat) -> SFlag {
 impl Workspace {
     /// Opens the workspace at `host_root`. `owner` is the sandbox user's uid:gid.
     pub fn open(host_root: &Path, owner: (u32, u32)) -> Result<Self, ConfineError> {
-        let root = crate::process::open_dir(host_root).map_err(|source| ConfineError::Root {
+        let root = super::beneath::open_root(host_root).map_err(|source| ConfineError::Root {
             root: host_root.display().to_string(),
             source,
         })?;
@@ -124,15 +121,11 @@ impl Workspace {
         if self.read_only.is_empty() {
             return Ok(());
         }
-        use std::os::fd::AsRawFd;
-        let real =
-            std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())).map_err(|source| {
-                ConfineError::Io {
-                    action: "locate",
-                    path: shown.to_string(),
-                    source,
-                }
-            })?;
+        let real = super::beneath::real_path(dir).map_err(|source| ConfineError::Io {
+            action: "locate",
+            path: shown.to_string(),
+            source,
+        })?;
         let full = real.join(tail);
         match self.read_only.iter().find(|p| full.starts_with(p)) {
             Some(part) => Err(ConfineError::ReadOnlyPart {
@@ -213,24 +206,21 @@ impl Workspace {
         })
     }
 
-    /// `openat2` beneath the root, retried on `EAGAIN` (the kernel's answer when a rename
-    /// raced the lookup).
+    /// Opens `rel` beneath the root ([`super::beneath::open`]).
     fn open_beneath(&self, rel: &Path, flags: OFlag, shown: &str) -> Result<OwnedFd, ConfineError> {
-        // openat2 refuses (EINVAL) any flag beside O_PATH but these few.
-        let extra = if flags.contains(OFlag::O_PATH) {
-            OFlag::O_CLOEXEC
-        } else {
-            OFlag::O_CLOEXEC | OFlag::O_NOCTTY
-        };
-        let how = || OpenHow::new().flags(flags | extra).resolve(beneath());
-        let mut tries = 0;
-        loop {
-            match openat2(&self.root, rel, how()) {
-                Ok(fd) => return Ok(fd),
-                Err(Errno::EAGAIN) if tries < 8 => tries += 1,
-                Err(e) => return Err(open_error(e, shown)),
-            }
-        }
+        super::beneath::open(&self.root, rel, flags).map_err(|e| match e {
+            BeneathError::Escapes => ConfineError::Escapes {
+                path: shown.to_string(),
+            },
+            BeneathError::Missing => ConfineError::Missing {
+                path: shown.to_string(),
+            },
+            BeneathError::Io(source) => ConfineError::Io {
+                action: "open",
+                path: shown.to_string(),
+                source,
+            },
+        })
     }
 
     /// Opens a file for reading, following symlinks only while they stay inside, and never
@@ -562,20 +552,6 @@ fn temp_name() -> OsString {
         .unwrap_or(0);
     OsStr::from_bytes(format!(".moat-write-{}-{n}-{nanos}.tmp", std::process::id()).as_bytes())
         .to_os_string()
-}
-
-fn open_error(e: Errno, shown: &str) -> ConfineError {
-    match e {
-        // EXDEV: `..` above the root, an absolute symlink, a link leading out or another
-        // mount; ELOOP: a magic link, or a chain the kernel gave up on.
-        Errno::EXDEV | Errno::ELOOP => ConfineError::Escapes {
-            path: shown.to_string(),
-        },
-        Errno::ENOENT => ConfineError::Missing {
-            path: shown.to_string(),
-        },
-        e => io_err("open", shown, e),
-    }
 }
 
 fn io_err(action: &'static str, shown: &str, e: Errno) -> ConfineError {

@@ -2,13 +2,16 @@
 //!
 //! An approval for `sh build.sh` is worth nothing if `build.sh` can change between the
 //! operator reading it and the run. So the files a plan runs — a script operand of a shell or
-//! interpreter, a `-f` program file of awk/sed, the file of `.`/`source`, a program named by a
-//! path outside the trusted directories — are found here ([`scan`], [`scan_with`]), hashed when
+//! interpreter, a program file an option names (`awk -f`, `make -f`), a file loaded as code
+//! besides it (`--rcfile`), the file of `.`/`source`, a program named by a path outside the
+//! trusted directories — are found here ([`scan`], [`scan_with`]), hashed when
 //! the approval is made, and at run time copied into a place the agent cannot write; the plan
 //! is rewritten to run the copies ([`rewrite`]), and the copies' hashes must equal the approved
 //! ones. On the host the copies are made here (opened with `O_NOFOLLOW`, bounded, into a
 //! private directory); a sandbox plan uses the same detection and rewrite, with its files read
 //! inside the container and copied into the run directory (`tools::exec_tool::sandbox_files`).
+//! Which word of an interpreter's argv is its program is the policy's interpreter table
+//! (`policy::interpreters`), so the file bound is the file the inline-eval check judged.
 
 use std::io::Read;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -17,82 +20,12 @@ use std::path::{Component, Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::approvals::BoundFile;
-use crate::policy::{command_layers, parse_script, render, PlannedSegment, Redirect, Script};
+use crate::policy::{
+    command_layers, parse_script, render, PlannedSegment, Redirect, Resolver, Script,
+};
 
 /// The largest file moat binds: scripts are small; a larger file is refused, not truncated.
 pub const MAX_BOUND_BYTES: u64 = 16 * 1024 * 1024;
-
-/// Programs that run a file named by their first operand, and how to read their options.
-struct Runner {
-    names: &'static [&'static str],
-    /// Short option letters that mean "the code is inline or comes from elsewhere": no file.
-    inline: &'static str,
-    /// Long options with the same meaning.
-    inline_long: &'static [&'static str],
-    /// Options whose value is the next word (skipped).
-    valued: &'static [&'static str],
-    /// Options whose value is itself a file the program runs.
-    file_valued: &'static [&'static str],
-    /// Leading subcommands to skip (`deno run x.ts`).
-    subcommands: &'static [&'static str],
-}
-
-const RUNNERS: &[Runner] = &[
-    Runner {
-        names: &[
-            "sh", "bash", "dash", "zsh", "ksh", "mksh", "yash", "ash", "fish", "csh", "tcsh",
-        ],
-        inline: "cs",
-        inline_long: &["--command"],
-        valued: &["-o", "+o", "-O", "+O"],
-        file_valued: &["--rcfile", "--init-file"],
-        subcommands: &[],
-    },
-    Runner {
-        names: &["python", "pypy"],
-        inline: "cm",
-        inline_long: &[],
-        valued: &["-W", "-X", "-Q"],
-        file_valued: &[],
-        subcommands: &[],
-    },
-    Runner {
-        names: &["node", "nodejs", "bun", "deno"],
-        inline: "ep",
-        inline_long: &["--eval", "--print"],
-        valued: &["-r", "--require", "--import", "--loader"],
-        file_valued: &[],
-        subcommands: &["run"],
-    },
-    Runner {
-        names: &["perl", "ruby", "lua", "luajit", "julia"],
-        inline: "eE",
-        inline_long: &["--eval"],
-        // perl's `-l` takes only attached digits (`-l0`), so the word after it is the script.
-        valued: &["-I", "-r"],
-        file_valued: &[],
-        subcommands: &[],
-    },
-    Runner {
-        names: &["php"],
-        inline: "rR",
-        inline_long: &[],
-        valued: &["-c", "-d", "-z"],
-        file_valued: &["-f"],
-        subcommands: &[],
-    },
-    Runner {
-        names: &["tclsh", "wish", "expect", "rscript", "pwsh", "osascript"],
-        inline: "ec",
-        inline_long: &["--command"],
-        valued: &[],
-        file_valued: &["-f", "-File", "--file"],
-        subcommands: &[],
-    },
-];
-
-/// Programs whose operands are code text, but whose `-f FILE` is a program file.
-const FILE_FLAG_ONLY: &[&str] = &["awk", "gawk", "mawk", "nawk", "sed"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
@@ -136,82 +69,19 @@ pub struct Found {
     pub at: (usize, usize),
 }
 
-fn stem(word: &str) -> String {
-    let base = word.rsplit('/').next().unwrap_or(word).to_ascii_lowercase();
-    base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-')
-        .to_string()
-}
-
-/// The index in `layer` of the file `layer[0]` runs, if it runs one.
-fn operand_of(layer: &[String]) -> Option<usize> {
-    let first = layer.first()?;
+/// The indices in `layer` of the files `layer[0]` runs: the file of `.`/`source`, or what the
+/// interpreter table says the interpreter runs (`policy::interpreters`, the table the
+/// inline-eval check reads too), its family found by `names` (the word, its PATH hit, its
+/// symlink target) as the policy finds it. `Err` says why that cannot be told.
+fn operands_of(layer: &[String], names: &[String]) -> Result<Vec<usize>, (usize, String)> {
+    let Some(first) = layer.first() else {
+        return Ok(Vec::new());
+    };
     if first == "." || first == "source" {
-        return (layer.len() > 1).then_some(1);
+        return Ok(if layer.len() > 1 { vec![1] } else { Vec::new() });
     }
-    let name = stem(first);
-    if FILE_FLAG_ONLY.contains(&name.as_str()) {
-        // `-f FILE`, `--file FILE`, and `f` ending a cluster (`-nf FILE`). An attached value
-        // (`-fFILE`, `-nfFILE`, `--file=FILE`) is returned as its own word: it names no file
-        // as written, so binding it fails and the request is refused rather than run unbound.
-        for (i, w) in layer.iter().enumerate().skip(1) {
-            if w == "--" {
-                break;
-            }
-            if w == "--file" {
-                return (i + 1 < layer.len()).then_some(i + 1);
-            }
-            if w.starts_with("--file=") {
-                return Some(i);
-            }
-            let Some(flags) = w.strip_prefix('-').filter(|f| !f.starts_with('-')) else {
-                continue;
-            };
-            match flags.find('f') {
-                Some(at) if at + 1 == flags.len() => return (i + 1 < layer.len()).then_some(i + 1),
-                Some(_) => return Some(i),
-                None => {}
-            }
-        }
-        return None;
-    }
-    let runner = RUNNERS.iter().find(|r| r.names.contains(&name.as_str()))?;
-    let mut i = 1;
-    while i < layer.len() {
-        let w = layer[i].as_str();
-        if w == "--" {
-            return (i + 1 < layer.len()).then_some(i + 1);
-        }
-        if w == "-" {
-            return None;
-        }
-        if runner.file_valued.contains(&w) {
-            return (i + 1 < layer.len()).then_some(i + 1);
-        }
-        if runner.valued.contains(&w) {
-            i += 2;
-            continue;
-        }
-        if runner.inline_long.contains(&w) {
-            return None;
-        }
-        if let Some(flags) = w.strip_prefix('-').filter(|f| !f.starts_with('-')) {
-            if flags.chars().any(|c| runner.inline.contains(c)) {
-                return None;
-            }
-            i += 1;
-            continue;
-        }
-        if w.starts_with("--") || w.starts_with('+') {
-            i += 1;
-            continue;
-        }
-        if runner.subcommands.contains(&w) && i == 1 {
-            i += 1;
-            continue;
-        }
-        return Some(i);
-    }
-    None
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    crate::policy::interpreters::program_files(layer, &names)
 }
 
 fn trusted(path: &Path, trusted_dirs: &[String]) -> bool {
@@ -222,25 +92,36 @@ fn trusted(path: &Path, trusted_dirs: &[String]) -> bool {
 }
 
 /// Every file a host `plan` runs, relative words taken from `cwd`; a program named by a path
-/// is bound unless it lies in `trusted_dirs`. See [`scan_with`].
-pub fn scan(plan: &str, cwd: &Path, trusted_dirs: &[String]) -> Result<Vec<Found>, BindError> {
-    scan_with(plan, cwd, "host", &|word| {
+/// is bound unless it lies in `trusted_dirs`. `resolver` holds what the policy resolved the
+/// command words to. See [`scan_with`].
+pub fn scan(
+    plan: &str,
+    cwd: &Path,
+    trusted_dirs: &[String],
+    resolver: &dyn Resolver,
+) -> Result<Vec<Found>, BindError> {
+    let program = |word: &str| {
         let path = cwd.join(word);
         (word.contains('/') && !trusted(&path, trusted_dirs)).then_some(path)
-    })
+    };
+    scan_with(plan, cwd, "host", &program, resolver)
 }
 
 /// Every file `plan` runs on `place` (`host` or `sandbox`), relative operands taken from
 /// `cwd`. `program` says for a command word (after wrappers) which file it runs when that file
-/// must be bound: `None` for a trusted program. Refused when such a file sits in a part of the
-/// plan moat cannot rebuild, since then it could not run the approved copy.
+/// must be bound: `None` for a trusted program. `resolver` holds what the policy resolved the
+/// command words to (PATH hit, symlink target): an interpreter is known by those names as the
+/// policy knows it, so a link `./py` to python binds the script it runs. Refused when such a
+/// file sits in a part of the plan moat cannot rebuild, since then it could not run the
+/// approved copy.
 pub fn scan_with(
     plan: &str,
     cwd: &Path,
     place: &'static str,
     program: &dyn Fn(&str) -> Option<PathBuf>,
+    resolver: &dyn Resolver,
 ) -> Result<Vec<Found>, BindError> {
-    scan_script(&parse_script(plan), cwd, place, program)
+    scan_script(&parse_script(plan), cwd, place, program, resolver)
 }
 
 /// [`scan_with`] on a plan already parsed (an exec parses its command once).
@@ -249,6 +130,7 @@ pub fn scan_script(
     cwd: &Path,
     place: &'static str,
     program: &dyn Fn(&str) -> Option<PathBuf>,
+    resolver: &dyn Resolver,
 ) -> Result<Vec<Found>, BindError> {
     let mut found: Vec<Found> = Vec::new();
     let mut moved = false;
@@ -264,8 +146,16 @@ pub fn scan_script(
             // no file to bind: it is inline eval, which asks every time (docs/policy.md).
             let from_stream =
                 |i: &usize| crate::policy::unreviewed_source(&layer[*i], &cwd.to_string_lossy());
+            let names = crate::policy::interpreters::names_of(&layer[0], resolver);
+            let operands =
+                operands_of(&layer, &names).map_err(|(at, reason)| BindError::NotRewritable {
+                    place,
+                    operand: crate::policy::escape_display(&layer[at]),
+                    reason: crate::policy::escape_display(&reason),
+                })?;
             at.extend(
-                operand_of(&layer)
+                operands
+                    .into_iter()
                     .filter(|i| !from_stream(i))
                     .map(|i| (i, cwd.join(&layer[i]))),
             );
@@ -517,44 +407,114 @@ mod tests {
 
     #[test]
     fn operands_that_are_run() {
-        let rows: &[(&str, Option<usize>)] = &[
-            ("sh build.sh", Some(1)),
-            ("bash -e -x build.sh arg", Some(3)),
-            ("bash -o pipefail build.sh", Some(3)),
-            ("bash -- x", Some(2)),
-            ("sh -c echo", None),
-            ("sh -ec echo", None),
-            ("sh", None),
-            ("sh -s", None),
-            ("bash --rcfile rc -i", Some(2)),
-            ("python3 x.py", Some(1)),
-            ("python3.11 -u x.py", Some(2)),
-            ("python3 -m http.server", None),
-            ("python3 -c print(1)", None),
-            ("python3 -W ignore x.py", Some(3)),
-            ("node app.js", Some(1)),
-            ("node -e 1", None),
-            ("deno run x.ts", Some(2)),
-            ("perl -e 1", None),
-            ("perl x.pl", Some(1)),
-            ("awk {print} f", None),
-            ("awk -f prog.awk data", Some(2)),
-            ("sed -f s.sed f", Some(2)),
-            ("sed -nf s.sed f", Some(2)),
-            ("sed -n -f s.sed f", Some(3)),
-            ("sed -fs.sed f", Some(1)),
-            ("awk -f./x.awk f", Some(1)),
-            ("awk --file=x.awk f", Some(1)),
-            ("sed -n s/a/b/ f", None),
-            ("perl -l ./x.pl", Some(2)),
-            ("perl -l0 -w x.pl", Some(3)),
-            (". ./env.sh", Some(1)),
-            ("source env.sh", Some(1)),
-            ("git status", None),
-            ("make -f Makefile", None),
+        let rows: &[(&str, Result<&[usize], &str>)] = &[
+            ("sh build.sh", Ok(&[1])),
+            ("bash -e -x build.sh arg", Ok(&[3])),
+            ("bash -o pipefail build.sh", Ok(&[3])),
+            ("bash -- x", Ok(&[2])),
+            ("sh -c echo", Ok(&[])),
+            ("sh -ec echo", Ok(&[])),
+            ("sh", Ok(&[])),
+            ("sh -s", Ok(&[])),
+            ("bash --rcfile rc -i", Ok(&[2])),
+            ("python3 x.py", Ok(&[1])),
+            ("python3.11 -u x.py", Ok(&[2])),
+            ("python3 -m http.server", Ok(&[])),
+            ("python3 -c print(1)", Ok(&[])),
+            ("python3 -ic code", Ok(&[])),
+            ("python3 -W ignore x.py", Ok(&[3])),
+            ("node app.js", Ok(&[1])),
+            ("node -e 1", Ok(&[])),
+            ("node -r ./hook.js app.js", Ok(&[3])),
+            ("deno run x.ts", Ok(&[2])),
+            ("perl -e 1", Ok(&[])),
+            ("perl x.pl", Ok(&[1])),
+            ("perl -MPOSIX x.pl", Ok(&[2])),
+            ("awk {print} f", Ok(&[])),
+            ("awk -f prog.awk data", Ok(&[2])),
+            ("sed -f s.sed f", Ok(&[2])),
+            ("sed -nf s.sed f", Ok(&[2])),
+            ("sed -n -f s.sed f", Ok(&[3])),
+            // A path attached to its option is no word moat can swap for its copy.
+            ("sed -fs.sed f", Err("attached to its option")),
+            ("awk -f./x.awk f", Err("attached to its option")),
+            ("awk --file=x.awk f", Err("attached to its option")),
+            ("sed -n s/a/b/ f", Ok(&[])),
+            ("perl -l ./x.pl", Ok(&[2])),
+            ("perl -l0 -w x.pl", Ok(&[3])),
+            (". ./env.sh", Ok(&[1])),
+            ("source env.sh", Ok(&[1])),
+            ("git status", Ok(&[])),
+            // Where the binding's own table used to read an argv otherwise than the policy:
+            // a makefile is make's program, bound like a script.
+            ("make -f Makefile", Ok(&[2])),
+            ("make -C sub -f ci.mk test", Ok(&[4])),
+            ("make test", Ok(&[])),
+            // `--rcfile` runs besides the script; both are bound.
+            ("bash --rcfile rc x.sh", Ok(&[2, 3])),
+            // `-C dir` takes a value: the script is the word after it, not `dir`.
+            ("ruby -C dir x.rb", Ok(&[3])),
+            // fish's `-C` is code, not a file.
+            ("fish -C cmd x.fish", Ok(&[])),
+            // `-encoding` is one option of tclsh, with a value (once read as `-e`: no file).
+            ("tclsh -encoding utf-8 x.tcl", Ok(&[3])),
+            ("yash x.sh", Ok(&[1])),
+            ("pwsh -File x.ps1", Ok(&[2])),
+            ("pwsh -Command x", Ok(&[])),
+            ("expect -f x.exp", Ok(&[2])),
+            ("gawk -f a.awk -i b.awk x", Ok(&[2, 4])),
+            // An option moat does not know, followed by two words: either may be the script.
+            (
+                "node --weird a.js b.js",
+                Err("cannot tell whether it or `b.js`"),
+            ),
+            ("node --weird a.js", Ok(&[2])),
+            ("node --weird=1 a.js b.js", Ok(&[2])),
         ];
         for (cmd, want) in rows {
-            assert_eq!(operand_of(&words(cmd)), *want, "{cmd}");
+            let argv = words(cmd);
+            match (operands_of(&argv, &argv[..1]), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, *want, "{cmd}"),
+                (Err((_, e)), Err(needle)) => assert!(e.contains(needle), "{cmd}: {e}"),
+                (got, want) => panic!("{cmd}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    /// The binding and the policy read every interpreter and every option of the shared table
+    /// alike: the file the binding hashes is the file the policy judged, an option the policy
+    /// reads as program text never makes the binding take its value for a file, and
+    /// allow-always never remembers any of them by path.
+    #[test]
+    fn binding_and_policy_read_every_listed_interpreter_alike() {
+        let samples = crate::policy::interpreters::samples();
+        assert!(samples.len() > 300, "{}", samples.len());
+        for s in samples {
+            let shown = s.argv.join(" ");
+            let names = [s.argv[0].as_str()];
+            let asks = crate::policy::inline_eval_label(&s.argv, &names, "/w").is_some();
+            assert_eq!(asks, s.asks, "policy on {shown}");
+            let runs = operands_of(&s.argv, &s.argv[..1]).map_err(|_| ());
+            assert_eq!(runs, s.runs, "binding of {shown}");
+            // The program the policy resolves (to see through `x.py -> /dev/stdin`) is the
+            // file the binding binds.
+            if !s.asks {
+                let judged = crate::policy::program_path_of(&s.argv);
+                let bound = s
+                    .runs
+                    .as_ref()
+                    .ok()
+                    .and_then(|r| r.last())
+                    .map(|&i| crate::policy::source_word_of(&s.argv[i]));
+                if s.runs.is_ok() {
+                    assert_eq!(judged, bound, "program of {shown}");
+                }
+            }
+            assert!(
+                crate::approvals::is_interpreter(&s.argv[0]),
+                "allow-always would remember {} by path",
+                s.argv[0]
+            );
         }
     }
 
@@ -564,7 +524,7 @@ mod tests {
         let trusted = vec!["/usr/bin".to_string(), "/bin".to_string()];
         type Located = Vec<(String, (usize, usize))>;
         let ops = |plan: &str| -> Result<Located, String> {
-            scan(plan, cwd, &trusted)
+            scan(plan, cwd, &trusted, &crate::policy::MapResolver::new())
                 .map(|f| f.into_iter().map(|f| (f.operand, f.at)).collect())
                 .map_err(|e| e.to_string())
         };
@@ -597,13 +557,49 @@ mod tests {
         assert!(err.contains("cannot rebuild"), "{err}");
     }
 
+    /// An interpreter is known by what the command word resolves to, as the policy knows it:
+    /// `./py x.py` with `./py` a link to python binds `x.py` (by the typed name alone it bound
+    /// only `./py`, and `x.py` could be swapped after the approval).
+    #[test]
+    fn an_interpreter_behind_another_name_binds_its_script() {
+        let cwd = Path::new("/w");
+        let resolver = crate::policy::MapResolver::new()
+            .with_real("./py", "/usr/bin/python3.11")
+            .with("runner", "/w/bin/runner")
+            .with_real("runner", "/usr/bin/perl");
+        let ops = |plan: &str| -> Vec<String> {
+            scan(plan, cwd, &["/usr/bin".to_string()], &resolver)
+                .unwrap()
+                .into_iter()
+                .map(|f| f.operand)
+                .collect()
+        };
+        assert_eq!(ops("./py x.py"), ["./py", "x.py"]);
+        assert_eq!(ops("./py -c code"), ["./py"]);
+        assert_eq!(ops("runner -l x.pl"), ["x.pl"]);
+        // The policy judges the same argv by the same names.
+        let argv: Vec<String> = ["./py", "-c", "code"].map(String::from).to_vec();
+        let names = crate::policy::interpreters::names_of("./py", &resolver);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(
+            crate::policy::inline_eval_label(&argv, &names, "/w").as_deref(),
+            Some("python3.11 -c")
+        );
+    }
+
     #[test]
     fn snapshots_run_exactly_the_copied_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let cwd = dir.path().join("cwd");
         std::fs::create_dir_all(&cwd).unwrap();
         std::fs::write(cwd.join("build.sh"), "echo one\n").unwrap();
-        let found = scan("sh build.sh 2>&1", &cwd, &[]).unwrap();
+        let found = scan(
+            "sh build.sh 2>&1",
+            &cwd,
+            &[],
+            &crate::policy::MapResolver::new(),
+        )
+        .unwrap();
         let approved = bind(&found).unwrap();
         assert_eq!(approved[0].size, 9);
         let private = dir.path().join("private");

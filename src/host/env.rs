@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use super::env_names::{ValueRule, ACCOUNT, BUILT_IN, REFUSED, REFUSED_PREFIXES, REFUSED_SUFFIXES};
+use crate::policy::env_names::{built_in as rule, value_problem, Judge, Names, ACCOUNT, BUILT_IN};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -30,41 +30,6 @@ pub fn built_in_summary() -> String {
         }
     }
     shown.join(", ")
-}
-
-fn rule(name: &str) -> Option<ValueRule> {
-    BUILT_IN.iter().find(|(n, _)| *n == name).map(|(_, r)| *r)
-}
-
-/// Why `value` does not fit `rule`, if it does not.
-fn value_problem(rule: ValueRule, value: &str) -> Option<&'static str> {
-    let only = |extra: &str, max: usize| {
-        value.len() <= max
-            && value
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
-    };
-    let ok = match rule {
-        ValueRule::Locale => only("_.@-", 64),
-        ValueRule::Zone => {
-            only("_+-/:.", 64)
-                && !value.starts_with('/')
-                && !value.starts_with(':')
-                && !value.contains("..")
-        }
-        ValueRule::Term => only("_.+-", 64),
-        ValueRule::Number => {
-            !value.is_empty() && value.len() <= 5 && value.chars().all(|c| c.is_ascii_digit())
-        }
-        ValueRule::Flag => only("_.,:=+-", 64),
-    };
-    (!ok).then_some(match rule {
-        ValueRule::Locale => "is not a locale name (letters, digits and `_.@-`)",
-        ValueRule::Zone => "is not a zone name (no file path, no `..`)",
-        ValueRule::Term => "is not a terminal type (letters, digits and `_.+-`)",
-        ValueRule::Number => "is not a number below 100000",
-        ValueRule::Flag => "is not a short setting (letters, digits and `_.,:=+-`)",
-    })
 }
 
 /// Fails with `Security Violation: …` naming every key a request may not pass to a host
@@ -143,26 +108,24 @@ pub fn check_operator_name(name: &str) -> Result<(), String> {
             crate::policy::escape_display(name)
         ));
     }
-    let upper = name.to_ascii_uppercase();
-    if rule(&upper).is_some() {
+    if rule(&name.to_ascii_uppercase()).is_some() {
         return Ok(());
     }
-    if REFUSED.contains(&upper.as_str()) {
-        return Err(format!(
-            "`{name}` changes which code a host command runs or where it reads settings; it cannot be allowed"
-        ));
-    }
-    if let Some((p, why)) = REFUSED_PREFIXES.iter().find(|(p, _)| upper.starts_with(p)) {
-        return Err(format!(
+    let Some(refused) = crate::policy::env_names::refusal(name, Judge::Host) else {
+        return Ok(());
+    };
+    let why = refused.why;
+    Err(match refused.names {
+        Names::Exact(_) => format!(
+            "`{name}` changes which code a host command runs or where it reads settings ({why}); it cannot be allowed"
+        ),
+        Names::Prefix(p) => format!(
             "`{name}` is in the `{p}*` family ({why}), which changes what a host command runs; it cannot be allowed"
-        ));
-    }
-    if let Some((s, why)) = REFUSED_SUFFIXES.iter().find(|(s, _)| upper.ends_with(s)) {
-        return Err(format!(
+        ),
+        Names::Suffix(s) => format!(
             "`{name}` is in the `*{s}` family ({why}), which changes what a host command runs; it cannot be allowed"
-        ));
-    }
-    Ok(())
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -294,6 +257,136 @@ mod tests {
                 (Err(e), Some(w)) => assert!(e.contains(w), "{name}: {e}"),
                 (r, w) => panic!("{name}: got {r:?}, want {w:?}"),
             }
+        }
+    }
+
+    /// How one judge treats a name: as an operator's addition, and in a request.
+    #[derive(Debug, PartialEq, Eq)]
+    struct Verdict {
+        /// Whether an operator may add the name to the judge's `env_allow`.
+        operator_may_add: bool,
+        /// What a request setting it to `value` gets when no `env_allow` lists it.
+        request: &'static str,
+    }
+
+    fn host_verdict(name: &str, value: &str) -> Verdict {
+        Verdict {
+            operator_may_add: check_operator_name(name).is_ok(),
+            request: match check_request(&env(&[(name, value)]), &[]) {
+                Ok(()) => "passes",
+                Err(e) if e.0.contains("the value of") => "value refused",
+                Err(e) if e.0.contains("is not on the host env allowlist") => "refused",
+                Err(e) => panic!("{name}: {e}"),
+            },
+        }
+    }
+
+    fn policy_verdict(name: &str, value: &str) -> Verdict {
+        let policy = |env_allow: Vec<String>| crate::policy::Policy {
+            security: crate::policy::Security::Allowlist,
+            env_allow,
+            ..crate::policy::Policy::default()
+        };
+        let findings = crate::policy::env_findings(&env(&[(name, value)]), &policy(Vec::new()));
+        Verdict {
+            operator_may_add: policy(vec![name.to_string()]).validate().is_ok(),
+            request: match findings.as_slice() {
+                [] => "passes",
+                [f] if f.contains("cannot be set") && f.contains("its value") => "value refused",
+                [f] if f.contains("cannot be set") => "refused",
+                // A miss: the operator may approve it, or list it in env_allow.
+                [f] if f.contains("is not on the env allowlist") => "asked",
+                other => panic!("{name}: {other:?}"),
+            },
+        }
+    }
+
+    /// Every name of the shared table is judged alike by the host executor and by the policy,
+    /// but for the entries that say why not (`host_only`), where exactly that difference shows.
+    #[test]
+    fn host_and_policy_judge_every_listed_name_alike() {
+        use crate::policy::env_names::{ValueRule, REFUSED};
+        let refused = Verdict {
+            operator_may_add: false,
+            request: "refused",
+        };
+        for entry in REFUSED {
+            let samples = match entry.names {
+                Names::Exact(n) => vec![n.to_string(), n.to_ascii_lowercase()],
+                Names::Prefix(p) => vec![
+                    p.to_string(),
+                    format!("{p}SAMPLE"),
+                    format!("{p}x").to_ascii_lowercase(),
+                ],
+                Names::Suffix(s) => vec![
+                    format!("SAMPLE{s}"),
+                    format!("sample{s}").to_ascii_lowercase(),
+                ],
+            };
+            for name in samples {
+                if !crate::policy::is_env_name(&name) {
+                    continue;
+                }
+                let host = host_verdict(&name, "1");
+                let policy = policy_verdict(&name, "1");
+                // A request on the host names only what it may; the policy refuses outright.
+                assert_eq!(host, refused, "host on {name}");
+                match entry.host_only {
+                    None => assert_eq!(policy, refused, "policy on {name}"),
+                    Some(why) => {
+                        assert!(!why.is_empty());
+                        assert_eq!(
+                            policy,
+                            Verdict {
+                                operator_may_add: true,
+                                request: "asked"
+                            },
+                            "policy on host-only {name}"
+                        );
+                    }
+                }
+            }
+        }
+        for (name, rule) in BUILT_IN {
+            let (good, bad) = match rule {
+                ValueRule::Locale => ("C.UTF-8", "/tmp/locale"),
+                ValueRule::Zone => ("Europe/Paris", "/etc/localtime"),
+                ValueRule::Term => ("xterm-256color", "../../tmp/t"),
+                ValueRule::Number => ("120", "1e9"),
+                ValueRule::Flag => ("1", "$(id)"),
+            };
+            for (value, want) in [(good, "passes"), (bad, "value refused")] {
+                let want = Verdict {
+                    operator_may_add: true,
+                    request: want,
+                };
+                assert_eq!(host_verdict(name, value), want, "host on {name}={value}");
+                assert_eq!(
+                    policy_verdict(name, value),
+                    want,
+                    "policy on {name}={value}"
+                );
+            }
+        }
+        // Names in no family: both let an operator add them; unlisted, the host refuses the
+        // request and the policy asks (its misses go to the operator, the host has no misses).
+        for name in ["MY_FLAG", "CI", "LC_FOO", "DEBUG"] {
+            assert_eq!(
+                host_verdict(name, "1"),
+                Verdict {
+                    operator_may_add: true,
+                    request: "refused"
+                },
+                "{name}"
+            );
+            assert_eq!(
+                policy_verdict(name, "1"),
+                Verdict {
+                    operator_may_add: true,
+                    request: "asked"
+                },
+                "{name}"
+            );
         }
     }
 }

@@ -1,16 +1,17 @@
 //! The host executor (docs/approvals.md, "The host executor"): commands that leave the sandbox and run on this machine.
 //!
-//! `env` is the host env allowlist (`env_names` its lists), `bound` binds the files a plan
-//! runs (its detection and rewrite serve sandbox plans too), `writable` finds where the sandbox can write, `path` the login-shell PATH and name
-//! resolution, `executor` the [`Executor`](crate::runtime::Executor) that lets the process
-//! registry run host commands through the same wrapper, log and supervisor as container ones,
-//! `pty` terminals, `lineage` tells whether a process descends from a host command, `operator`
-//! refuses such a process operator rights and audits the attempt, and `run_as` is
-//! `elevated.user` (docs/security.md, "The operator channel").
+//! `env` is the host env allowlist (its names are the policy's table, `policy::env_names`),
+//! `bound` binds the files a plan runs (its detection and rewrite serve sandbox plans too; which
+//! file an interpreter runs is the policy's table, `policy::interpreters`), `writable` finds
+//! where the sandbox can write, `path` the login-shell PATH and name resolution, `executor` the
+//! [`Executor`](crate::runtime::Executor) that lets the process registry run host commands
+//! through the same wrapper, log and supervisor as container ones, `pty` terminals, `lineage`
+//! tells whether a process descends from a host command, `operator` refuses such a process
+//! operator rights and audits the attempt, and `run_as` is `elevated.user` (docs/security.md,
+//! "The operator channel").
 
 mod bound;
 mod env;
-mod env_names;
 mod executor;
 mod lineage;
 mod operator;

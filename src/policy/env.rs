@@ -4,167 +4,36 @@
 //! run something else: `GIT_CONFIG_*` defines aliases and pagers, `HOME` picks the login
 //! shell's `.profile`, `PYTHONWARNINGS` + `BROWSER`, `LD_PRELOAD`, `BASH_ENV` load code. So in
 //! allowlist mode a request may only set names from a short list of presentation settings
-//! (locale, time zone, terminal size and colour) plus the names the operator adds in
-//! `env_allow`. Names from the code-loading families are refused outright, and may not be added
-//! to `env_allow` either; any other name is a miss. See docs/policy.md ("Request env").
+//! (locale, time zone, terminal size and colour), each with a value of its kind, plus the names
+//! the operator adds in `env_allow`. Names from the code-loading families are refused outright,
+//! and may not be added to `env_allow` either; any other name is a miss. The lists are the
+//! host executor's too ([`super::env_names`]). See docs/policy.md ("Request env").
 
 use std::collections::BTreeMap;
 
+use super::env_names::{self, Judge};
 use super::explain::escape_display;
 
 /// Names a request may always set in allowlist mode: they change how output looks, never what
-/// runs. `LC_*` is covered by [`is_locale`].
-pub const DEFAULT_ENV_ALLOW: &[&str] = &[
-    "LANG",
-    "LANGUAGE",
-    "TZ",
-    "TERM",
-    "COLORTERM",
-    "COLUMNS",
-    "LINES",
-    "NO_COLOR",
-    "FORCE_COLOR",
-    "CLICOLOR",
-    "CLICOLOR_FORCE",
-];
-
-/// Names that make a program load or run other code, read another configuration, or look
-/// commands up elsewhere. Compared case-insensitively.
-const FORBIDDEN: &[&str] = &[
-    "PATH",
-    "HOME",
-    "ENV",
-    "BASH_ENV",
-    "KSH_ENV",
-    "ZDOTDIR",
-    "SHELL",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "IFS",
-    "CDPATH",
-    "FPATH",
-    "GLOBIGNORE",
-    "PROMPT_COMMAND",
-    "PS1",
-    "PS2",
-    "PS3",
-    "PS4",
-    "BROWSER",
-    "EDITOR",
-    "VISUAL",
-    "PAGER",
-    "MANPAGER",
-    "FCEDIT",
-    "TMPDIR",
-    "GCONV_PATH",
-    "LOCPATH",
-    "NLSPATH",
-    "HOSTALIASES",
-    "RESOLV_HOST_CONF",
-    "CC",
-    "CXX",
-    "CPP",
-    "LD",
-    "AR",
-    "MAKEFLAGS",
-    "MFLAGS",
-    "MAKELEVEL",
-    "CONFIG_SITE",
-    "CONFIG_SHELL",
-    "EXINIT",
-    "VIMINIT",
-    "MYVIMRC",
-    "GVIMINIT",
-    "EMACSLOADPATH",
-    "INPUTRC",
-    "CLASSPATH",
-    "TCLLIBPATH",
-    "HGRCPATH",
-    "WGETRC",
-    "CURL_HOME",
-    "OPENSSL_CONF",
-    "OPENSSL_ENGINES",
-    "SSLKEYLOGFILE",
-    "SUDO_ASKPASS",
-    "SUDO_EDITOR",
-];
-
-/// Families of names, by prefix (compared case-insensitively), with the same effect.
-const FORBIDDEN_PREFIXES: &[&str] = &[
-    "LD_",
-    "DYLD_",
-    "BASH_FUNC_",
-    "GIT_",
-    "PYTHON",
-    "PERL",
-    "RUBY",
-    "GEM_",
-    "BUNDLE_",
-    "IRBRC",
-    "NODE_",
-    "NPM_",
-    "YARN_",
-    "PNPM_",
-    "BUN_",
-    "DENO_",
-    "LUA_",
-    "PHP",
-    "JAVA",
-    "_JAVA",
-    "JDK_",
-    "MAVEN_",
-    "GRADLE_",
-    "SBT_",
-    "ANT_",
-    "DOTNET_",
-    "CORECLR_",
-    "GLIBC_",
-    "MALLOC_",
-    "LESS",
-    "SSH_",
-    "GNUPG",
-    "GPG_",
-    "XDG_",
-    "PIP_",
-    "UV_",
-    "VIRTUAL_ENV",
-    "CONDA",
-    "CARGO",
-    "RUSTC",
-    "RUSTFLAGS",
-    "RUSTDOC",
-    "GO",
-    "CGO_",
-    "R_",
-    "JULIA_",
-    "ERL_",
-    "ELIXIR_",
-    "ANSIBLE_",
-    "TF_",
-    "HELM_",
-    "KUBE",
-    "DOCKER_",
-    "AWS_",
-    "CMAKE_",
-    "HIST",
-    "EMACS",
-];
-
-/// Whether `name` is a locale category (`LC_ALL`, `LC_CTYPE`, …), which only selects data.
-fn is_locale(name: &str) -> bool {
-    name.strip_prefix("LC_")
-        .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_uppercase()))
-}
+/// runs. The names of [`env_names::BUILT_IN`], whose values are checked too.
+pub const DEFAULT_ENV_ALLOW: &[&str] = &{
+    let mut names = [""; env_names::BUILT_IN.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = env_names::BUILT_IN[i].0;
+        i += 1;
+    }
+    names
+};
 
 /// Why `name` can never be set by a request in allowlist mode, if it is in a forbidden family.
 pub(crate) fn forbidden(name: &str) -> Option<&'static str> {
-    let upper = name.to_ascii_uppercase();
-    if upper == "PATH" {
-        return Some("PATH decides which programs run");
-    }
-    let listed = FORBIDDEN.contains(&upper.as_str())
-        || FORBIDDEN_PREFIXES.iter().any(|p| upper.starts_with(p));
-    listed.then_some("it changes what programs load or run")
+    let refused = env_names::refusal(name, Judge::Policy)?;
+    Some(if refused.names == env_names::Names::Exact("PATH") {
+        "PATH decides which programs run"
+    } else {
+        "it changes what programs load or run"
+    })
 }
 
 /// Whether `name` is a valid environment variable name.
@@ -210,9 +79,18 @@ pub(crate) fn check(env: &BTreeMap<String, String>, env_allow: &[String]) -> Env
             ));
             continue;
         }
-        let listed = DEFAULT_ENV_ALLOW.contains(&name.as_str())
-            || is_locale(name)
-            || env_allow.iter().any(|a| a == name);
+        // A built-in name's value is checked whoever listed it, as on the host: `LANG=/x`
+        // makes glibc read locale files from a path.
+        if let Some(rule) = env_names::built_in(name) {
+            if let Some(problem) = env_names::value_problem(rule, value) {
+                verdict.refused.push(format!(
+                    "request env {} cannot be set under security allowlist: its value {problem}",
+                    escape_display(name)
+                ));
+            }
+            continue;
+        }
+        let listed = env_allow.iter().any(|a| a == name);
         if !listed {
             let mut shown: String = value.chars().take(SHOWN_VALUE_CHARS).collect();
             if value.chars().count() > SHOWN_VALUE_CHARS {
@@ -241,20 +119,20 @@ mod tests {
 
     #[test]
     fn listed_names_pass() {
-        for name in [
-            "LANG",
-            "LC_ALL",
-            "LC_CTYPE",
-            "TZ",
-            "TERM",
-            "COLUMNS",
-            "LINES",
-            "NO_COLOR",
-            "FORCE_COLOR",
-            "CLICOLOR",
+        for (name, value) in [
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C"),
+            ("LC_CTYPE", "en_US.UTF-8"),
+            ("TZ", "Europe/Paris"),
+            ("TERM", "xterm-256color"),
+            ("COLUMNS", "120"),
+            ("LINES", "40"),
+            ("NO_COLOR", "1"),
+            ("FORCE_COLOR", "x"),
+            ("CLICOLOR", "1"),
         ] {
             assert_eq!(
-                check(&env(&[(name, "x")]), &[]),
+                check(&env(&[(name, value)]), &[]),
                 EnvVerdict::default(),
                 "{name}"
             );
@@ -287,6 +165,11 @@ mod tests {
             "ld_preload",
             "GIT_SSH_COMMAND",
             "BASH_FUNC_ls%%",
+            // Once only the host's: tar runs --checkpoint-action=exec, terminal descriptions.
+            "TAR_OPTIONS",
+            "TERMINFO",
+            "tar_options",
+            "ZIP_OPTS",
         ] {
             let v = check(&env(&[(name, "x")]), &[]);
             assert_eq!(v.refused.len(), 1, "{name}: {v:?}");
@@ -312,6 +195,28 @@ mod tests {
         assert!(v.missed[0].len() < 120, "{v:?}");
         let v = check(&env(&[("ESC", "\u{1b}[2J")]), &[]);
         assert!(!v.missed[0].contains('\u{1b}'), "{v:?}");
+    }
+
+    #[test]
+    fn built_in_values_are_checked() {
+        for (name, value) in [
+            ("LANG", "/workspace/locale"),
+            ("LC_ALL", "../x"),
+            ("TZ", "/etc/shadow"),
+            ("TZ", ":x"),
+            ("TERM", "../../workspace/t"),
+            ("COLUMNS", "1e9"),
+        ] {
+            let v = check(&env(&[(name, value)]), &[]);
+            assert_eq!(v.refused.len(), 1, "{name}={value}: {v:?}");
+            assert!(v.refused[0].contains("its value is not"), "{v:?}");
+            // Listing the name does not lift the check.
+            let v = check(&env(&[(name, value)]), &[name.to_owned()]);
+            assert_eq!(v.refused.len(), 1, "{name}={value}: {v:?}");
+        }
+        // A locale category glibc does not have is no built-in name: a miss.
+        let v = check(&env(&[("LC_FOO", "C")]), &[]);
+        assert_eq!(v.missed.len(), 1, "{v:?}");
     }
 
     #[test]

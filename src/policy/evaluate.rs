@@ -558,13 +558,12 @@ fn check_segment(ctx: &Context<'_>, index: usize, segment: &Segment) -> Checked 
         }
     }
     if ctx.policy.strict_inline_eval {
-        let looked_up = inner
+        // The names the binding of the files a plan runs looks the family up by, too.
+        let names = inner
             .first()
-            .filter(|word| !word.contains('/'))
-            .and_then(|word| ctx.resolver.resolve(word));
-        let mut names: Vec<&str> = inner.first().map(String::as_str).into_iter().collect();
-        names.extend(looked_up.as_deref());
-        names.extend(real.as_deref());
+            .map(|word| super::interpreters::names_of(word, ctx.resolver))
+            .unwrap_or_default();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
         report.inline_eval =
             inline_eval::detect(inner, &names, ctx.cwd, &|word| ctx.resolver.real(word));
     }

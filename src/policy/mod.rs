@@ -10,12 +10,14 @@ mod bounds;
 mod compose;
 mod entry_advice;
 mod env;
+pub(crate) mod env_names;
 mod error;
 mod evaluate;
 mod explain;
 mod gadgets;
 mod git;
 mod inline_eval;
+pub(crate) mod interpreters;
 mod ir;
 mod judge;
 mod known_safe;
@@ -49,6 +51,10 @@ pub use error::PolicyError;
 pub use evaluate::{command_names, evaluate, evaluate_parsed, pattern_words, source_words};
 pub use explain::{display_argv, escape_display, explain_json, explain_text, is_deceptive};
 pub(crate) use inline_eval::unreviewed_source;
+#[cfg(test)]
+pub(crate) use inline_eval::{
+    label as inline_eval_label, program_path as program_path_of, source_word as source_word_of,
+};
 pub use ir::{Joiner, Redirect, Script, Segment, TimeKeyword};
 pub use judge::{covered, judge, must_ask, Standing};
 pub use levels::{Ask, Security};

@@ -84,8 +84,10 @@ impl Prepared {
         let (cwd, resolver, trusted) = (&self.cwd, &self.resolver, &self.policy.trusted_dirs);
         let program = |word: &str| sandbox_program(word, cwd, resolver, trusted);
         match parsed.filter(|p| p.command() == plan) {
-            Some(p) => crate::host::scan_script(&p.script, Path::new(cwd), PLACE, &program),
-            None => crate::host::scan_with(plan, Path::new(cwd), PLACE, &program),
+            Some(p) => {
+                crate::host::scan_script(&p.script, Path::new(cwd), PLACE, &program, resolver)
+            }
+            None => crate::host::scan_with(plan, Path::new(cwd), PLACE, &program, resolver),
         }
     }
 

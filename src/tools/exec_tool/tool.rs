@@ -197,6 +197,7 @@ impl ExecTool {
                         &plan,
                         std::path::Path::new(&prepared.cwd),
                         &prepared.policy.trusted_dirs,
+                        &prepared.resolver,
                     )?)?
                 } else {
                     self.bind_sandbox(&prepared, &parsed, &plan).await?

@@ -152,7 +152,8 @@ impl ExecTool {
             return self.snapshot_sandbox(prepared, plan, id).await;
         }
         let cwd = std::path::Path::new(&prepared.cwd);
-        let found = crate::host::scan(plan, cwd, &prepared.policy.trusted_dirs)?;
+        let found =
+            crate::host::scan(plan, cwd, &prepared.policy.trusted_dirs, &prepared.resolver)?;
         if found.is_empty() {
             return Ok(crate::host::Snapshot {
                 plan: plan.to_string(),
