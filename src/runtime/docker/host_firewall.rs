@@ -24,6 +24,8 @@ pub(super) enum FirewallError {
         tool: &'static str,
         why: String,
     },
+    #[error("drop host input from bridge {0}: this moat does not see the bridge, so it does not run in the host's network namespace (run it there, e.g. `network_mode: host` in compose, or set sandbox.egress.host_firewall = false to accept that the sandbox can send broadcast UDP to host services listening on all addresses)")]
+    NotHostNamespace(String),
     #[error("read bridge name `{0}`: not a network interface name")]
     BadBridge(String),
 }
@@ -62,6 +64,10 @@ pub(super) fn raise(bridge: &str) -> Result<(), FirewallError> {
     check_bridge(bridge)?;
     if !nix::unistd::geteuid().is_root() {
         return Err(FirewallError::NotRoot(bridge.to_string()));
+    }
+    // A rule in another namespace's firewall (moat in a container) would hold nothing.
+    if !std::path::Path::new("/sys/class/net").join(bridge).exists() {
+        return Err(FirewallError::NotHostNamespace(bridge.to_string()));
     }
     for tool in ["iptables", "ip6tables"] {
         sweep(tool);
