@@ -108,3 +108,24 @@ fn explain_judges_request_env_under_allowlist() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("NOEQUALS"));
 }
+
+/// `moat doctor` says whether the config file exists: "ok config PATH" only for a file that
+/// is there, and the defaults in so many words when it is not.
+#[test]
+fn doctor_says_when_there_is_no_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = moat(dir.path()).args(["doctor"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let file = dir.path().join("moat.toml");
+    assert!(
+        stdout.contains(&format!("ok    config: no file at {}", file.display())),
+        "{stdout}"
+    );
+    std::fs::write(&file, "[sandbox]\n").unwrap();
+    let out = moat(dir.path()).args(["doctor"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("ok    config {}\n", file.display())),
+        "{stdout}"
+    );
+}

@@ -108,3 +108,39 @@ async fn an_interactive_shell_with_the_terminals_size_and_the_agents_prelude() {
     };
     assert_eq!(status.code(), Some(3), "{seen}");
 }
+
+/// Input that is not a terminal (a pipe) is refused at once with a sentence that names
+/// `moat exec`, instead of running the line and waiting at end-of-input for ever.
+#[tokio::test]
+async fn a_shell_without_a_terminal_is_refused_at_once() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-shell-pipe");
+    let out = home.run(&["exec", "--", "true"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let start = Instant::now();
+    let mut child = home
+        .moat()
+        .args(["shell"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"echo from-the-pipe\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a terminal") && err.contains("moat exec"),
+        "{err}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("from-the-pipe"));
+}

@@ -7,8 +7,17 @@ use moat::runtime::Engine;
 pub async fn run(home: Home, session: Option<String>) -> anyhow::Result<ExitCode> {
     let mut ok = true;
     let config = match moat::config::load(&home.config_file()) {
-        Ok((c, _)) => {
-            say!("ok    config {} ", home.config_file().display());
+        Ok((c, source)) => {
+            match &source.file {
+                Some(file) => say!("ok    config {}", file.display()),
+                None => say!(
+                    "ok    config: no file at {}, so every key has its default (README, \"Configuration\")",
+                    home.config_file().display()
+                ),
+            }
+            if !source.overrides.is_empty() {
+                say!("      overridden by {}", source.overrides.join(", "));
+            }
             Some(c)
         }
         Err(e) => {

@@ -92,6 +92,14 @@ pub async fn run(home: Home, session: &str) -> anyhow::Result<ExitCode> {
             "open a shell in session {session}: it has no running container (start it with `moat exec --session {session} -- true`)"
         ),
     }
+    // An interactive shell reads a terminal: input from a pipe or a file would run and then
+    // leave the shell waiting at end-of-input for ever.
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        bail!(
+            "open a shell in session {session}: stdin is not a terminal; run commands from a pipe or a file with `moat exec --session {session} -- 'COMMAND'`"
+        );
+    }
     let sandbox = &app.config.sandbox;
     let (rows, cols) = terminal_size().unwrap_or((24, 80));
     let mut env = vec![
