@@ -266,3 +266,49 @@ async fn a_pty_command_reports_its_exit_code() {
     assert_eq!(d["status"], "failed", "{d}");
     assert_eq!(d["exitCode"], 7, "{d}");
 }
+
+/// A PTY run has a terminal type, so `tput` and curses programs work; a request's own `TERM`
+/// wins. Control: the same command without a PTY has no `TERM` and `tput` fails.
+#[tokio::test]
+async fn a_pty_run_has_a_terminal_type() {
+    let Some(m) = common::moat("t-pty-term", Config::default()).await else {
+        return;
+    };
+    let id = pty_background(
+        &m,
+        "a",
+        "echo term=$TERM; tput cols >/dev/null && echo tput-ok",
+    )
+    .await;
+    let out = wait_output(&m, "a", &id, "tput-ok", Duration::from_secs(20)).await;
+    assert!(
+        out.as_deref()
+            .is_some_and(|o| o.contains("term=xterm-256color")),
+        "{out:?}"
+    );
+    let mut req = ExecRequest {
+        command: "echo term=$TERM".into(),
+        background: Some(true),
+        pty: Some(true),
+        ..Default::default()
+    };
+    req.env.insert("TERM".into(), "vt100".into());
+    let r = m.exec_req("a", req).await;
+    let id = r.details.process_id().unwrap().to_string();
+    let out = wait_output(&m, "a", &id, "term=vt100", Duration::from_secs(20)).await;
+    assert!(out.is_some());
+    let plain = m
+        .exec_req(
+            "a",
+            ExecRequest {
+                command: "echo term=$TERM; tput cols || echo tput-failed".into(),
+                ..Default::default()
+            },
+        )
+        .await;
+    let text = plain.text();
+    assert!(
+        text.contains("term=\n") && text.contains("tput-failed"),
+        "control: {text}"
+    );
+}

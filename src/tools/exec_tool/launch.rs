@@ -32,7 +32,7 @@ impl ExecTool {
             run_dir: p.run_dir.clone(),
             command: command.to_string(),
             cwd: p.cwd.clone(),
-            env: p.env.clone(),
+            env: with_terminal_type(p.env.clone(), req.pty == Some(true)),
             pty: req.pty == Some(true),
             background,
             timeout_secs: req.timeout_secs(self.config.exec.timeout_secs),
@@ -172,5 +172,35 @@ struct CancelOnDrop<'a> {
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         self.registry.cancel(self.proc, CANCELLED_NOTE);
+    }
+}
+
+/// What a PTY run's terminal is, unless the request or the config named one: without `TERM`,
+/// `clear`, `tput` and curses programs refuse to run ("TERM environment variable not set").
+const PTY_TERM: &str = "xterm-256color";
+
+/// `env` with `TERM` for a PTY run that has none.
+fn with_terminal_type(mut env: Vec<String>, pty: bool) -> Vec<String> {
+    if pty && !env.iter().any(|kv| kv.starts_with("TERM=")) {
+        env.push(format!("TERM={PTY_TERM}"));
+    }
+    env
+}
+
+#[cfg(test)]
+mod terminal_type_tests {
+    use super::*;
+
+    #[test]
+    fn a_pty_run_has_a_terminal_type_unless_one_was_set() {
+        assert_eq!(
+            with_terminal_type(vec!["A=1".into()], true),
+            ["A=1", "TERM=xterm-256color"]
+        );
+        assert_eq!(
+            with_terminal_type(vec!["TERM=vt100".into()], true),
+            ["TERM=vt100"]
+        );
+        assert_eq!(with_terminal_type(vec!["A=1".into()], false), ["A=1"]);
     }
 }
