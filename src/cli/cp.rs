@@ -20,6 +20,10 @@ use moat::process::RunFiles;
 
 use super::term::{say, say_err};
 
+/// How long `tar` in the container may take for one copy before moat ends it: 4 GiB at a slow
+/// disk's pace, and then some (docs/helper.md, "Deadlines").
+const COPY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 /// One side of a copy.
 #[derive(Debug, PartialEq, Eq)]
 enum Side {
@@ -112,7 +116,10 @@ async fn download(
         "--".into(),
         name.to_string_lossy().into_owned(),
     ];
-    let (code, output) = app.commands.exec_capture(container, argv, None).await?;
+    let (code, output) = app
+        .commands
+        .exec_capture_within(container, argv, None, COPY_DEADLINE)
+        .await?;
     if code != 0 {
         bail!(
             "copy {path} out of the container (tar exited {code}): {}",
@@ -206,7 +213,10 @@ async fn upload(
         dir.to_string(),
         in_container(id),
     ];
-    let (code, output) = app.commands.exec_capture(container, argv, None).await?;
+    let (code, output) = app
+        .commands
+        .exec_capture_within(container, argv, None, COPY_DEADLINE)
+        .await?;
     if code != 0 {
         bail!(
             "copy {} into {dir} (tar exited {code}): {}",
