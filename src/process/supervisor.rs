@@ -349,13 +349,14 @@ impl Supervisor {
                 f.kill.escalated |= k.escalated;
             }
         }
-        // A foreground command owns nothing after it ends: whatever it left running in its
-        // group is ended before its result is told (docs/mcp.md, "Foreground and background").
-        // A command moat already signalled has no group left to end.
+        // A foreground command owns nothing after it ends: whatever it left running, in its
+        // group or started out of it (`setsid`, a double fork; its marker says so), is ended
+        // before its result is told (docs/mcp.md, "Foreground and background"). A command
+        // moat already signalled has had both done. A background command's leftovers stay:
+        // that is how a server is kept running.
         let foreground = !self.proc.lock().background;
-        let leftovers_ended = foreground
-            && !f.kill.sent
-            && f.exec_id.is_some()
+        let ended_now = foreground && !f.kill.sent && f.exec_id.is_some();
+        let group_ended = ended_now
             && end_leftovers(
                 &self.executors,
                 &self.proc.info.place,
@@ -363,6 +364,16 @@ impl Supervisor {
                 self.limits.cgroup.clone(),
             )
             .await;
+        let marked_ended = ended_now
+            && marked::end_left(
+                self.executors.sandbox.as_ref(),
+                &self.proc.info.place,
+                &self.files,
+                self.limits.cgroup.as_deref(),
+                &self.proc.info.id,
+            )
+            .await;
+        let leftovers_ended = group_ended || marked_ended;
         self.read_available(&mut f.buf);
         // A command that ended before the loop ever ran still keeps only its bound on disk.
         self.free_old_bytes(f.punched_to);
