@@ -92,8 +92,11 @@ fn look_in(proc: &Path, pids: &[u32], mount: &str, run_dir: (u64, u64), id: &str
     for pid in pids {
         let dir = proc.join(pid.to_string());
         let Ok(status) = std::fs::read_to_string(dir.join("status")) else {
-            // Gone meanwhile.
-            continue;
+            // Gone meanwhile, or hidden from moat (`hidepid`): only the first is nothing.
+            if gone(*pid) {
+                continue;
+            }
+            return None;
         };
         // A zombie runs nothing, and its root and environment are gone.
         if matches!(state(&status), Some('Z' | 'X')) {
@@ -102,7 +105,7 @@ fn look_in(proc: &Path, pids: &[u32], mount: &str, run_dir: (u64, u64), id: &str
         match std::fs::metadata(dir.join("root").join(mount)) {
             Ok(m) if (m.dev(), m.ino()) == run_dir => {}
             // Ended between the two reads.
-            Err(_) if !dir.exists() => continue,
+            Err(_) if gone(*pid) => continue,
             _ => return None,
         }
         let mut environ = Vec::new();
@@ -110,7 +113,7 @@ fn look_in(proc: &Path, pids: &[u32], mount: &str, run_dir: (u64, u64), id: &str
             .and_then(|f| f.take(MAX_ENVIRON + 1).read_to_end(&mut environ))
         {
             Ok(_) if environ.len() as u64 <= MAX_ENVIRON => {}
-            Err(_) if !dir.exists() => continue,
+            Err(_) if gone(*pid) => continue,
             _ => return None,
         }
         if environ.split(|b| *b == 0).any(|kv| kv == mark.as_bytes()) {
@@ -118,6 +121,14 @@ fn look_in(proc: &Path, pids: &[u32], mount: &str, run_dir: (u64, u64), id: &str
         }
     }
     Some(marked)
+}
+
+/// Whether no process `pid` exists (a signal 0 finds none); one moat may not signal exists.
+fn gone(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return true;
+    };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH)
 }
 
 /// The state letter of `/proc/<pid>/status` (`State:\tS (sleeping)`).
