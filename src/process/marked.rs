@@ -26,6 +26,10 @@ use crate::session::cgroup::CgroupDirs;
 const SWEEP_DEADLINE: Duration = Duration::from_secs(20);
 /// The most of one process's environment read from the host; a larger one is "cannot tell".
 const MAX_ENVIRON: u64 = 1 << 20;
+/// The most of all environments one look reads: the sandbox chooses how many processes it
+/// runs and how large their environments are, and past this the sweep (the sandbox's own
+/// time) is cheaper than moat's reading.
+const MAX_LOOK_BYTES: u64 = 16 << 20;
 /// Where a container's processes see the run directory, relative to their root
 /// (`process::script::RUN_DIR`).
 const RUN_MOUNT: &str = "run/moat";
@@ -89,6 +93,7 @@ pub fn look(cgroup: &CgroupDirs, run_dir: (u64, u64), id: &str) -> Option<usize>
 fn look_in(proc: &Path, pids: &[u32], mount: &str, run_dir: (u64, u64), id: &str) -> Option<usize> {
     let mark = format!("{PROCESS_MARKER}={id}");
     let mut marked = 0;
+    let mut budget = MAX_LOOK_BYTES;
     for pid in pids {
         let dir = proc.join(pid.to_string());
         let Ok(status) = std::fs::read_to_string(dir.join("status")) else {
@@ -109,10 +114,11 @@ fn look_in(proc: &Path, pids: &[u32], mount: &str, run_dir: (u64, u64), id: &str
             _ => return None,
         }
         let mut environ = Vec::new();
+        let limit = MAX_ENVIRON.min(budget);
         match std::fs::File::open(dir.join("environ"))
-            .and_then(|f| f.take(MAX_ENVIRON + 1).read_to_end(&mut environ))
+            .and_then(|f| f.take(limit + 1).read_to_end(&mut environ))
         {
-            Ok(_) if environ.len() as u64 <= MAX_ENVIRON => {}
+            Ok(n) if n as u64 <= limit => budget -= n as u64,
             Err(_) if gone(*pid) => continue,
             _ => return None,
         }
