@@ -25,6 +25,7 @@ const RECENT_USE_MS: i64 = 5 * 60 * 1000;
 /// How long `sandbox.setup_command` may run in a new container before moat ends it and
 /// removes the container (docs/helper.md, "Deadlines").
 const SETUP_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     #[error(transparent)]
@@ -649,10 +650,18 @@ impl Sessions {
         if !sandbox.setup_command.trim().is_empty() {
             let argv = vec!["sh".into(), "-lc".into(), sandbox.setup_command.clone()];
             // The operator's own command (package installs): long, but not for ever.
-            let (code, output) = self
+            let ran = self
                 .commands
                 .exec_capture_within(&id, argv, None, SETUP_DEADLINE)
-                .await?;
+                .await;
+            let (code, output) = match ran {
+                Ok(ran) => ran,
+                Err(e) => {
+                    // Past the deadline, or the engine failed: as for a failed setup.
+                    let _ = self.runtime.remove_container(&id).await;
+                    return Err(e.into());
+                }
+            };
             if code != 0 {
                 // Nothing half-set-up is left behind: the next command retries from scratch.
                 let _ = self.runtime.remove_container(&id).await;
