@@ -78,3 +78,79 @@ async fn a_foreground_command_reads_end_of_file() {
         assert_eq!(r.text(), out, "{command}: {}", r.details);
     }
 }
+
+/// What a foreground command started out of its group (`setsid`, `nohup` in a new session, a
+/// double fork) ends when the command ends by itself, and the result says so; a background
+/// command's stays (that is how a server is kept running). The host sees whether anything
+/// carries the marker, so a command that left nothing costs no sweep.
+#[tokio::test]
+async fn a_foreground_commands_escapes_end_with_it_and_a_background_commands_stay() {
+    let Some(m) = common::moat("t-escape-end", Config::default()).await else {
+        return;
+    };
+    // The pause lets each one leave the group before the command ends (else the group's
+    // end takes them).
+    let escapes = |n: u32| {
+        format!(
+            "setsid sleep {n}1 & setsid nohup sh -c 'sleep {n}2' >/dev/null 2>&1 & (setsid sleep {n}3 &) ; sleep 0.5; echo started"
+        )
+    };
+    let running = |n: u32| {
+        let ps = m.docker_exec("a", "ps -eo args");
+        (1..=3)
+            .filter(|k| ps.lines().any(|l| l == format!("sleep {n}{k}")))
+            .count()
+    };
+    // Control: in the background the same command leaves three sleeps running after it
+    // ended, and `ps` sees them.
+    let id = m.background("a", &escapes(200000)).await;
+    let p = m.app.registry.get(&m.key("a"), &id).unwrap();
+    assert!(p.wait_exit(Duration::from_secs(20)).await, "it ends");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(running(200000), 3, "{}", m.docker_exec("a", "ps -eo args"));
+    // The host's own look finds them by their marker, with no exec (moat runs as root here,
+    // so it can read them; another uid may not, and then the sweep runs instead).
+    let cgroup = cgroup_of(&m, "a");
+    let run_dir = {
+        use std::os::unix::fs::MetadataExt;
+        let name = m.container("a");
+        let meta =
+            std::fs::metadata(m.app.home.run_dir(name.strip_prefix("moat-").unwrap())).unwrap();
+        (meta.dev(), meta.ino())
+    };
+    if nix::unistd::geteuid().is_root() {
+        // The three sleeps, and the shell `nohup` runs one of them in.
+        let seen = moat::process::marked::look(&cgroup, run_dir, &id);
+        assert!(matches!(seen, Some(n) if n >= 3), "{seen:?}");
+        assert_eq!(
+            moat::process::marked::look(&cgroup, run_dir, "nothing-1"),
+            Some(0)
+        );
+    }
+
+    // In the foreground they end with it, and the result says why.
+    let r = m.exec("a", &escapes(300000)).await;
+    assert_eq!(
+        r.status(),
+        Some(moat::contract::Status::Completed),
+        "{}",
+        r.text()
+    );
+    assert!(
+        r.text().ends_with("Processes the command left running were ended when it finished; start a command with background=true to keep it running."),
+        "{}",
+        r.text()
+    );
+    assert_eq!(running(300000), 0, "{}", m.docker_exec("a", "ps -eo args"));
+    // The background command's are still there.
+    assert_eq!(running(200000), 3);
+    // A command that left nothing has no note.
+    let r = m.exec("a", "echo ok").await;
+    assert_eq!(r.text(), "ok", "{}", r.details);
+}
+
+/// The container's cgroups as the host sees them.
+fn cgroup_of(m: &common::TestMoat, session: &str) -> moat::session::cgroup::CgroupDirs {
+    let pid = m.inspect(session)["State"]["Pid"].as_u64().unwrap() as u32;
+    moat::session::cgroup::CgroupDirs::of_pid(pid).expect("the host sees the container's cgroups")
+}

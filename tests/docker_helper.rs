@@ -394,3 +394,82 @@ async fn the_protocol_runs_requests_side_by_side_and_signals_groups() {
     // `echo` saw the env laid over the helper's; SIGTERM ended `sleep` (128 + 15).
     assert_eq!(r.text(), "hi 143 3", "{}", r.details);
 }
+
+/// A command that ignores TERM and stops (SIGSTOP) every helper command of moat's whose
+/// command line matches `pattern` (an extended regex that does not match itself), noting each
+/// in /tmp/stopped. `decoys` idle processes without the command's marker first: each costs
+/// the marker sweep a look, so the sweep runs long enough to be caught.
+fn stopper(pattern: &str, decoys: usize) -> String {
+    format!(
+        "trap '' TERM; for i in $(seq {decoys}); do env -u MOAT_PROCESS sleep 1000 & done; while :; do for p in $(pgrep -f '{pattern}'); do kill -STOP $p && echo $p >> /tmp/stopped; done; sleep 0.02; done"
+    )
+}
+
+/// Attack: the sandbox stops moat's kill helper (`kill -TERM -<group>`, then a wait) while it
+/// waits out the grace, so the KILL never comes. The helper command has a deadline (grace +
+/// 10 s): at it moat ends the stopped helper, and the sweep by the command's marker ends the
+/// command. On either transport (docs/helper.md, "Deadlines").
+#[tokio::test]
+async fn a_kill_helper_the_sandbox_stops_holds_the_kill_only_until_its_deadline() {
+    let Some(m) = common::moat("t-hlp-stopkill", Config::default()).await else {
+        return;
+    };
+    let id = m.background("a", &stopper("kill -TER[M] -", 0)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = std::time::Instant::now();
+    let kill = tokio::time::timeout(Duration::from_secs(60), m.process("a", &preq("kill", &id)))
+        .await
+        .expect("the kill returns");
+    let took = started.elapsed();
+    // Control: the kill helper was stopped, and it held the kill until its deadline.
+    let stopped = m.docker_exec("a", "cat /tmp/stopped");
+    assert!(!stopped.trim().is_empty(), "the stopper stopped nothing");
+    assert!(took >= Duration::from_secs(13), "{took:?}: {}", kill.text());
+    // Then the command ended.
+    assert!(!kill.is_error(), "{}", kill.text());
+    assert!(took < Duration::from_secs(40), "{took:?}");
+    let p = m.app.registry.get(&m.key("a"), &id).unwrap();
+    assert!(!p.is_running());
+    assert!(!m.docker_exec("a", "ps -eo args").contains("trap '' TERM"));
+    // Through the helper, the stopped helper command was ended too (the engine has no way
+    // to end an exec: there it stays stopped until the container goes).
+    if common::test_transport() != Some(Transport::Exec) {
+        let states = m.docker_exec("a", "ps -eo stat=,args= | grep '^T' || true");
+        assert!(states.trim().is_empty(), "stopped processes left: {states}");
+    }
+}
+
+/// The same with the marker sweep stopped too: nothing moat runs in the sandbox can end the
+/// command, and the kill says so after both deadlines instead of waiting for ever; the
+/// command runs on, and the next kill tries again.
+#[tokio::test]
+async fn a_kill_whose_helpers_are_all_stopped_fails_within_its_deadlines() {
+    let Some(m) = common::moat("t-hlp-stopall", Config::default()).await else {
+        return;
+    };
+    let id = m
+        .background("a", &stopper("kill -TER[M] -|MOAT_PROCES[S]=", 100))
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = std::time::Instant::now();
+    let kill = tokio::time::timeout(Duration::from_secs(90), m.process("a", &preq("kill", &id)))
+        .await
+        .expect("the kill returns");
+    let took = started.elapsed();
+    let stopped = m.docker_exec("a", "cat /tmp/stopped | wc -l");
+    assert!(
+        stopped.trim().parse::<u32>().unwrap() >= 2,
+        "both helpers were stopped: {stopped}"
+    );
+    assert!(kill.is_error(), "{}", kill.text());
+    assert!(
+        kill.text().contains(&format!("Failed to end session {id}")),
+        "{}",
+        kill.text()
+    );
+    // Kill helper (13 s), sweep (20 s), the settle (2 s).
+    assert!(took >= Duration::from_secs(33), "{took:?}");
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    let p = m.app.registry.get(&m.key("a"), &id).unwrap();
+    assert!(p.is_running(), "the command runs on");
+}

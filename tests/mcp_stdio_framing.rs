@@ -183,3 +183,39 @@ fn malformed_lines_are_answered_and_the_server_keeps_serving() {
     let status = mcp.child.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+/// `printf 'garbage\n' | moat mcp`: a bad line and then the end of input, before any
+/// handshake. The answer is written before moat exits — every time (the session ends without
+/// rmcp closing the transport, so the answer once raced the exit). Repeated, with a line cut
+/// short after a bad one too.
+#[test]
+fn a_bad_line_then_the_end_of_input_is_answered_before_moat_exits() {
+    let home = tempfile::tempdir().unwrap();
+    for (i, input) in ["garbage\\n", "{]\\n", "{]\\n{\\\"cut"]
+        .iter()
+        .cycle()
+        .take(30)
+        .enumerate()
+    {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "printf '{input}' | \"$MOAT\" mcp --session framing"
+            ))
+            .env("MOAT", env!("CARGO_BIN_EXE_moat"))
+            .env("MOAT_HOME", home.path())
+            .env_remove("MOAT_SESSION")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let answers: Vec<Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        let want = if input.ends_with("cut") { 2 } else { 1 };
+        assert_eq!(answers.len(), want, "run {i} of {input:?}: {stdout}");
+        for a in &answers {
+            assert_error(a, -32700, input);
+        }
+    }
+}

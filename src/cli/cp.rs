@@ -4,7 +4,9 @@
 //! session's run directory instead: moat creates `<copy id>.tar` there by descriptor, and
 //! `tar` runs inside the container to fill or unpack it. An archive that came out of the
 //! sandbox is unpacked on the host by `files::unpack`, which makes regular files and
-//! directories only, beneath the destination.
+//! directories only, beneath the destination. The sandbox can write its archive at any
+//! moment, so moat reads it once, into a file of its own without a name ([`spool`]), and
+//! unpacks from that.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,6 +19,10 @@ use moat::home::Home;
 use moat::process::RunFiles;
 
 use super::term::{say, say_err};
+
+/// How long `tar` in the container may take for one copy before moat ends it: 4 GiB at a slow
+/// disk's pace, and then some (docs/helper.md, "Deadlines").
+const COPY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 
 /// One side of a copy.
 #[derive(Debug, PartialEq, Eq)]
@@ -110,7 +116,10 @@ async fn download(
         "--".into(),
         name.to_string_lossy().into_owned(),
     ];
-    let (code, output) = app.commands.exec_capture(container, argv, None).await?;
+    let (code, output) = app
+        .commands
+        .exec_capture_within(container, argv, None, COPY_DEADLINE)
+        .await?;
     if code != 0 {
         bail!(
             "copy {path} out of the container (tar exited {code}): {}",
@@ -125,7 +134,8 @@ async fn download(
     );
     let dest = Workspace::open(dir, me)?;
     let archive = files.open_transfer().context("open the archive")?;
-    let done = unpack(archive, &dest)?;
+    let spool = spool(app.home.root()).context("make moat's copy of the archive")?;
+    let done = unpack(archive, spool, &dest)?;
     say!(
         "copied {path} to {}: {} files, {} directories, {} bytes",
         dir.display(),
@@ -137,6 +147,31 @@ async fn download(
         say_err!("moat: skipped {s}: moat cp makes only files and directories");
     }
     Ok(())
+}
+
+/// An empty file for moat's copy of an archive, in `$MOAT_HOME` (which no sandbox sees) and
+/// without a name, so nothing but this descriptor reaches it and it is gone when moat is.
+fn spool(dir: &Path) -> std::io::Result<std::fs::File> {
+    use nix::errno::Errno;
+    use nix::fcntl::{open, OFlag};
+    use nix::sys::stat::Mode;
+    let mode = Mode::from_bits_truncate(0o600);
+    match open(
+        dir,
+        OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
+        mode,
+    ) {
+        Ok(fd) => return Ok(std::fs::File::from(fd)),
+        // A file system without unnamed files: a fresh name, removed at once.
+        Err(Errno::EOPNOTSUPP | Errno::EISDIR) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let name = dir.join(format!(".cp-{}.spool", moat::names::generate(|_| false)));
+    let flags =
+        OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_RDWR | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let fd = open(&name, flags, mode)?;
+    std::fs::remove_file(&name)?;
+    Ok(std::fs::File::from(fd))
 }
 
 /// Host path → container directory.
@@ -178,7 +213,10 @@ async fn upload(
         dir.to_string(),
         in_container(id),
     ];
-    let (code, output) = app.commands.exec_capture(container, argv, None).await?;
+    let (code, output) = app
+        .commands
+        .exec_capture_within(container, argv, None, COPY_DEADLINE)
+        .await?;
     if code != 0 {
         bail!(
             "copy {} into {dir} (tar exited {code}): {}",

@@ -180,22 +180,33 @@ impl Executor for HostExecutor {
         Ok(())
     }
 
-    async fn exec_capture(
+    async fn exec_capture_within(
         &self,
         _container: &str,
         argv: Vec<String>,
         _user: Option<String>,
+        within: std::time::Duration,
     ) -> Result<(i64, Vec<u8>), RuntimeError> {
         let Some(program) = argv.first() else {
             return Err(spawn_error(&argv, std::io::Error::other("empty argv")));
         };
-        let out = tokio::process::Command::new(program)
+        let run = tokio::process::Command::new(program)
             .args(&argv[1..])
             .env_clear()
             .env("PATH", HELPER_PATH)
             .stdin(Stdio::null())
-            .output()
+            .kill_on_drop(true)
+            .output();
+        // Past the deadline the future is dropped, and with it the child (`kill_on_drop`).
+        let out = tokio::time::timeout(within, run)
             .await
+            .map_err(|_| RuntimeError::Other {
+                action: format!("run the helper command {}", argv[0]),
+                message: format!(
+                    "it did not finish within {} s; it was ended",
+                    within.as_secs()
+                ),
+            })?
             .map_err(|e| spawn_error(&argv, e))?;
         let mut bytes = out.stdout;
         bytes.extend_from_slice(&out.stderr);

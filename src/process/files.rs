@@ -70,6 +70,13 @@ impl RunFiles {
         &self.dir
     }
 
+    /// The run directory's (device, inode): what a container's processes must see at
+    /// `/run/moat` to be this session's (`process::marked`).
+    pub fn dir_identity(&self) -> Option<(u64, u64)> {
+        let st = fstat(self.fd.as_fd()).ok()?;
+        Some((st.st_dev as u64, st.st_ino as u64))
+    }
+
     fn name(&self, ext: &str) -> String {
         format!("{}.{ext}", self.id)
     }

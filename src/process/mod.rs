@@ -5,7 +5,8 @@
 //! runs, `supervisor` is the owner task per process, `registry` keeps them all
 //! (and re-attaches them after a restart), `output` is the in-memory view of the output.
 //! `place` says where a process runs and `executors` what runs it there (handed over by the
-//! app; docs/ARCHITECTURE.md, "Seams").
+//! app; docs/ARCHITECTURE.md, "Seams"). `marked` ends what a container command started by its
+//! marker, including what left its process group.
 
 pub mod approved;
 mod events;
@@ -13,6 +14,7 @@ mod executors;
 mod files;
 pub mod limit;
 mod log_view;
+pub mod marked;
 mod output;
 mod place;
 mod proc;

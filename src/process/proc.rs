@@ -71,7 +71,8 @@ pub struct ProcState {
 pub enum Control {
     Write(Vec<u8>, oneshot::Sender<std::io::Result<()>>),
     CloseStdin(oneshot::Sender<()>),
-    Kill(oneshot::Sender<()>),
+    /// Told `true` once the process ended, `false` when the kill failed.
+    Kill(oneshot::Sender<bool>),
     Resize(u16, u16),
 }
 
@@ -138,11 +139,17 @@ impl Proc {
         done
     }
 
-    /// Asks the owner task to end the process group (TERM, then KILL after the grace).
-    pub async fn kill(&self) {
+    /// Asks the owner task to end the process group (TERM, then KILL after the grace);
+    /// returns whether the process ended. A kill fails when moat's kill helper cannot finish
+    /// (the sandbox stopped it): it is ended at its deadline, and the process runs on
+    /// (docs/helper.md, "Deadlines").
+    pub async fn kill(&self) -> bool {
         let (tx, rx) = oneshot::channel();
         if self.control.send(Control::Kill(tx)).is_ok() {
-            let _ = rx.await;
+            // The owner task went away: the process's end is recorded.
+            rx.await.unwrap_or(true)
+        } else {
+            true
         }
     }
 

@@ -18,6 +18,7 @@ use super::events::{exit_event, EventBus, EventKind, EventOutcome};
 use super::executors::Executors;
 use super::files::RunFiles;
 use super::limit::{classify, ContainerFate, Evidence, LimitHit};
+use super::marked;
 use super::output::LineMark;
 use super::place::Place;
 use super::proc::{Control, ExitInfo, Proc};
@@ -28,6 +29,14 @@ use crate::store::{now_ms, ProcessStatus, Store};
 
 /// SIGTERM → this long → SIGKILL.
 pub const KILL_GRACE_MS: u64 = 3000;
+/// How long the kill helper may run past its grace before moat ends it: it runs as the
+/// sandbox user, which can stop it (docs/helper.md, "Deadlines").
+const KILL_HELPER_SLACK: Duration = Duration::from_secs(10);
+/// How long a command may take to end after a kill whose helper did not finish before the
+/// kill is reported as failed (and may be tried again).
+const KILL_SETTLE: Duration = Duration::from_secs(2);
+/// How long a timeout's kill that failed waits before it is tried again.
+const KILL_RETRY: Duration = Duration::from_secs(30);
 const READ_CHUNK: usize = 1 << 20;
 /// Log polling interval bounds: eager while somebody waits on the process, lazy otherwise.
 const EAGER_INTERVAL: Duration = Duration::from_millis(10);
@@ -100,8 +109,20 @@ struct KillState {
     /// The kill helper already reported: nothing to wait for after the loop (its channel
     /// never closes, the sender lives in the supervisor).
     reported: bool,
-    /// Callers of `kill`, told once the end is recorded.
-    waiters: Vec<oneshot::Sender<()>>,
+    /// Set when the kill helper did not finish (it was stopped from inside and ended at its
+    /// deadline): if the command still runs then, the kill has failed.
+    settle: Option<tokio::time::Instant>,
+    /// Callers of `kill`, told once the end is recorded (`true`), or that the kill failed.
+    waiters: Vec<oneshot::Sender<bool>>,
+}
+
+/// What a kill did, as its task reports it.
+#[derive(Debug, Clone, Copy)]
+struct KillReport {
+    /// The group outlived the grace and got SIGKILL.
+    escalated: bool,
+    /// The kill helper ran to its end (the group is gone, or was never there).
+    finished: bool,
 }
 
 /// The exit code and signal of a process that ended with `status` (the wrapper's `$?`, or the
@@ -131,8 +152,8 @@ struct Follow {
     kill: KillState,
     /// The kill helper's report (whether it escalated to SIGKILL); the sender is cloned into
     /// each kill.
-    kill_done_tx: mpsc::UnboundedSender<bool>,
-    kill_done_rx: mpsc::UnboundedReceiver<bool>,
+    kill_done_tx: mpsc::UnboundedSender<KillReport>,
+    kill_done_rx: mpsc::UnboundedReceiver<KillReport>,
     /// The exec moat started (`None` for a re-attached process): resize and the engine's
     /// exit code need it.
     exec_id: Option<String>,
@@ -176,7 +197,7 @@ impl Supervisor {
             Some(t) => (Some(t.output), Some(t.input)),
             None => (None, None),
         };
-        let (kill_done_tx, kill_done_rx) = mpsc::unbounded_channel::<bool>();
+        let (kill_done_tx, kill_done_rx) = mpsc::unbounded_channel::<KillReport>();
         let follow = Follow {
             buf: vec![0u8; READ_CHUNK],
             punched_to: first_data_offset(&self.log),
@@ -195,7 +216,7 @@ impl Supervisor {
         &mut self,
         f: &mut Follow,
         finished: &mut Finished,
-        deadline: Option<tokio::time::Instant>,
+        mut deadline: Option<tokio::time::Instant>,
     ) {
         let mut interval = EAGER_INTERVAL;
         // Nobody can write to a foreground command's stdin (there is no `process write` for
@@ -223,9 +244,25 @@ impl Supervisor {
                         self.serve(f, msg).await;
                     }
                 }
-                Some(killed) = f.kill_done_rx.recv() => {
-                    f.kill.escalated |= killed;
+                Some(report) = f.kill_done_rx.recv() => {
+                    f.kill.escalated |= report.escalated;
                     f.kill.reported = true;
+                    if !report.finished {
+                        f.kill.settle = Some(tokio::time::Instant::now() + KILL_SETTLE);
+                    }
+                }
+                _ = wait_deadline(f.kill.settle) => {
+                    // The kill helper never finished and the command still runs: the kill
+                    // failed. Its callers hear so rather than wait for ever, and the next
+                    // kill (or the timeout, after a pause) tries again.
+                    tracing::warn!(id = %self.proc.info.id, "failed to end the process: its kill helper did not finish");
+                    for w in f.kill.waiters.drain(..) {
+                        let _ = w.send(false);
+                    }
+                    if f.kill.timed_out {
+                        deadline = Some(tokio::time::Instant::now() + KILL_RETRY);
+                    }
+                    f.kill = KillState::default();
                 }
                 _ = wait_deadline(deadline), if !f.kill.sent => {
                     f.kill.timed_out = true;
@@ -309,16 +346,17 @@ impl Supervisor {
             )
             .await
             {
-                f.kill.escalated |= k;
+                f.kill.escalated |= k.escalated;
             }
         }
-        // A foreground command owns nothing after it ends: whatever it left running in its
-        // group is ended before its result is told (docs/mcp.md, "Foreground and background").
-        // A command moat already signalled has no group left to end.
+        // A foreground command owns nothing after it ends: whatever it left running, in its
+        // group or started out of it (`setsid`, a double fork; its marker says so), is ended
+        // before its result is told (docs/mcp.md, "Foreground and background"). A command
+        // moat already signalled has had both done. A background command's leftovers stay:
+        // that is how a server is kept running.
         let foreground = !self.proc.lock().background;
-        let leftovers_ended = foreground
-            && !f.kill.sent
-            && f.exec_id.is_some()
+        let ended_now = foreground && !f.kill.sent && f.exec_id.is_some();
+        let group_ended = ended_now
             && end_leftovers(
                 &self.executors,
                 &self.proc.info.place,
@@ -326,6 +364,16 @@ impl Supervisor {
                 self.limits.cgroup.clone(),
             )
             .await;
+        let marked_ended = ended_now
+            && marked::end_left(
+                self.executors.sandbox.as_ref(),
+                &self.proc.info.place,
+                &self.files,
+                self.limits.cgroup.as_deref(),
+                &self.proc.info.id,
+            )
+            .await;
+        let leftovers_ended = group_ended || marked_ended;
         self.read_available(&mut f.buf);
         // A command that ended before the loop ever ran still keeps only its bound on disk.
         self.free_old_bytes(f.punched_to);
@@ -358,7 +406,7 @@ impl Supervisor {
         .await;
         self.record(exit, limit, leftovers_ended);
         for w in f.kill.waiters {
-            let _ = w.send(());
+            let _ = w.send(true);
         }
     }
 
@@ -471,7 +519,7 @@ impl Supervisor {
         self.executors.of(&self.proc.info.place)
     }
 
-    fn spawn_kill(&self, done: mpsc::UnboundedSender<bool>) {
+    fn spawn_kill(&self, done: mpsc::UnboundedSender<KillReport>) {
         let executors = self.executors.clone();
         let place = self.proc.info.place.clone();
         let files = self.files.clone();
@@ -488,17 +536,21 @@ impl Supervisor {
                 pgid = files.read_pgid();
             }
             let Some(pgid) = pgid else {
-                let _ = done.send(false);
+                let _ = done.send(KillReport {
+                    escalated: false,
+                    finished: false,
+                });
                 return;
             };
-            let escalated = end_group(&executors, &place, pgid, cgroup.as_deref())
-                .await
-                .is_some_and(|out| out.contains("killed"));
+            let ended = end_group(&executors, &place, pgid, cgroup.as_deref()).await;
             // What left the group (`setsid`, a double fork) still carries the marker.
             if let Place::Container(container) = &place {
-                sweep_marked(executors.sandbox.as_ref(), container, &id).await;
+                marked::sweep(executors.sandbox.as_ref(), container, &id).await;
             }
-            let _ = done.send(escalated);
+            let _ = done.send(KillReport {
+                escalated: ended.as_ref().is_some_and(|out| out.contains("killed")),
+                finished: ended.is_some(),
+            });
         });
     }
 }
@@ -526,26 +578,6 @@ async fn end_leftovers(
         .is_some_and(|out| out.contains("signalled"))
 }
 
-/// Kills every process in the container that carries process `id`'s marker in its
-/// environment: what the command started and moved out of its process group (docs/security.md,
-/// "Ending a command").
-async fn sweep_marked(runtime: &dyn Executor, container: &str, id: &str) {
-    let Some(argv) = super::script::sweep_argv(id) else {
-        return;
-    };
-    match runtime.exec_capture(container, argv, None).await {
-        Ok((_, out)) => {
-            let swept = String::from_utf8_lossy(&out).matches("swept").count();
-            if swept > 0 {
-                tracing::info!(%container, %id, swept, "ended processes that left the group");
-            }
-        }
-        Err(e) => {
-            tracing::warn!(%container, %id, error = %e, "failed to sweep for marked processes")
-        }
-    }
-}
-
 /// Most extra process slots the kill helper is given, and how often it is tried with them.
 const ROOM_PIDS: i64 = 64;
 const ROOM_TRIES: usize = 5;
@@ -565,8 +597,14 @@ async fn end_group(
     let runtime = executors.of(place);
     let container = place.stored();
     let run = || async {
+        let within = Duration::from_millis(KILL_GRACE_MS) + KILL_HELPER_SLACK;
         match runtime
-            .exec_capture(container, kill_group_argv(pgid, KILL_GRACE_MS), None)
+            .exec_capture_within(
+                container,
+                kill_group_argv(pgid, KILL_GRACE_MS),
+                None,
+                within,
+            )
             .await
         {
             Ok((_, out)) => {

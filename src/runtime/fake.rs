@@ -409,11 +409,12 @@ impl Executor for FakeRuntime {
         Ok(())
     }
 
-    async fn exec_capture(
+    async fn exec_capture_within(
         &self,
         container: &str,
         argv: Vec<String>,
         _user: Option<String>,
+        _within: std::time::Duration,
     ) -> Result<(i64, Vec<u8>), RuntimeError> {
         let answer = match &self.on_capture {
             Some(h) => h(container, &argv),

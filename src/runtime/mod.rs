@@ -30,6 +30,10 @@ pub use types::{
 
 use async_trait::async_trait;
 
+/// How long a short helper command may run once it started ([`Executor::exec_capture`]): a
+/// group kill takes its grace (3 s) and a sweep of a full container a few seconds more.
+pub const CAPTURE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Running commands in a container (for the host executor: on this machine). What the process
 /// registry and supervisor need, and nothing more.
 #[async_trait]
@@ -40,12 +44,28 @@ pub trait Executor: Send + Sync + 'static {
     async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>, RuntimeError>;
     /// Resizes a PTY exec's terminal.
     async fn resize_exec(&self, exec_id: &str, rows: u16, cols: u16) -> Result<(), RuntimeError>;
-    /// Runs a short helper command to completion and returns (exit code, stdout+stderr).
+    /// Runs a short helper command to completion and returns (exit code, stdout+stderr),
+    /// within [`CAPTURE_DEADLINE`].
     async fn exec_capture(
         &self,
         container: &str,
         argv: Vec<String>,
         user: Option<String>,
+    ) -> Result<(i64, Vec<u8>), RuntimeError> {
+        self.exec_capture_within(container, argv, user, CAPTURE_DEADLINE)
+            .await
+    }
+    /// [`Executor::exec_capture`] with its own deadline. Once the command runs it has
+    /// `within` to finish: a helper command runs as the sandbox user, which can stop it
+    /// (`SIGSTOP`) or keep it waiting, so past the deadline it is ended where the transport
+    /// can end it, and the caller gets an error instead of waiting for ever (docs/helper.md,
+    /// "Deadlines").
+    async fn exec_capture_within(
+        &self,
+        container: &str,
+        argv: Vec<String>,
+        user: Option<String>,
+        within: std::time::Duration,
     ) -> Result<(i64, Vec<u8>), RuntimeError>;
     /// The host pid of a running exec's process (`None` once it ended or before it runs).
     async fn exec_pid(&self, exec_id: &str) -> Result<Option<u32>, RuntimeError> {

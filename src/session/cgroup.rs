@@ -180,6 +180,21 @@ impl CgroupDirs {
     }
 }
 
+impl CgroupDirs {
+    /// The host pids of the processes in the container's cgroup (at most 65 536); `None` when
+    /// the file is gone.
+    pub fn procs(&self) -> Option<Vec<u32>> {
+        let procs = std::fs::read_to_string(self.pids.join("cgroup.procs")).ok()?;
+        Some(
+            procs
+                .lines()
+                .take(MAX_SCAN)
+                .filter_map(|p| p.trim().parse().ok())
+                .collect(),
+        )
+    }
+}
+
 /// The process group of a process as its innermost pid namespace (the container's) numbers
 /// it: the last field of `NSpgid` in `/proc/<pid>/status`.
 fn container_pgid(status: &str) -> Option<u32> {

@@ -22,6 +22,10 @@ use crate::session_key::{validate_key, KeyError};
 /// How recently a container must have been used to be spared recreation on a config change.
 const RECENT_USE_MS: i64 = 5 * 60 * 1000;
 
+/// How long `sandbox.setup_command` may run in a new container before moat ends it and
+/// removes the container (docs/helper.md, "Deadlines").
+const SETUP_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     #[error(transparent)]
@@ -663,7 +667,19 @@ impl Sessions {
         }
         if !sandbox.setup_command.trim().is_empty() {
             let argv = vec!["sh".into(), "-lc".into(), sandbox.setup_command.clone()];
-            let (code, output) = self.commands.exec_capture(&id, argv, None).await?;
+            // The operator's own command (package installs): long, but not for ever.
+            let ran = self
+                .commands
+                .exec_capture_within(&id, argv, None, SETUP_DEADLINE)
+                .await;
+            let (code, output) = match ran {
+                Ok(ran) => ran,
+                Err(e) => {
+                    // Past the deadline, or the engine failed: as for a failed setup.
+                    let _ = self.runtime.remove_container(&id).await;
+                    return Err(e.into());
+                }
+            };
             if code != 0 {
                 // Nothing half-set-up is left behind: the next command retries from scratch.
                 let _ = self.runtime.remove_container(&id).await;

@@ -83,6 +83,22 @@ async fn write_frames<W: AsyncWrite + Unpin>(mut output: W, mut rx: mpsc::Receiv
     }
 }
 
+/// Waits until the writer behind `frames` has written every frame queued so far (at most
+/// [`CLOSE_WAIT`]): frames are written in order, so an empty one's turn comes after them.
+async fn written(frames: Option<mpsc::Sender<Frame>>) {
+    let Some(frames) = frames else {
+        return;
+    };
+    let (done, written) = oneshot::channel();
+    let frame = Frame {
+        bytes: Vec::new(),
+        done: Some(done),
+    };
+    if frames.send(frame).await.is_ok() {
+        let _ = tokio::time::timeout(CLOSE_WAIT, written).await;
+    }
+}
+
 fn closed() -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::BrokenPipe,
@@ -123,6 +139,10 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
                 }
             }
             if self.ended {
+                // The session ends with this `None`, and rmcp may end the process without
+                // closing the transport (a client that never finished the handshake): every
+                // answer queued so far is written first (docs/mcp.md, "Malformed input").
+                written(self.frames.clone()).await;
                 return None;
             }
             match self.reader.read().await {
@@ -213,6 +233,29 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("1048576 bytes"));
+    }
+
+    #[tokio::test]
+    async fn the_answers_are_written_before_the_session_ends() {
+        use futures::FutureExt;
+        // A bad line, then the end of input, and nobody closes the transport (what rmcp does
+        // when the handshake never came): the answer is out by the time `receive` ends.
+        for input in [&b"garbage\n"[..], b"{]\n", b"{]\n{\"cut"] {
+            let (mut client_in, server_in) = tokio::io::duplex(1 << 16);
+            let (server_out, client_out) = tokio::io::duplex(1 << 16);
+            client_in.write_all(input).await.unwrap();
+            drop(client_in);
+            let mut t = LineTransport::new(server_in, server_out);
+            assert!(t.receive().await.is_none());
+            let mut lines = tokio::io::BufReader::new(client_out).lines();
+            let first = lines.next_line().now_or_never();
+            let Some(Ok(Some(line))) = first else {
+                panic!("no answer written when the session ended on {input:?}");
+            };
+            let v: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(v["error"]["code"], -32700, "{line}");
+            drop(t);
+        }
     }
 
     #[tokio::test]

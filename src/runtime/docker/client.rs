@@ -188,13 +188,14 @@ impl Executor for DockerRuntime {
             .map_err(|e| RuntimeError::engine(format!("resize exec {exec_id}"), e))
     }
 
-    async fn exec_capture(
+    async fn exec_capture_within(
         &self,
         container: &str,
         argv: Vec<String>,
         user: Option<String>,
+        within: std::time::Duration,
     ) -> Result<(i64, Vec<u8>), RuntimeError> {
-        self.capture(container, argv, user).await
+        self.capture(container, argv, user, within).await
     }
 
     async fn exec_pid(&self, exec_id: &str) -> Result<Option<u32>, RuntimeError> {

@@ -171,6 +171,7 @@ impl DockerRuntime {
         container: &str,
         argv: Vec<String>,
         user: Option<String>,
+        within: std::time::Duration,
     ) -> Result<(i64, Vec<u8>), RuntimeError> {
         let options = CreateExecOptions {
             cmd: Some(argv),
@@ -192,17 +193,36 @@ impl DockerRuntime {
             .map_err(|e| RuntimeError::engine(action(), e))?;
         let mut out = Vec::new();
         if let StartExecResults::Attached { mut output, .. } = started {
-            while let Some(chunk) = output.next().await {
-                let chunk = chunk.map_err(|e| RuntimeError::engine(action(), e))?;
-                // A helper's output can be steered from inside (a login profile the sandbox
-                // wrote): past the bound, moat stops reading rather than hold it all.
-                if out.len() + chunk.as_ref().len() > MAX_CAPTURE_BYTES {
+            let read = async {
+                while let Some(chunk) = output.next().await {
+                    let chunk = chunk.map_err(|e| RuntimeError::engine(action(), e))?;
+                    // A helper's output can be steered from inside (a login profile the
+                    // sandbox wrote): past the bound, moat stops reading rather than hold it
+                    // all.
+                    if out.len() + chunk.as_ref().len() > MAX_CAPTURE_BYTES {
+                        return Err(RuntimeError::Other {
+                            action: action(),
+                            message: format!("its output passed {MAX_CAPTURE_BYTES} bytes"),
+                        });
+                    }
+                    out.extend_from_slice(&chunk.into_bytes());
+                }
+                Ok(())
+            };
+            // The sandbox user can stop the command (docs/helper.md, "Deadlines"). The Engine
+            // API has no way to end an exec: moat stops waiting, and the command is left to
+            // the container.
+            match tokio::time::timeout(within, read).await {
+                Ok(read) => read?,
+                Err(_) => {
                     return Err(RuntimeError::Other {
                         action: action(),
-                        message: format!("its output passed {MAX_CAPTURE_BYTES} bytes"),
-                    });
+                        message: format!(
+                            "it did not finish within {} s; moat stopped waiting for it",
+                            within.as_secs()
+                        ),
+                    })
                 }
-                out.extend_from_slice(&chunk.into_bytes());
             }
         }
         let inspect = self

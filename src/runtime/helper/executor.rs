@@ -404,18 +404,22 @@ impl Executor for HelperExecutor {
         Ok(())
     }
 
-    async fn exec_capture(
+    async fn exec_capture_within(
         &self,
         container: &str,
         argv: Vec<String>,
         user: Option<String>,
+        within: std::time::Duration,
     ) -> Result<(i64, Vec<u8>), RuntimeError> {
         let conn = match user {
             None => self.conn_for(container).await,
             Some(_) => None,
         };
         let Some(conn) = conn else {
-            return self.inner.exec_capture(container, argv, user).await;
+            return self
+                .inner
+                .exec_capture_within(container, argv, user, within)
+                .await;
         };
         let request = Spawn {
             argv: argv.clone(),
@@ -423,28 +427,59 @@ impl Executor for HelperExecutor {
             ..Default::default()
         };
         let action = || format!("run a helper command in {container}");
-        let Some((_, mut rx)) = self.spawn(container, &conn, request).await? else {
-            return self.inner.exec_capture(container, argv, user).await;
+        let Some((id, mut rx)) = self.spawn(container, &conn, request).await? else {
+            return self
+                .inner
+                .exec_capture_within(container, argv, user, within)
+                .await;
         };
-        let mut out = Vec::new();
-        while let Some(event) = rx.recv().await {
-            match event {
-                Event::Output(data) => {
-                    if out.len() + data.len() > MAX_CAPTURE_BYTES {
-                        return Err(RuntimeError::Other {
-                            action: action(),
-                            message: format!("its output passed {MAX_CAPTURE_BYTES} bytes"),
-                        });
+        let collect = async {
+            let mut out = Vec::new();
+            while let Some(event) = rx.recv().await {
+                match event {
+                    Event::Output(data) => {
+                        if out.len() + data.len() > MAX_CAPTURE_BYTES {
+                            return Some(Err(RuntimeError::Other {
+                                action: action(),
+                                message: format!("its output passed {MAX_CAPTURE_BYTES} bytes"),
+                            }));
+                        }
+                        out.extend_from_slice(&data);
                     }
-                    out.extend_from_slice(&data);
+                    Event::Exited(status) => return Some(Ok((i64::from(status), out))),
+                    Event::Started | Event::Failed(_) => break,
                 }
-                Event::Exited(status) => return Ok((i64::from(status), out)),
-                Event::Started | Event::Failed(_) => break,
+            }
+            None
+        };
+        match tokio::time::timeout(within, collect).await {
+            Ok(Some(done)) => done,
+            // The helper went away mid-command. These commands are checks and signals, safe
+            // to run again: the engine takes this one.
+            Ok(None) => {
+                self.inner
+                    .exec_capture_within(container, argv, user, within)
+                    .await
+            }
+            // Stopped from inside the sandbox, or waiting on something that never comes: the
+            // command leads its own process group (helper/main.rs), which SIGKILL ends even
+            // while stopped (docs/helper.md, "Deadlines").
+            Err(_) => {
+                let _ = conn
+                    .send(&Msg::Signal {
+                        id,
+                        signal: libc::SIGKILL,
+                    })
+                    .await;
+                Err(RuntimeError::Other {
+                    action: action(),
+                    message: format!(
+                        "it did not finish within {} s; it was ended",
+                        within.as_secs()
+                    ),
+                })
             }
         }
-        // The helper went away mid-command. These commands are checks and signals, safe to
-        // run again: the engine takes this one.
-        self.inner.exec_capture(container, argv, user).await
     }
 
     async fn exec_pid(&self, exec_id: &str) -> Result<Option<u32>, RuntimeError> {

@@ -154,7 +154,9 @@ impl ProcessTool {
         if !p.is_running() {
             return failed(format!("No active session found for {id}"));
         }
-        p.kill().await;
+        if !p.kill().await {
+            return failed(kill_failed(id));
+        }
         // The kill succeeded: the call is not an error, though the process it ended has
         // failed (its own status says so on `poll` and `list`).
         ToolResult::new(
@@ -179,8 +181,8 @@ impl ProcessTool {
     /// `remove`: ends the process if it runs, then forgets it.
     async fn remove(&self, p: &Arc<Proc>, id: &str) -> ToolResult {
         let running = p.is_running();
-        if running {
-            p.kill().await;
+        if running && !p.kill().await {
+            return failed(kill_failed(id) + " It was not removed.");
         }
         self.registry.forget(p);
         let suffix = if running { " (terminated)" } else { "" };
@@ -298,4 +300,10 @@ impl ProcessTool {
             Err(e) => Some(failed(format!("Session {id} stdin is not writable: {e}"))),
         }
     }
+}
+
+/// What `kill` and `remove` say when moat could not end a process: something in the sandbox
+/// kept moat's kill helper from finishing (docs/helper.md, "Deadlines").
+fn kill_failed(id: &str) -> String {
+    format!("Failed to end session {id}: moat's kill helper did not finish (something in the sandbox stopped it), and {id} is still running. Try again, or remove the session's container (`moat sessions rm`).")
 }

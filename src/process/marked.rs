@@ -1,0 +1,210 @@
+//! Ending what a container command started, by its marker: every container command carries
+//! `MOAT_PROCESS=<its id>` ([`super::script::PROCESS_MARKER`]), which survives `setsid`,
+//! `nohup` and double forks, so what left the command's process group is still found
+//! (docs/security.md, "Ending a command").
+//!
+//! [`sweep`] kills the marked processes from inside the container (a short helper command);
+//! [`look`] counts them from the host without an exec, so the end of a foreground command that
+//! left nothing costs nothing. The host's view is used only when it is the container's: every
+//! process in the container's cgroup must be one whose root holds this session's run directory
+//! (a runtime like gVisor shows the host its own processes instead), and must be readable.
+//! Anything else is "cannot tell", and the sweep runs.
+
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::Duration;
+
+use super::files::RunFiles;
+use super::place::Place;
+use super::script::{sweep_argv, PROCESS_MARKER};
+use crate::runtime::Executor;
+use crate::session::cgroup::CgroupDirs;
+
+/// How long one sweep may run before moat ends it: five passes over a container at its pids
+/// limit, with room to spare (docs/helper.md, "Deadlines").
+const SWEEP_DEADLINE: Duration = Duration::from_secs(20);
+/// The most of one process's environment read from the host; a larger one is "cannot tell".
+const MAX_ENVIRON: u64 = 1 << 20;
+/// The most of all environments one look reads: the sandbox chooses how many processes it
+/// runs and how large their environments are, and past this the sweep (the sandbox's own
+/// time) is cheaper than moat's reading.
+const MAX_LOOK_BYTES: u64 = 16 << 20;
+/// Where a container's processes see the run directory, relative to their root
+/// (`process::script::RUN_DIR`).
+const RUN_MOUNT: &str = "run/moat";
+
+/// Kills every process in `container` that carries process `id`'s marker (five passes at
+/// most, see `script::sweep_argv`); returns how many it killed.
+pub(super) async fn sweep(runtime: &dyn Executor, container: &str, id: &str) -> usize {
+    let Some(argv) = sweep_argv(id) else {
+        return 0;
+    };
+    match runtime
+        .exec_capture_within(container, argv, None, SWEEP_DEADLINE)
+        .await
+    {
+        Ok((_, out)) => {
+            let swept = String::from_utf8_lossy(&out).matches("swept").count();
+            if swept > 0 {
+                tracing::info!(%container, %id, swept, "ended processes that left the group");
+            }
+            swept
+        }
+        Err(e) => {
+            tracing::warn!(%container, %id, error = %e, "failed to sweep for marked processes");
+            0
+        }
+    }
+}
+
+/// Kills what carries process `id`'s marker in its container unless the host sees that
+/// nothing does (then no exec runs); returns whether anything was killed. Host commands have
+/// no marker sweep.
+pub(super) async fn end_left(
+    runtime: &dyn Executor,
+    place: &Place,
+    files: &RunFiles,
+    cgroup: Option<&CgroupDirs>,
+    id: &str,
+) -> bool {
+    let Place::Container(container) = place else {
+        return false;
+    };
+    let seen = match (cgroup, files.dir_identity()) {
+        (Some(cg), Some(run_dir)) => look(cg, run_dir, id),
+        _ => None,
+    };
+    if seen == Some(0) {
+        return false;
+    }
+    sweep(runtime, container, id).await > 0
+}
+
+/// How many live processes in the container carry process `id`'s marker, as the host sees
+/// them in the container's cgroup; `None` when the host cannot tell (see the module docs).
+/// `run_dir` is the (device, inode) of the session's run directory on the host.
+pub fn look(cgroup: &CgroupDirs, run_dir: (u64, u64), id: &str) -> Option<usize> {
+    look_in(Path::new("/proc"), &cgroup.procs()?, RUN_MOUNT, run_dir, id)
+}
+
+/// [`look`] over `pids` under `proc`, each checked for `mount` beneath its root being
+/// `run_dir`.
+fn look_in(proc: &Path, pids: &[u32], mount: &str, run_dir: (u64, u64), id: &str) -> Option<usize> {
+    let mark = format!("{PROCESS_MARKER}={id}");
+    let mut marked = 0;
+    let mut budget = MAX_LOOK_BYTES;
+    for pid in pids {
+        let dir = proc.join(pid.to_string());
+        let Ok(status) = std::fs::read_to_string(dir.join("status")) else {
+            // Gone meanwhile, or hidden from moat (`hidepid`): only the first is nothing.
+            if gone(*pid) {
+                continue;
+            }
+            return None;
+        };
+        // A zombie runs nothing, and its root and environment are gone.
+        if matches!(state(&status), Some('Z' | 'X')) {
+            continue;
+        }
+        match std::fs::metadata(dir.join("root").join(mount)) {
+            Ok(m) if (m.dev(), m.ino()) == run_dir => {}
+            // Ended between the two reads.
+            Err(_) if gone(*pid) => continue,
+            _ => return None,
+        }
+        let mut environ = Vec::new();
+        let limit = MAX_ENVIRON.min(budget);
+        match std::fs::File::open(dir.join("environ"))
+            .and_then(|f| f.take(limit + 1).read_to_end(&mut environ))
+        {
+            Ok(n) if n as u64 <= limit => budget -= n as u64,
+            Err(_) if gone(*pid) => continue,
+            _ => return None,
+        }
+        if environ.split(|b| *b == 0).any(|kv| kv == mark.as_bytes()) {
+            marked += 1;
+        }
+    }
+    Some(marked)
+}
+
+/// Whether no process `pid` exists (a signal 0 finds none); one moat may not signal exists.
+fn gone(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return true;
+    };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH)
+}
+
+/// The state letter of `/proc/<pid>/status` (`State:\tS (sleeping)`).
+fn state(status: &str) -> Option<char> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("State:"))?
+        .trim_start()
+        .chars()
+        .next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+    use std::process::{Command, Stdio};
+
+    /// Host processes, with a directory of the test's as their "run directory": the scan
+    /// counts exactly the marked ones, and says it cannot tell when a process is not one of
+    /// the container's (its root does not hold that directory).
+    #[test]
+    fn the_host_counts_marked_processes_only_when_they_are_the_containers() {
+        let run = tempfile::tempdir().unwrap();
+        let meta = std::fs::metadata(run.path()).unwrap();
+        let identity = (meta.dev(), meta.ino());
+        let mount = run.path().strip_prefix("/").unwrap().to_str().unwrap();
+        let spawn = |marker: &str| {
+            Command::new("setsid")
+                .args(["sleep", "1000"])
+                .env(PROCESS_MARKER, marker)
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        let mut marked = spawn("look-test-a");
+        let mut other = spawn("look-test-b");
+        let mut near = spawn("look-test-a-2");
+        let pids = [marked.id(), other.id(), near.id(), 999_999_999];
+        let proc = Path::new("/proc");
+        assert_eq!(
+            look_in(proc, &pids, mount, identity, "look-test-a"),
+            Some(1)
+        );
+        assert_eq!(
+            look_in(proc, &pids, mount, identity, "look-test-c"),
+            Some(0)
+        );
+        // Another directory in their place: these are not the container's processes.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let m = std::fs::metadata(elsewhere.path()).unwrap();
+        assert_eq!(
+            look_in(proc, &pids, mount, (m.dev(), m.ino()), "look-test-a"),
+            None
+        );
+        for c in [&mut marked, &mut other, &mut near] {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+        // Ended (and reaped) processes are not counted.
+        assert_eq!(
+            look_in(proc, &pids, mount, identity, "look-test-a"),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn states_are_read_from_status() {
+        assert_eq!(state("Name:\tsh\nState:\tZ (zombie)\n"), Some('Z'));
+        assert_eq!(state("State:\tS (sleeping)\n"), Some('S'));
+        assert_eq!(state("Name:\tsh\n"), None);
+    }
+}
