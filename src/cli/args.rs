@@ -207,6 +207,10 @@ pub struct McpArgs {
     /// Session key every tool call runs in.
     #[arg(long, env = "MOAT_SESSION", default_value = "main")]
     pub session: String,
+    /// Serve without the `process` tool: exec then runs every command to its end, ignoring
+    /// yieldMs and background (as `exec.process_tool = false` does for every server).
+    #[arg(long)]
+    pub no_process_tool: bool,
 }
 
 #[derive(Args, Debug)]

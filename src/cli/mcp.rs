@@ -9,7 +9,9 @@ use super::args::McpArgs;
 /// demand), which owns the commands. A client that goes away closes its calls' connections,
 /// and the daemon ends the foreground commands they were waiting on.
 pub async fn run(home: Home, a: McpArgs) -> anyhow::Result<ExitCode> {
-    let client = super::daemon::client(&home).await?;
-    serve_stdio(McpContext::remote(client), a.session).await?;
+    let (config, _) = moat::config::load(&home.config_file())?;
+    let client = moat::daemon::connect(&home, &config).await?;
+    let process_tool = config.exec.process_tool && !a.no_process_tool;
+    serve_stdio(McpContext::remote(client, process_tool), a.session).await?;
     Ok(ExitCode::SUCCESS)
 }

@@ -286,6 +286,17 @@ pub struct ExecConfig {
     /// next command (docs/mcp.md, "Sticky cwd and env"); per session with `moat sessions set
     /// NAME --sticky`. Off: every command starts in `/workspace` with the configured env.
     pub sticky: bool,
+    /// Offer agents the `process` tool (docs/mcp.md, "Without the process tool"). Off: MCP
+    /// lists no `process` tool, and `exec` runs every command to its end, ignoring `yieldMs`
+    /// and `background`, since nothing could follow up on a command left running. `moat mcp
+    /// --no-process-tool` turns it off for one stdio server.
+    pub process_tool: bool,
+    /// Tell the agent when a background process ends (the documents' `notifyOnExit`): an MCP
+    /// logging notification and an `exec` event on the session's event stream. Off: the exit
+    /// is seen only through `process poll`/`list`; approval events still arrive
+    /// (docs/mcp.md, "Notifications").
+    #[serde(alias = "notifyOnExit")]
+    pub notify_on_exit: bool,
 }
 
 impl Default for ExecConfig {
@@ -296,6 +307,8 @@ impl Default for ExecConfig {
             max_output_chars: 200_000,
             spill_max_bytes: "64m".into(),
             sticky: false,
+            process_tool: true,
+            notify_on_exit: true,
         }
     }
 }

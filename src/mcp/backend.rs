@@ -13,7 +13,7 @@ use tokio::sync::broadcast;
 
 use crate::app::App;
 use crate::contract::{Caller, ExecRequest, ToolResult};
-use crate::daemon::{ClientError, DaemonClient, CALLER_HEADER};
+use crate::daemon::{ClientError, DaemonClient, CALLER_HEADER, WAIT_HEADER};
 use crate::error_chain::error_chain;
 use crate::files::FileCall;
 use crate::process::SessionEvent;
@@ -24,13 +24,15 @@ const FOLLOWER_CHECK: Duration = Duration::from_secs(30);
 
 #[async_trait]
 pub trait Backend: Send + Sync {
-    /// One `exec` call with the yield window (agents never wait to the end). `Err` is the
-    /// text of a failed result, ready for the model.
+    /// One `exec` call with the yield window, or to its end when `to_end` (a server without
+    /// the process tool, docs/mcp.md). `Err` is the text of a failed result, ready for the
+    /// model.
     async fn exec(
         &self,
         caller: &Caller,
         session: &str,
         req: &ExecRequest,
+        to_end: bool,
     ) -> Result<ToolResult, String>;
     /// One `process` call.
     async fn process(&self, session: &str, req: &ProcessRequest) -> ToolResult;
@@ -52,10 +54,11 @@ impl Backend for Local {
         caller: &Caller,
         session: &str,
         req: &ExecRequest,
+        to_end: bool,
     ) -> Result<ToolResult, String> {
         self.app
             .exec
-            .run_for(caller, session, req, false)
+            .run_for(caller, session, req, to_end)
             .await
             .map_err(|e| failure_text(&error_chain(&e)))
     }
@@ -88,12 +91,21 @@ impl Backend for Remote {
         _caller: &Caller,
         session: &str,
         req: &ExecRequest,
+        to_end: bool,
     ) -> Result<ToolResult, String> {
+        // The tool's own sentences for a request it would refuse ("Provide a command to
+        // start."), as the in-process tool answers them; the daemon's HTTP words are for HTTP.
+        if let Err(e) = req.validate() {
+            return Err(failure_text(&e.to_string()));
+        }
         // The daemon derives the caller from the header (the stdio identity); a dropped call
         // closes the connection, which ends the command there.
         let body = serde_json::to_value(req).map_err(|e| failure_text(&e.to_string()))?;
         let path = format!("/v1/sessions/{session}/exec");
         let headers = [(CALLER_HEADER, "mcp".to_string())];
+        if to_end {
+            return self.exec_to_end(&path, &body).await;
+        }
         match self
             .client
             .call(Method::POST, &path, Some(&body), &headers)
@@ -109,6 +121,11 @@ impl Backend for Remote {
     }
 
     async fn process(&self, session: &str, req: &ProcessRequest) -> ToolResult {
+        // A call the tool cannot parse gets the tool's own sentence, as in-process: the
+        // daemon's 400 says it in HTTP's words.
+        if let Err(e) = req.parse() {
+            return failed(e.to_string());
+        }
         let body = match serde_json::to_value(req) {
             Ok(b) => b,
             Err(e) => return failed(format!("Invalid process arguments: {e}")),
@@ -167,6 +184,54 @@ impl Backend for Remote {
 }
 
 impl Remote {
+    /// An exec that waits for its command's end (the CLI's `X-Moat-Wait: end` answer, read
+    /// up to its result; an approval's later outcome reaches the agent as an event).
+    async fn exec_to_end(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<ToolResult, String> {
+        let headers = [
+            (CALLER_HEADER, "mcp".to_string()),
+            (WAIT_HEADER, "end".to_string()),
+        ];
+        let mut lines = match self
+            .client
+            .lines(Method::POST, path, Some(body), &headers)
+            .await
+        {
+            Ok(l) => l,
+            Err(ClientError::Refused { message, .. }) => {
+                return Err(failure_text(
+                    message.strip_prefix("failed to ").unwrap_or(&message),
+                ))
+            }
+            Err(e) => return Err(failure_text(&error_chain(&e))),
+        };
+        loop {
+            let line = match lines.next_line().await {
+                Ok(Some(line)) => line,
+                Ok(None) => {
+                    return Err(failure_text(
+                        "read the answer of moat serve: it ended without a result",
+                    ))
+                }
+                Err(e) => return Err(failure_text(&error_chain(&e))),
+            };
+            let v: serde_json::Value = serde_json::from_str(&line)
+                .map_err(|e| failure_text(&format!("parse the answer of moat serve: {e}")))?;
+            if let Some(result) = v.get("result") {
+                return serde_json::from_value(result.clone())
+                    .map_err(|e| failure_text(&format!("parse the answer of moat serve: {e}")));
+            }
+            if let Some(message) = v["error"].as_str() {
+                return Err(failure_text(
+                    message.strip_prefix("failed to ").unwrap_or(message),
+                ));
+            }
+        }
+    }
+
     /// One tool call on the daemon whose answer is a tool result. The daemon's refusals (400s:
     /// "sessionId is required …", "failed to use path …") are the tool's own texts.
     async fn tool_call(&self, path: &str, body: &serde_json::Value) -> ToolResult {

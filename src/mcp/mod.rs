@@ -11,6 +11,6 @@ mod stdio;
 
 pub use http::{http_config, http_service, live_sessions, McpHttpService, McpSessions};
 pub use notify::LOGGER;
-pub use schema::{exec_input, process_input, tools, EXEC, PROCESS};
+pub use schema::{exec_input, process_input, tools, tools_for, EXEC, PROCESS};
 pub use server::{call_result, implementation, McpContext, MoatMcp, SessionResolver};
 pub use stdio::{serve_stdio, StdioError};

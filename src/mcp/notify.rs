@@ -70,6 +70,7 @@ pub fn forward(
     session: String,
     peer: Peer<RoleServer>,
     min_level: Arc<AtomicU8>,
+    notify_on_exit: bool,
     stop: CancellationToken,
 ) {
     tokio::spawn(async move {
@@ -87,6 +88,10 @@ pub fn forward(
             match event {
                 Ok(event) if event.session == session => {
                     if (EVENT_LEVEL as u8) < min_level.load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    // `exec.notify_on_exit = false` (docs/mcp.md, "Notifications").
+                    if !notify_on_exit && event.is_background_exit() {
                         continue;
                     }
                     if let Err(e) = peer.notify_logging_message(event_message(&event)).await {

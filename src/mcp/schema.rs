@@ -365,7 +365,23 @@ fn file_tools() -> Vec<Tool> {
 
 /// Every tool, in the order `tools/list` shows them.
 pub fn tools() -> Vec<Tool> {
-    let exec = Tool::new(EXEC, EXEC_DESCRIPTION, exec_input())
+    tools_for(true)
+}
+
+/// What exec's description adds on a server without the process tool: the model must not
+/// plan on backgrounding (docs/mcp.md, "Without the process tool").
+pub const WITHOUT_PROCESS_NOTE: &str = "\n\nThis server has no `process` tool: every command runs \
+to its end before the call returns; `yieldMs` and `background` are ignored.";
+
+/// The tools one server lists: without `process` when `process_tool` is off, and then exec's
+/// description says that it runs every command to its end.
+pub fn tools_for(process_tool: bool) -> Vec<Tool> {
+    let exec_description = if process_tool {
+        EXEC_DESCRIPTION.to_string()
+    } else {
+        format!("{EXEC_DESCRIPTION}{WITHOUT_PROCESS_NOTE}")
+    };
+    let exec = Tool::new(EXEC, exec_description, exec_input())
         .with_title("Run a shell command in the sandbox")
         .with_annotations(
             ToolAnnotations::new()
@@ -383,7 +399,10 @@ pub fn tools() -> Vec<Tool> {
                 .idempotent(false)
                 .open_world(false),
         );
-    let mut all = vec![exec, process];
+    let mut all = vec![exec];
+    if process_tool {
+        all.push(process);
+    }
     all.extend(file_tools());
     all
 }

@@ -39,23 +39,36 @@ use crate::tools::ProcessRequest;
 pub type SessionResolver =
     Arc<dyn Fn(&http::request::Parts) -> Result<(String, Caller), String> + Send + Sync>;
 
-/// What every MCP connection shares: where its tools run (see [`Backend`]).
+/// What every MCP connection shares: where its tools run (see [`Backend`]) and the two
+/// switches of the exec tool's documents (docs/mcp.md).
 pub struct McpContext {
     backend: Arc<dyn Backend>,
+    /// `exec.process_tool` (or `moat mcp --no-process-tool`): off, `process` is not listed
+    /// and exec runs every command to its end ("Without the process tool").
+    process_tool: bool,
+    /// `exec.notify_on_exit`: off, a background process's exit is not notified
+    /// ("Notifications").
+    notify_on_exit: bool,
 }
 
 impl McpContext {
-    /// The tools of this process's own moat (`moat serve`).
+    /// The tools of this process's own moat (`moat serve`), switched by its config.
     pub fn new(app: Arc<App>) -> Arc<Self> {
+        let exec = &app.config.exec;
         Arc::new(Self {
+            process_tool: exec.process_tool,
+            notify_on_exit: exec.notify_on_exit,
             backend: Arc::new(Local { app }),
         })
     }
 
-    /// The tools of the home's daemon (`moat mcp` over stdio).
-    pub fn remote(client: DaemonClient) -> Arc<Self> {
+    /// The tools of the home's daemon (`moat mcp` over stdio). `process_tool` is this
+    /// server's switch; exits are filtered by the daemon's stream already, by the same config.
+    pub fn remote(client: DaemonClient, process_tool: bool) -> Arc<Self> {
         Arc::new(Self {
             backend: Arc::new(Remote { client }),
+            process_tool,
+            notify_on_exit: true,
         })
     }
 }
@@ -134,6 +147,7 @@ impl MoatMcp {
                 session,
                 peer.clone(),
                 self.min_level.clone(),
+                self.ctx.notify_on_exit,
                 self.stop.child_token(),
             );
         }
@@ -146,12 +160,19 @@ impl MoatMcp {
         args: Map<String, Value>,
         cancel: &CancellationToken,
     ) -> ToolResult {
-        let req: ExecRequest = match parse_args(args, "command") {
+        let mut req: ExecRequest = match parse_args(args, "command") {
             Ok(r) => r,
             Err(e) => return failed(format!("Invalid exec arguments: {e}")),
         };
-        // Agents always get the yield window (docs/mcp.md): only the CLI waits to the end.
-        let run = self.ctx.backend.exec(caller, session, &req);
+        // Agents get the yield window (docs/mcp.md): only the CLI waits to the end, and an
+        // agent without the process tool, which could not follow a command left running
+        // ("Without the process tool").
+        let to_end = !self.ctx.process_tool;
+        if to_end {
+            req.yield_ms = None;
+            req.background = None;
+        }
+        let run = self.ctx.backend.exec(caller, session, &req, to_end);
         // rmcp cancels the request's token on `notifications/cancelled` (and when the
         // connection closes) but keeps polling the handler: dropping `run` is what ends a
         // foreground command the client gave up on (docs/mcp.md, "Timeouts, cancellation
@@ -268,11 +289,15 @@ impl ServerHandler for MoatMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(schema::tools()))
+        Ok(ListToolsResult::with_all_items(schema::tools_for(
+            self.ctx.process_tool,
+        )))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        schema::tools().into_iter().find(|t| t.name == name)
+        schema::tools_for(self.ctx.process_tool)
+            .into_iter()
+            .find(|t| t.name == name)
     }
 
     async fn call_tool(
@@ -291,16 +316,23 @@ impl ServerHandler for MoatMcp {
                 }
                 match request.name.as_ref() {
                     schema::EXEC => self.exec(&session, &caller, args, &context.ct).await,
-                    schema::PROCESS => self.process(&session, args).await,
+                    schema::PROCESS if self.ctx.process_tool => self.process(&session, args).await,
                     name @ (schema::READ_FILE
                     | schema::WRITE_FILE
                     | schema::LIST_DIR
                     | schema::APPLY_PATCH) => self.files(&session, name, args).await,
                     other => {
+                        let names: Vec<String> = schema::tools_for(self.ctx.process_tool)
+                            .into_iter()
+                            .map(|t| t.name.to_string())
+                            .collect();
                         return Err(ErrorData::invalid_params(
-                            format!("unknown tool {other}: moat has exec, process, read_file, write_file, list_dir and apply_patch"),
+                            format!(
+                                "Unknown tool {other}: this server has {}.",
+                                names.join(", ")
+                            ),
                             None,
-                        ))
+                        ));
                     }
                 }
             }

@@ -17,6 +17,16 @@ pub struct SessionEvent {
     pub outcome: Option<EventOutcome>,
 }
 
+impl SessionEvent {
+    /// Whether this is a background process's exit (what `exec.notify_on_exit` switches; an
+    /// event relayed without its data was already filtered by the daemon that sent it).
+    pub fn is_background_exit(&self) -> bool {
+        self.outcome
+            .as_ref()
+            .is_some_and(|o| matches!(o.kind, EventKind::Completed | EventKind::Failed))
+    }
+}
+
 /// What happened, as an event reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -17,11 +17,14 @@ pub async fn events(
     InSession { session, .. }: InSession,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let rx = state.app.registry.events().subscribe();
+    // `exec.notify_on_exit = false`: a background exit is seen through `process` only
+    // (docs/mcp.md, "Notifications"); approval events still flow.
+    let exits = state.app.config.exec.notify_on_exit;
     let stream = BroadcastStream::new(rx).filter_map(move |ev| {
         let session = session.clone();
         async move {
             match ev {
-                Ok(ev) if ev.session == session => {
+                Ok(ev) if ev.session == session && (exits || !ev.is_background_exit()) => {
                     Some(Ok(Event::default().event("exec").data(ev.text)))
                 }
                 _ => None,
