@@ -129,3 +129,35 @@ fn doctor_says_when_there_is_no_config_file() {
         "{stdout}"
     );
 }
+
+/// `moat process` refusals in the CLI's words: they name `--id` and the CLI's commands, never
+/// the MCP wire's `sessionId`, and exit 2 before any daemon is asked (issue texts: "sessionId
+/// is required" for a CLI user who has `--id`).
+#[test]
+fn process_refusals_name_the_cli_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let actions = "list, poll, log, write, send-keys, submit, paste, kill, clear, remove";
+    let rows: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["process", "poll", "--session", "s"],
+            "moat: failed to run the process action: give the process with --id ID (the id `moat exec` printed, or see `moat process list --session S`).".into(),
+        ),
+        (
+            vec!["process", "kill", "--session", "s", "--id", "  "],
+            "moat: failed to run the process action: give the process with --id ID (the id `moat exec` printed, or see `moat process list --session S`).".into(),
+        ),
+        (
+            vec!["process", "dance", "--session", "s", "--id", "x"],
+            format!("moat: failed to run `moat process dance`: there is no such action; use one of {actions}."),
+        ),
+    ];
+    for (args, want) in rows {
+        let out = moat(dir.path()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end(), want, "{args:?}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!err.contains("sessionId"), "{err}");
+    }
+    // No daemon was started for them.
+    assert!(!dir.path().join("daemon.lock").exists());
+}

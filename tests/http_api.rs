@@ -47,7 +47,7 @@ async fn malformed_requests_get_json_4xx_and_the_server_keeps_serving() {
             exec,
             br#"{"command":""}"#,
             400,
-            "Provide a command to start.",
+            "failed to start the command: `command` is empty",
         ),
         (
             exec,
@@ -59,13 +59,13 @@ async fn malformed_requests_get_json_4xx_and_the_server_keeps_serving() {
             process,
             br#"{"action":"dance"}"#,
             400,
-            "Unknown action dance",
+            "`action` is dance, not one of list, poll",
         ),
         (
             process,
             br#"{"action":"poll"}"#,
             400,
-            "sessionId is required",
+            "it needs `sessionId`",
         ),
         (
             "/v1/sessions/bad%20key/exec",
@@ -434,4 +434,53 @@ async fn process_log_pages_the_whole_output_over_http() {
             )),
         "{body}"
     );
+}
+
+/// Every refusal and error the API answers, each as its client reads it: a "failed to …"
+/// fragment that completes the phrase (a verb after "failed to", never a sentence glued on:
+/// "failed to Provide a command to start."), in the API's words (the body's fields), with
+/// its status (docs/http-api.md, "Errors").
+#[tokio::test]
+async fn every_refusal_reads_failed_to() {
+    let Some(s) = server("http-tx").await else {
+        return;
+    };
+    let exec = "/v1/sessions/http-tx-agent/exec";
+    let process = "/v1/sessions/http-tx-agent/process";
+    let op = Some(OPERATOR);
+    let agent = Some(AGENT);
+    // (method, path, token, body, status, the whole text or its start)
+    type Row<'a> = (&'a str, &'a str, Option<&'a str>, &'a [u8], u16, &'a str);
+    let rows: Vec<Row> = vec![
+        ("POST", exec, op, b"", 400, "failed to read the request body: it is empty (send a JSON object)"),
+        ("POST", exec, op, b"{bad", 400, "failed to parse the request body: "),
+        ("POST", exec, op, br#"{"command":""}"#, 400, "failed to start the command: `command` is empty (send the shell command to run)"),
+        ("POST", exec, op, br#"{"command":"a\u0000b"}"#, 400, "failed to start the command: it contains a NUL byte"),
+        ("POST", exec, op, br#"{"command":"true","host":"example.com"}"#, 400, "failed to run on host `example.com`: host accepts only"),
+        ("POST", process, op, br#"{"action":"dance"}"#, 400, "failed to run the process action: `action` is dance, not one of list, poll, log, write, send-keys, submit, paste, kill, clear, remove"),
+        ("POST", process, op, br#"{"action":"poll"}"#, 400, "failed to run the process action poll: it needs `sessionId`, the process id that exec returned (action list shows them)"),
+        ("POST", "/v1/sessions/bad%20key/exec", op, br#"{"command":"true"}"#, 400, "failed to "),
+        ("GET", "/v1/nope", op, b"", 404, "failed to find the endpoint: there is none at this path (see docs/http-api.md)"),
+        ("DELETE", exec, op, b"", 405, "failed to serve DELETE here: this endpoint does not serve that method"),
+        ("POST", exec, None, br#"{"command":"true"}"#, 401, "failed to identify the caller: a bearer token is required (Authorization: Bearer <token>)"),
+        ("POST", exec, Some("wrong-token-000000000"), br#"{"command":"true"}"#, 401, "failed to identify the caller: unknown bearer token"),
+        ("POST", "/v1/sessions/http-tx-other/exec", agent, br#"{"command":"true"}"#, 403, "failed to use session http-tx-other: this token is not allowed to (it names another session)"),
+        ("GET", "/v1/approvals", agent, b"", 403, "failed to act as the operator: only the operator may do this; agent tokens cannot"),
+    ];
+    for (method, path, token, body, status, want) in rows {
+        let (got, text) = http(&s.addr, method, path, token, body);
+        assert_eq!(got, status, "{method} {path}: {text}");
+        let err = json(&text)["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(err.starts_with(want), "{method} {path}: {err}");
+        let rest = err
+            .strip_prefix("failed to ")
+            .unwrap_or_else(|| panic!("{err}"));
+        assert!(
+            rest.starts_with(|c: char| c.is_lowercase()) && !rest.starts_with("failed to"),
+            "{method} {path}: {err}"
+        );
+    }
 }

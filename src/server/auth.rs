@@ -30,7 +30,9 @@ impl Identity {
         } else {
             Err(ApiError::new(
                 StatusCode::FORBIDDEN,
-                format!("this token is not allowed to use session {session}"),
+                format!(
+                    "failed to use session {session}: this token is not allowed to (it names another session)"
+                ),
             ))
         }
     }
@@ -68,7 +70,7 @@ impl Identity {
             Identity::Operator => Ok(()),
             Identity::Agent(_) => Err(ApiError::new(
                 StatusCode::FORBIDDEN,
-                "only the operator may do this; agent tokens cannot",
+                "failed to act as the operator: only the operator may do this; agent tokens cannot",
             )),
         }
     }
@@ -101,11 +103,14 @@ pub fn identify(
             .iter()
             .find(|a| eq(t, &a.token))
             .map(|a| Identity::Agent(a.clone()))
-            .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "unknown bearer token")),
+            .ok_or_else(|| ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "failed to identify the caller: unknown bearer token",
+                )),
         (Transport::Unix, None) => Ok(Identity::Operator),
         (Transport::Tcp, None) => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
-            "a bearer token is required (Authorization: Bearer <token>)",
+            "failed to identify the caller: a bearer token is required (Authorization: Bearer <token>)",
         )),
     }
 }

@@ -43,6 +43,17 @@ impl ApiError {
     }
 }
 
+/// An error's text as the API says it: a "failed to …" fragment gets its "failed to ", a
+/// contract sentence (`Security Violation: …`, which clients match on) stays whole, so no
+/// text reads "failed to Security …" (docs/http-api.md, "Errors").
+pub fn failed_to(text: &str) -> String {
+    if text.starts_with(|c: char| c.is_uppercase()) {
+        text.to_string()
+    } else {
+        format!("failed to {text}")
+    }
+}
+
 impl IntoResponse for ApiError {
     /// Messages may quote what a request sent (a key, a path, a field name): control, bidi and
     /// invisible characters in them are shown escaped (`\u{202e}`, `\n`), never passed on raw

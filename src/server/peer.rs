@@ -144,7 +144,7 @@ pub(super) fn refuse(
     tracing::warn!(%what, %refusal, "refused a host command on moat's {door}");
     ApiError::new(
         StatusCode::FORBIDDEN,
-        format!("refused {what} on moat's {door}: {refusal}"),
+        format!("failed to admit the caller: refused {what} on moat's {door}: {refusal}"),
     )
     .into_response()
 }

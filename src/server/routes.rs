@@ -91,7 +91,7 @@ fn mcp_identity(parts: &axum::http::request::Parts) -> Result<(String, Caller), 
     let who = parts
         .extensions
         .get::<Identity>()
-        .ok_or("the request carries no identity")?;
+        .ok_or("This request carries no identity, so it names no session.")?;
     let transport = parts
         .extensions
         .get::<Transport>()
@@ -104,7 +104,7 @@ fn mcp_identity(parts: &axum::http::request::Parts) -> Result<(String, Caller), 
             .get("x-moat-session")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
-            .ok_or("the operator's requests name their session with an X-Moat-Session header")?,
+            .ok_or("Name the session with an X-Moat-Session header: the operator's token reaches every session.")?,
     };
     Ok((session, who.exec_caller(transport)))
 }
@@ -132,7 +132,7 @@ async fn identify_mcp(
         if owner.is_some_and(|o| o != who) {
             return ApiError::new(
                 axum::http::StatusCode::FORBIDDEN,
-                "this MCP session was opened with other credentials",
+                "failed to use this MCP session: it was opened with other credentials",
             )
             .into_response();
         }

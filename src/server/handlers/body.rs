@@ -11,14 +11,14 @@ pub fn json_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Re
     let bytes = body.map_err(|r| {
         ApiError::new(
             r.status(),
-            format!("read the request body: {}", r.body_text()),
+            format!("failed to read the request body: {}", r.body_text()),
         )
     })?;
     if bytes.is_empty() {
         return Err(ApiError::bad_request(
-            "read the request body: it is empty (send a JSON object)",
+            "failed to read the request body: it is empty (send a JSON object)",
         ));
     }
     serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::bad_request(format!("parse the request body: {e}")))
+        .map_err(|e| ApiError::bad_request(format!("failed to parse the request body: {e}")))
 }

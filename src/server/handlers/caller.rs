@@ -82,13 +82,13 @@ pub fn exec_caller(
     };
     if transport != Transport::Unix {
         return Err(ApiError::bad_request(format!(
-            "{CALLER_HEADER} is accepted on the unix socket only"
+            "failed to identify the caller: {CALLER_HEADER} is accepted on the unix socket only"
         )));
     }
     match value.to_str() {
         Ok("mcp") => Ok(Caller::mcp_stdio(session)),
         _ => Err(ApiError::bad_request(format!(
-            "{CALLER_HEADER} must be mcp"
+            "failed to identify the caller: {CALLER_HEADER} must be `mcp`"
         ))),
     }
 }

@@ -9,7 +9,7 @@ use axum::{Extension, Json};
 use axum::response::{IntoResponse, Response};
 
 use super::{exec_caller, json_body, InSession};
-use crate::contract::{ExecRequest, ToolResult};
+use crate::contract::{ExecRequest, RequestError, ToolResult};
 use crate::server::auth::Transport;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
@@ -43,5 +43,17 @@ pub async fn exec(
 
 /// The error body of a failed exec call: its status and `kind` from the edge table.
 pub(super) fn exec_failure(e: &ExecError) -> ApiError {
-    ApiError::of_kind(e.kind(), format!("failed to {e}"))
+    ApiError::of_kind(e.kind(), exec_failure_text(e))
+}
+
+/// A failed exec call's text in the API's words: the tool's "Provide a command to start."
+/// names the body's field here (docs/http-api.md, "Errors").
+pub(super) fn exec_failure_text(e: &ExecError) -> String {
+    match e {
+        ExecError::Request(RequestError::EmptyCommand) => {
+            "failed to start the command: `command` is empty (send the shell command to run)"
+                .to_string()
+        }
+        e => crate::server::error::failed_to(&e.to_string()),
+    }
 }

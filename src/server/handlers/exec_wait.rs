@@ -40,11 +40,13 @@ pub fn wanted(transport: Transport, headers: &HeaderMap) -> Result<bool, ApiErro
     };
     if transport != Transport::Unix {
         return Err(ApiError::bad_request(format!(
-            "{WAIT_HEADER} is accepted on the unix socket only"
+            "failed to wait for the command's end: {WAIT_HEADER} is accepted on the unix socket only"
         )));
     }
     if v.as_bytes() != b"end" {
-        return Err(ApiError::bad_request(format!("{WAIT_HEADER} must be end")));
+        return Err(ApiError::bad_request(format!(
+            "failed to wait for the command's end: {WAIT_HEADER} must be `end`"
+        )));
     }
     Ok(true)
 }
@@ -79,7 +81,7 @@ pub fn answer(
             Err(e) => {
                 let kind = e.kind();
                 let _ = tx.send(line(json!({
-                    "error": format!("failed to {e}"),
+                    "error": super::exec::exec_failure_text(&e),
                     "status": kind.edges().http,
                     "kind": kind,
                 })));

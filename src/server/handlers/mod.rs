@@ -28,7 +28,7 @@ use super::error::ApiError;
 pub async fn not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
-        "no such endpoint (see docs/http-api.md)",
+        "failed to find the endpoint: there is none at this path (see docs/http-api.md)",
     )
 }
 
@@ -37,7 +37,7 @@ pub async fn method_not_allowed(method: axum::http::Method) -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         format!(
-            "use another method: this endpoint does not serve {} (the Allow header lists those it serves; see docs/http-api.md)",
+            "failed to serve {} here: this endpoint does not serve that method (the Allow header lists those it serves; see docs/http-api.md)",
             crate::policy::escape_display(method.as_str())
         ),
     )

@@ -20,14 +20,19 @@ pub async fn process(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<ToolResult>, ApiError> {
     let req: ProcessRequest = json_body(body)?;
-    // The tool answers these as failed results; over HTTP a malformed call is the client's
-    // error, with the names it could have used.
+    // The tool answers these as failed results in its own sentences; over HTTP a malformed
+    // call is the client's error, said in the API's words (the body's fields) with the names
+    // it could have used (docs/http-api.md, "Errors").
     let call = req.parse().map_err(|e| match e {
         CallError::UnknownAction(action) => ApiError::bad_request(format!(
-            "Unknown action {action} (one of: {})",
+            "failed to run the process action: `action` is {}, not one of {}",
+            crate::policy::escape_display(&action),
             ACTIONS.join(", ")
         )),
-        CallError::MissingId => ApiError::bad_request(e.to_string()),
+        CallError::MissingId => ApiError::bad_request(format!(
+            "failed to run the process action {}: it needs `sessionId`, the process id that exec returned (action list shows them)",
+            req.action.trim()
+        )),
     })?;
     Ok(Json(state.app.process.call(&session, call).await))
 }
