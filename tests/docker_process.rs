@@ -445,3 +445,51 @@ async fn a_process_with_tampered_files_stays_listed() {
     let r = tool.run(&m.key("a"), &list).await;
     assert!(r.text().contains(&id), "{}", r.text());
 }
+
+/// `moat process` results as a CLI user reads them: the tool's "No session found for X"
+/// (a process, in the agents' words) names the process, its `--session` and the command
+/// that lists them; `clear` of a running process says how to end it. `--json` keeps the
+/// tool's own text.
+#[tokio::test]
+async fn cli_process_results_name_the_process_and_flags() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = common::cli_home::TestHome::new("t-pcli");
+    let key = home.key("a");
+    let out = home.run(&["process", "poll", "--session", &key, "--id", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        common::cli_home::stdout(&out).trim_end(),
+        format!("No process nope in session {key} (see `moat process list --session {key}`).")
+    );
+    let out = home.run(&[
+        "process",
+        "poll",
+        "--session",
+        &key,
+        "--id",
+        "nope",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["content"][0]["text"], "No session found for nope");
+
+    let out = home.run(&[
+        "exec",
+        "--session",
+        &key,
+        "--background",
+        "--json",
+        "--",
+        "sleep 30",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = v["details"]["sessionId"].as_str().unwrap().to_string();
+    let out = home.run(&["process", "clear", "--session", &key, "--id", &id]);
+    assert_eq!(
+        common::cli_home::stdout(&out).trim_end(),
+        format!("Process {id} in session {key} is still running: end it first with `moat process kill --session {key} --id {id}`, or use remove.")
+    );
+    home.run(&["process", "remove", "--session", &key, "--id", &id]);
+}

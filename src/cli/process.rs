@@ -39,17 +39,14 @@ pub async fn run(home: Home, a: ProcessArgs) -> anyhow::Result<ExitCode> {
     let body = serde_json::to_value(&req)?;
     let result: ToolResult = match client.call(Method::POST, &path, Some(&body), &[]).await {
         Ok(v) => serde_json::from_value(v).context("parse the tool result of moat serve")?,
-        // A malformed call the daemon refused (checked above, so a daemon of another build).
-        Err(ClientError::Refused {
-            status: 400,
-            message,
-            ..
-        }) => ToolResult::failed(message),
+        // Refusals (a malformed call was checked above) in the API's "failed to …" words.
         Err(e @ ClientError::Refused { .. }) => return Err(super::failure::from_client(e)),
         Err(e) => return Err(e).context("reach moat serve"),
     };
     if a.json {
         super::term::json(&result)?;
+    } else if result.is_error() {
+        say!("{}", cli_words(result.text(), &a.session));
     } else {
         say!("{}", result.text());
     }
@@ -60,6 +57,39 @@ pub async fn run(home: Home, a: ProcessArgs) -> anyhow::Result<ExitCode> {
             ExitCode::SUCCESS
         },
     )
+}
+
+/// A failed result's text as a CLI user reads it. The tool's sentences call a process a
+/// "session" (the words agents were trained on, docs/mcp.md); on the command line a session
+/// is `--session`, so these name the process, its session and the flags that help. Any
+/// other text is shown as it is; `--json` keeps the tool's own.
+fn cli_words(text: &str, session: &str) -> String {
+    let list = format!("`moat process list --session {session}`");
+    if let Some(id) = text.strip_prefix("No session found for ") {
+        format!("No process {id} in session {session} (see {list}).")
+    } else if let Some(id) = text.strip_prefix("No active session found for ") {
+        format!("Process {id} in session {session} is not running (see {list}).")
+    } else if let Some(id) = text.strip_prefix("No finished session found for ") {
+        format!(
+            "Process {id} in session {session} is still running: end it first with \
+             `moat process kill --session {session} --id {id}`, or use remove."
+        )
+    } else if let Some(rest) = text.strip_prefix("Session ") {
+        match rest.split_once(" stdin is not writable") {
+            Some((id, why)) => format!(
+                "Process {id}'s stdin is not writable{} (a process started with --background \
+                 keeps its stdin open).",
+                why.trim_end_matches('.')
+            ),
+            None => text.to_string(),
+        }
+    } else if text == "No key data provided." {
+        "Give the keys to send with --key NAME, --hex BYTE or --literal TEXT.".to_string()
+    } else if text == "No paste text provided." {
+        "Give the text to paste with --text TEXT.".to_string()
+    } else {
+        text.to_string()
+    }
 }
 
 /// Why `moat process` cannot make a call, as a sentence naming the CLI's flags.
@@ -79,6 +109,42 @@ fn refusal(e: &CallError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tool's failed results that say "session" for a process, in the CLI's words.
+    #[test]
+    fn failed_results_name_processes_and_flags() {
+        let rows = [
+            (
+                "No session found for warm-river",
+                "No process warm-river in session s (see `moat process list --session s`).",
+            ),
+            (
+                "No active session found for warm-river",
+                "Process warm-river in session s is not running (see `moat process list --session s`).",
+            ),
+            (
+                "No finished session found for warm-river",
+                "Process warm-river in session s is still running: end it first with `moat process kill --session s --id warm-river`, or use remove.",
+            ),
+            (
+                "Session warm-river stdin is not writable.",
+                "Process warm-river's stdin is not writable (a process started with --background keeps its stdin open).",
+            ),
+            (
+                "Session warm-river stdin is not writable: broken pipe",
+                "Process warm-river's stdin is not writable: broken pipe (a process started with --background keeps its stdin open).",
+            ),
+            (
+                "No key data provided.",
+                "Give the keys to send with --key NAME, --hex BYTE or --literal TEXT.",
+            ),
+            ("No paste text provided.", "Give the text to paste with --text TEXT."),
+            ("Failed to read the log of x: gone", "Failed to read the log of x: gone"),
+        ];
+        for (tool, want) in rows {
+            assert_eq!(cli_words(tool, "s"), want, "{tool}");
+        }
+    }
 
     /// Every refusal of `moat process`, in the CLI's words: the flag is `--id`, never the
     /// wire's `sessionId` (issue texts, item 12).
