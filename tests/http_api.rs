@@ -461,7 +461,7 @@ async fn every_refusal_reads_failed_to() {
         ("POST", process, op, br#"{"action":"poll"}"#, 400, "failed to run the process action poll: it needs `sessionId`, the process id that exec returned (action list shows them)"),
         ("POST", "/v1/sessions/bad%20key/exec", op, br#"{"command":"true"}"#, 400, "failed to "),
         ("GET", "/v1/nope", op, b"", 404, "failed to find the endpoint: there is none at this path (see docs/http-api.md)"),
-        ("DELETE", exec, op, b"", 405, "failed to serve DELETE here: this endpoint does not serve that method"),
+        ("DELETE", exec, op, b"", 405, "failed to call this endpoint with DELETE: it does not serve DELETE (the Allow header"),
         ("POST", exec, None, br#"{"command":"true"}"#, 401, "failed to identify the caller: a bearer token is required (Authorization: Bearer <token>)"),
         ("POST", exec, Some("wrong-token-000000000"), br#"{"command":"true"}"#, 401, "failed to identify the caller: unknown bearer token"),
         ("POST", "/v1/sessions/http-tx-other/exec", agent, br#"{"command":"true"}"#, 403, "failed to use session http-tx-other: this token is not allowed to (it names another session)"),

@@ -37,8 +37,8 @@ pub async fn method_not_allowed(method: axum::http::Method) -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         format!(
-            "failed to serve {} here: this endpoint does not serve that method (the Allow header lists those it serves; see docs/http-api.md)",
-            crate::policy::escape_display(method.as_str())
+            "failed to call this endpoint with {m}: it does not serve {m} (the Allow header lists the methods it serves; see docs/http-api.md)",
+            m = crate::policy::escape_display(method.as_str())
         ),
     )
 }
