@@ -100,6 +100,9 @@ mod tests {
             .iter()
             .map(|s| s.matches("#[serde(skip").count())
             .sum();
-        assert_eq!(skipped, 1, "a skipped config field is not in the fingerprint");
+        assert_eq!(
+            skipped, 1,
+            "a skipped config field is not in the fingerprint"
+        );
     }
 }

@@ -37,7 +37,11 @@ pub fn describe(owns: &Value) -> String {
                 )
             })
             .collect();
-        let more = if (named.len() as u64) < n { ", …" } else { "" };
+        let more = if (named.len() as u64) < n {
+            ", …"
+        } else {
+            ""
+        };
         let plural = if n == 1 { "" } else { "s" };
         Some(format!("{n} {what}{plural} ({}{more})", named.join(", ")))
     };

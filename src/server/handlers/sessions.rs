@@ -90,7 +90,10 @@ pub async fn remove(
     let mut stopped = 0;
     for p in state.app.registry.list(&session) {
         if p.info.session == session && p.exit().is_none() {
-            state.app.registry.cancel(&p, "moat: the session was removed");
+            state
+                .app
+                .registry
+                .cancel(&p, "moat: the session was removed");
             stopped += 1;
         }
     }
