@@ -570,7 +570,7 @@ async fn daemon_status_and_stop_say_what_runs_and_what_blocks() {
     assert!(out.status.success(), "{}", text(&out));
     let pid = home.daemon_pid().unwrap();
     let out = home.run(&["daemon", "status", "--json"]);
-    let v: Value = serde_json::from_slice(&out.stdout).expect(&text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
     assert_eq!(v["pid"], pid, "{v}");
     assert_eq!(v["fits"], true, "{v}");
     assert_eq!(v["sameBuild"], true, "{v}");
@@ -629,7 +629,7 @@ async fn daemon_status_and_stop_say_what_runs_and_what_blocks() {
 /// The approval rows of `session` as `moat approvals list --all --json` shows them.
 fn approvals_of(home: &TestHome, session: &str) -> Vec<Value> {
     let out = home.run(&["approvals", "list", "--all", "--json"]);
-    let v: Value = serde_json::from_slice(&out.stdout).expect(&text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
     v.as_array()
         .unwrap()
         .iter()

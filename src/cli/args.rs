@@ -294,7 +294,8 @@ pub struct ProcessArgs {
     /// Process id (e.g. warm-river).
     #[arg(long)]
     pub id: Option<String>,
-    /// Data for `write`.
+    /// Data for `write`, sent byte for byte: no escapes are interpreted, so `'a\n'` sends a
+    /// backslash and an `n` (in a POSIX shell `$'a\n'` ends the line).
     #[arg(long)]
     pub data: Option<String>,
     /// Close stdin after `write`.

@@ -18,7 +18,7 @@ fn count(owns: &Value, key: &str) -> u64 {
 /// "2 running processes (3f2a9c01 in session main, …) and 1 pending approval (ab12cd34 in
 /// session ci)", or "nothing" — escaped, since session names and ids come from the store.
 pub fn describe(owns: &Value) -> String {
-    let part = |count_key: &str, list_key: &str, what: &str| -> Option<String> {
+    let part = |count_key: &str, list_key: &str, one: &str, many: &str| -> Option<String> {
         let n = count(owns, count_key);
         if n == 0 {
             return None;
@@ -32,8 +32,8 @@ pub fn describe(owns: &Value) -> String {
                 let id = e["id"].as_str().unwrap_or("?");
                 format!(
                     "{} in session {}",
-                    crate::output::escape_terminal(&id[..8.min(id.len())]),
-                    crate::output::escape_terminal(e["session"].as_str().unwrap_or("?"))
+                    crate::policy::escape_display(&id[..8.min(id.len())]),
+                    crate::policy::escape_display(e["session"].as_str().unwrap_or("?"))
                 )
             })
             .collect();
@@ -42,12 +42,22 @@ pub fn describe(owns: &Value) -> String {
         } else {
             ""
         };
-        let plural = if n == 1 { "" } else { "s" };
-        Some(format!("{n} {what}{plural} ({}{more})", named.join(", ")))
+        let what = if n == 1 { one } else { many };
+        Some(format!("{n} {what} ({}{more})", named.join(", ")))
     };
     let parts: Vec<String> = [
-        part("processCount", "processes", "running process"),
-        part("approvalCount", "approvals", "pending approval"),
+        part(
+            "processCount",
+            "processes",
+            "running process",
+            "running processes",
+        ),
+        part(
+            "approvalCount",
+            "approvals",
+            "pending approval",
+            "pending approvals",
+        ),
     ]
     .into_iter()
     .flatten()
