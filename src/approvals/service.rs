@@ -365,6 +365,46 @@ impl Approvals {
         Ok(done)
     }
 
+    /// Ends every approval of `session` that could still run something or let something
+    /// through: pending ones (nobody will decide for a removed session), approved ones not
+    /// yet run, expired ones whose `ask_fallback` has not applied, and the session's egress
+    /// grants (approved network approvals). Each becomes `denied` with the decision
+    /// `session-removed`, is audited as `approval-ended`, and its waiter is woken, so nothing
+    /// runs, or re-creates the session's container, at a later decision or expiry
+    /// (docs/approvals.md, "Removing a session"). Returns the ids ended.
+    pub fn end_session(&self, session: &str, by: &str) -> Result<Vec<String>, ApprovalError> {
+        let mut ended = Vec::new();
+        for from in [
+            ApprovalStatus::Pending,
+            ApprovalStatus::Approved,
+            ApprovalStatus::Expired,
+        ] {
+            for row in self.store.approvals_of_session(session, from)? {
+                // Conditional: a decision or a claim that lands first keeps its own outcome.
+                if !self.store.transition_approval(
+                    &row.id,
+                    from,
+                    ApprovalStatus::Denied,
+                    RecordedDecision::SessionRemoved,
+                    by,
+                    now_ms(),
+                )? {
+                    continue;
+                }
+                self.wakeups.wake(&row.id);
+                self.store.audit(
+                    "approval-ended",
+                    Some(&row.id),
+                    Some(&row.session),
+                    by,
+                    &format!("the session was removed while the approval was {from}"),
+                )?;
+                ended.push(row.id);
+            }
+        }
+        Ok(ended)
+    }
+
     /// Lets `ask_fallback` run an expired approval, once.
     pub fn approve_by_fallback(&self, id: &str, fallback: &str) -> Result<bool, ApprovalError> {
         let ok = self.store.transition_approval(

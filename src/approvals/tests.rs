@@ -49,6 +49,56 @@ fn op() -> Decider {
     Decider::operator("alice", "cli")
 }
 
+/// Removing a session ends every approval that could still act for it (pending, approved
+/// but not run, expired before its fallback, and its egress grants), audited, and leaves
+/// other sessions' and settled approvals alone (docs/approvals.md, "Removing a session").
+#[test]
+fn ending_a_session_ends_what_could_act_for_it() {
+    let (a, _d) = service();
+    let b = binding("/w", &[], &["touch", "x"]);
+    let pending = a.create(new(&b, 60_000)).unwrap();
+    let approved = a.create(new(&b, 60_000)).unwrap();
+    a.decide(&approved.id, ApprovalDecision::AllowOnce, &op())
+        .unwrap();
+    let expired = a.create(new(&b, 1)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert!(a.expire(&expired.id).unwrap());
+    let mut grant = new(&b, 60_000);
+    grant.binding.target = ApprovalTarget::Network;
+    grant.command = "example.org:443".into();
+    let grant = a.create(grant).unwrap();
+    a.decide(&grant.id, ApprovalDecision::AllowAlways, &op())
+        .unwrap();
+    let denied = a.create(new(&b, 60_000)).unwrap();
+    a.decide(&denied.id, ApprovalDecision::Deny, &op()).unwrap();
+    let mut other = new(&b, 60_000);
+    other.session = "other".into();
+    let other = a.create(other).unwrap();
+
+    let mut ended = a.end_session("main", "http:operator").unwrap();
+    ended.sort();
+    let mut want = vec![pending.id, approved.id, expired.id, grant.id];
+    want.sort();
+    assert_eq!(ended, want);
+    for id in &want {
+        let r = a.get(id).unwrap();
+        assert_eq!(r.status, ApprovalStatus::Denied, "{id}");
+        assert_eq!(r.decision, Some(RecordedDecision::SessionRemoved), "{id}");
+    }
+    assert_eq!(
+        a.get(&denied.id).unwrap().decision,
+        Some(RecordedDecision::Deny)
+    );
+    assert_eq!(a.get(&other.id).unwrap().status, ApprovalStatus::Pending);
+    let audit = a.audit_log(None, 100).unwrap();
+    assert_eq!(
+        audit.iter().filter(|e| e.kind == "approval-ended").count(),
+        4
+    );
+    // Nothing left to end: a second removal is a no-op.
+    assert!(a.end_session("main", "http:operator").unwrap().is_empty());
+}
+
 #[test]
 fn only_operators_decide() {
     let (a, _d) = service();

@@ -1,6 +1,6 @@
 //! `moat approvals …`: the operator's channel for decisions. It writes to the state database
-//! in `$MOAT_HOME` (mode 0700, the operator's); the moat waiting on an approval notices the
-//! decision within a fraction of a second and runs the plan.
+//! in `$MOAT_HOME` (mode 0700, the operator's), then wakes the daemon's waiter over the socket
+//! (docs/approvals.md, "How waiters wake"), so the plan runs within milliseconds.
 
 use super::term::say;
 use std::process::ExitCode;
@@ -182,6 +182,7 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
                 d,
                 &operator(&a, &format!("approvals approve {id}"), Some(&id))?,
             )?;
+            super::daemon::wake_waiter(&home, &r.id);
             say!(
                 "approved {} ({}): {}",
                 &r.id[..8],
@@ -192,6 +193,7 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
         ApprovalsCommand::Deny { id } => {
             let d = operator(&a, &format!("approvals deny {id}"), Some(&id))?;
             let r = a.decide(&id, ApprovalDecision::Deny, &d)?;
+            super::daemon::wake_waiter(&home, &r.id);
             say!("denied {}: {}", &r.id[..8], a.display(&r.command));
         }
         ApprovalsCommand::Audit { id, limit, json } => {

@@ -39,6 +39,9 @@ pub enum Command {
     },
     /// Serve the HTTP API on $MOAT_HOME/moat.sock (and TCP with tokens).
     Serve(ServeArgs),
+    /// The home's daemon (`moat serve`): what runs and what it owns, or stop it.
+    #[command(subcommand)]
+    Daemon(DaemonCommand),
     /// Measure exec latency, cold start and output throughput against plain docker.
     Bench(BenchArgs),
     /// Serve the exec and process tools to an MCP client over stdio.
@@ -116,6 +119,24 @@ pub struct RunArgs {
     /// The shell command.
     #[arg(required = true, last = true, num_args = 1..)]
     pub command: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DaemonCommand {
+    /// Whether a daemon runs for this home: its pid, build, config fingerprint (and whether
+    /// they are this moat's) and the sessions, processes and approvals it owns.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop the daemon and wait until it has let go of the home. Refused, naming them, while
+    /// it runs processes or waits on approvals, unless --force.
+    Stop {
+        /// Stop even while it runs processes or waits on approvals (a later daemon re-attaches
+        /// sandbox processes and resumes the approvals).
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -277,7 +298,8 @@ pub struct ProcessArgs {
     /// Process id (e.g. warm-river).
     #[arg(long)]
     pub id: Option<String>,
-    /// Data for `write`.
+    /// Data for `write`, sent byte for byte: no escapes are interpreted, so `'a\n'` sends a
+    /// backslash and an `n` (in a POSIX shell `$'a\n'` ends the line).
     #[arg(long)]
     pub data: Option<String>,
     /// Close stdin after `write`.

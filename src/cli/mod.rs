@@ -107,6 +107,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(a) => bench::run(home, a).await,
         Command::Serve(a) => serve::run(home, a).await,
         Command::Events { session } => daemon::follow_events(&home, &session).await,
+        Command::Daemon(a) => daemon::run(&home, a).await,
         Command::Approvals(a) => approvals::run(home, a),
         Command::Allowlist(a) => allowlist::run(home, a),
         Command::Skills(a) => skills::run(home, a),

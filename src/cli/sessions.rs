@@ -64,6 +64,15 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             } else {
                 say!("session {key} has no container");
             }
+            let n = v["endedApprovals"].as_u64().unwrap_or(0);
+            if n > 0 {
+                let s = if n == 1 { "" } else { "s" };
+                say!("ended {n} approval{s} and egress grant{s} of session {key} (decision: session-removed)");
+            }
+            let n = v["endedProcesses"].as_u64().unwrap_or(0);
+            if n > 0 {
+                say!("ended {n} running process(es) of session {key}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Create {

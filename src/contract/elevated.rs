@@ -159,8 +159,17 @@ fn failing_gates(cfg: &ElevatedConfig, caller: &Caller) -> Vec<String> {
                 .get(p)
                 .is_some_and(|ids| ids.iter().any(|i| i == "*" || i == s));
             if !allowed {
+                // The advice adds to what is there: an inline `allow_from = { … }` would
+                // replace the other providers' lists, and a bare list this provider's ids.
+                let mut ids: Vec<String> = cfg
+                    .allow_from
+                    .get(p)
+                    .map(|l| l.iter().map(|i| format!("{i:?}")).collect())
+                    .unwrap_or_default();
+                ids.push(format!("{s:?}"));
                 gates.push(format!(
-                    "sender `{s}` is not in elevated.allow_from.{p} (add it: `allow_from = {{ {p} = [\"{s}\"] }}`)"
+                    "sender `{s}` is not in elevated.allow_from.{p} (add it: under [elevated], `allow_from.{p} = [{}]`)",
+                    ids.join(", ")
                 ));
             }
         }
@@ -335,5 +344,25 @@ mod tests {
         assert!(err.contains("elevated.enabled"), "{err}");
         assert!(err.contains("elevated.allow_from.cli"), "{err}");
         assert!(err.contains("provider=cli:alice session=main"), "{err}");
+    }
+
+    /// The advice adds the sender to what is configured: it keeps the provider's ids and
+    /// names only this provider's key, so following it never drops another provider's list
+    /// (an inline `allow_from = { cli = [...] }` would replace the whole table).
+    #[test]
+    fn the_allow_from_advice_keeps_what_is_there() {
+        let err = target(
+            &req(Some(true), None),
+            &cfg(true, &[("cli", "bob"), ("slack", "U1")], ElevatedLevel::Ask),
+            &caller("cli", "alice"),
+            "main",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(r#"under [elevated], `allow_from.cli = ["bob", "alice"]`"#),
+            "{err}"
+        );
+        assert!(!err.contains("allow_from = {"), "{err}");
     }
 }

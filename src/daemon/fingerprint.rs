@@ -51,6 +51,10 @@ fn compute(build: &str, config: &Config, engine: &[(String, String)]) -> String 
     // serde_json of the config is deterministic for one build: struct fields in order, maps
     // are BTreeMaps.
     h.update(serde_json::to_vec(config).unwrap_or_default());
+    // What the daemon decides by but the serialization leaves out (`#[serde(skip)]` fields):
+    // an explicit `sandbox.user` equal to the default still changes whose a host workspace
+    // runs as (docs/security.md, "Host workspaces"), so setting it must replace the daemon.
+    h.update([0, u8::from(config.sandbox.user_set)]);
     for (k, v) in engine {
         h.update([0]);
         h.update(k.as_bytes());
@@ -75,7 +79,30 @@ mod tests {
         let mut other = Config::default();
         other.exec.yield_ms += 1;
         assert_ne!(a, compute("0.1.0+1:2.3", &other, &none));
+        let mut user_set = Config::default();
+        user_set.sandbox.user_set = true;
+        assert_ne!(a, compute("0.1.0+1:2.3", &user_set, &none));
         let engine = vec![("DOCKER_HOST".to_string(), "unix:///x".to_string())];
         assert_ne!(a, compute("0.1.0+1:2.3", &base, &engine));
+    }
+
+    /// Every config field the serialization skips must be hashed by hand in `compute`: a new
+    /// `#[serde(skip)]` field in a file that defines config sections fails here until it is
+    /// (and this count raised).
+    #[test]
+    fn every_skipped_config_field_is_covered() {
+        let sources = [
+            include_str!("../config/file.rs"),
+            include_str!("../config/sections.rs"),
+            include_str!("../config/egress.rs"),
+        ];
+        let skipped: usize = sources
+            .iter()
+            .map(|s| s.matches("#[serde(skip").count())
+            .sum();
+        assert_eq!(
+            skipped, 1,
+            "a skipped config field is not in the fingerprint"
+        );
     }
 }

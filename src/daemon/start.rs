@@ -111,8 +111,9 @@ async fn fitting(home: &Home, client: &DaemonClient) -> Result<Option<DaemonClie
     };
     if health["autoStarted"] != true {
         return Err(mismatch(format!(
-            "; restart `moat serve` (pid {})",
-            health["pid"]
+            "; restart `moat serve` (pid {}), which owns {}",
+            health["pid"],
+            super::owns::describe(&health["owns"])
         )));
     }
     match client

@@ -17,13 +17,21 @@ use crate::daemon::FINGERPRINT_HEADER;
 /// it when it is idle.
 const ANY_CLIENT: [&str; 2] = ["/v1/health", "/v1/daemon/stop"];
 
+/// `POST /v1/approvals/{id}/wake`: a CLI of another configuration that decided on the database
+/// may still wake the waiter; the wake only makes it read the stored decision.
+fn is_wake(path: &str) -> bool {
+    path.strip_prefix("/v1/approvals/")
+        .and_then(|rest| rest.strip_suffix("/wake"))
+        .is_some_and(|id| !id.is_empty() && !id.contains('/'))
+}
+
 pub async fn guard(State(state): State<Arc<ServerState>>, req: Request, next: Next) -> Response {
     let theirs = req.headers().get(FINGERPRINT_HEADER).map(|v| v.as_bytes());
     let fits = match theirs {
         None => true,
         Some(f) => f == state.daemon.fingerprint.as_bytes(),
     };
-    if fits || ANY_CLIENT.contains(&req.uri().path()) {
+    if fits || ANY_CLIENT.contains(&req.uri().path()) || is_wake(req.uri().path()) {
         return next.run(req).await;
     }
     ApiError::new(

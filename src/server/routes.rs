@@ -229,6 +229,7 @@ pub fn router(state: Arc<ServerState>, transport: Transport) -> Router {
             "/v1/approvals/{id}/decision",
             post(handlers::approvals::decide),
         )
+        .route("/v1/approvals/{id}/wake", post(handlers::approvals::wake))
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

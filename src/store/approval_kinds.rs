@@ -143,6 +143,9 @@ text_enum!(
         Fallback => "fallback",
         /// The run prepared again differed from the approved plan, so it was refused.
         PlanChanged => "plan-changed",
+        /// Its session was removed (`moat sessions rm`): nothing may run, or re-create the
+        /// session, on its behalf (docs/approvals.md, "Removing a session").
+        SessionRemoved => "session-removed",
     }
 );
 
@@ -174,6 +177,7 @@ mod tests {
             (RecordedDecision::Timeout, "timeout"),
             (RecordedDecision::Fallback, "fallback"),
             (RecordedDecision::PlanChanged, "plan-changed"),
+            (RecordedDecision::SessionRemoved, "session-removed"),
         ];
         assert_eq!(statuses.len(), ApprovalStatus::ALL.len());
         assert_eq!(targets.len(), ApprovalTarget::ALL.len());

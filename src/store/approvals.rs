@@ -195,6 +195,25 @@ impl Store {
         rows.collect::<Result<_, _>>().ctx("list approvals")
     }
 
+    /// One session's approvals of every target in `status` (all of them: a removed session's
+    /// approvals are ended whatever their number).
+    pub fn approvals_of_session(
+        &self,
+        session: &str,
+        status: ApprovalStatus,
+    ) -> Result<Vec<ApprovalRow>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM approvals WHERE session = ?1 AND status = ?2"
+            ))
+            .ctx("list approvals")?;
+        let rows = stmt
+            .query_map(params![session, status], row)
+            .ctx("list approvals")?;
+        rows.collect::<Result<_, _>>().ctx("list approvals")
+    }
+
     /// Moves an approval from `from` to `to`, recording the decision; false when it was not in
     /// `from` any more (somebody else decided first).
     pub fn transition_approval(

@@ -89,3 +89,19 @@ pub async fn decide(
         .map_err(api)?;
     Ok(Json(approvals.to_json(&row)))
 }
+
+/// `POST /v1/approvals/{id}/wake`: the CLI wrote a decision on `state.db` itself and tells
+/// this daemon, so the approval's waiter reads its row now instead of at the shared 2 s check
+/// (docs/approvals.md, "How waiters wake"). A wake only makes the waiter read the stored row
+/// again, so it grants nothing; clients of any build or configuration may send it.
+pub async fn wake(
+    State(state): State<Arc<ServerState>>,
+    PathParam(id): PathParam,
+    Who(who): Who,
+) -> Result<Json<Value>, ApiError> {
+    who.require_operator()?;
+    let approvals = &state.app.approvals;
+    let row = approvals.get(&id).map_err(api)?;
+    approvals.wakeups().wake(&row.id);
+    Ok(Json(json!({ "id": row.id, "status": row.status })))
+}

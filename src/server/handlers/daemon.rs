@@ -30,8 +30,46 @@ pub async fn health(
         v["startedAtMs"] = json!(d.started_at_ms);
         v["home"] = json!(state.app.home.root().display().to_string());
         v["running"] = json!(state.app.registry.running());
+        v["build"] = json!(crate::daemon::build_id());
+        v["owns"] = owns(&state);
     }
     Json(v)
+}
+
+/// At most this many processes and approvals are named (the counts are always whole).
+const NAMED: usize = 20;
+
+/// What keeps this daemon: the processes it runs and the approvals it waits on, each with
+/// its session, so a client it refuses (another build or configuration) and `moat daemon
+/// status` can say what to end first (docs/ARCHITECTURE.md, "Daemon").
+fn owns(state: &ServerState) -> Value {
+    let store = &state.app.store;
+    let running: Vec<_> = store
+        .all_processes()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p.status == crate::store::ProcessStatus::Running)
+        .collect();
+    let pending = store
+        .approvals(Some(crate::store::ApprovalStatus::Pending), 500)
+        .unwrap_or_default();
+    let sessions: Vec<String> = store
+        .sessions()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| s.key)
+        .collect();
+    json!({
+        "sessions": sessions,
+        "processCount": running.len(),
+        "processes": running.iter().take(NAMED).map(|p| json!({
+            "id": p.id, "session": p.session, "background": p.background,
+        })).collect::<Vec<_>>(),
+        "approvalCount": pending.len(),
+        "approvals": pending.iter().take(NAMED).map(|a| json!({
+            "id": a.id, "session": a.session, "target": a.target,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 #[derive(Deserialize, Default)]
@@ -62,19 +100,15 @@ pub async fn stop(
         Ok(b) if b.is_empty() => StopRequest::default(),
         other => json_body(other)?,
     };
-    let running = state.app.registry.running();
-    let pending = state
-        .app
-        .store
-        .pending_approval_ids()
-        .map(|s| s.len())
-        .unwrap_or(0);
-    if req.if_idle && (running > 0 || pending > 0) {
+    let owns = owns(&state);
+    // The registry's count covers processes re-attached in memory but not yet in the listing.
+    if req.if_idle && (crate::daemon::busy(&owns) || state.app.registry.running() > 0) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             format!(
-                "the daemon (pid {}) still owns {running} running processes and {pending} pending approvals; stop it when they are done",
-                std::process::id()
+                "the daemon (pid {}) still owns {}; stop it when they are done (`moat process kill --session S --id ID`, `moat approvals deny ID`), or with `moat daemon stop --force`",
+                std::process::id(),
+                crate::daemon::describe_owned(&owns)
             ),
         ));
     }

@@ -78,13 +78,37 @@ pub async fn remove(
     if query.purge {
         who.require_operator()?;
     }
+    // A removed session stays removed (docs/approvals.md, "Removing a session"): its
+    // approvals and egress grants end first, so no waiter runs a plan (or re-creates the
+    // container) at a decision or expiry, and its background processes are ended, host ones
+    // included (the container's go with the container).
+    let ended = state
+        .app
+        .approvals
+        .end_session(&session, &who.decider().label())
+        .map_err(|e| internal(format!("end the session's approvals: {e}")))?;
+    let mut stopped = 0;
+    for p in state.app.registry.list(&session) {
+        if p.info.session == session && p.exit().is_none() {
+            state
+                .app
+                .registry
+                .cancel(&p, "moat: the session was removed");
+            stopped += 1;
+        }
+    }
     let existed = state
         .app
         .sessions
         .remove_with(&session, query.purge)
         .await
         .map_err(internal)?;
-    Ok(Json(json!({ "session": session, "removed": existed })))
+    Ok(Json(json!({
+        "session": session,
+        "removed": existed,
+        "endedApprovals": ended.len(),
+        "endedProcesses": stopped,
+    })))
 }
 
 /// `POST /v1/sessions/{session}/reset-state`: forgets the directory and variables a sticky
