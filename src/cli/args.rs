@@ -326,6 +326,10 @@ pub struct ProcessArgs {
     /// Line count for `log`.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Characters of line `--offset` to skip for `log`: reads on inside a line longer than a
+    /// page, where the page's note says.
+    #[arg(long)]
+    pub char_offset: Option<usize>,
     /// Milliseconds `poll` may wait for the process to exit.
     #[arg(long)]
     pub timeout: Option<u64>,

@@ -1,4 +1,4 @@
-use super::term::{say, say_err, say_part};
+use super::term::{err_part, part, say, say_err, say_part};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::OnceLock;
@@ -18,8 +18,12 @@ pub use super::exit::REFUSED;
 /// How a foreground exec ended, as the daemon reported it.
 enum Ended {
     /// The tool result (finished, running in the background, or refused); boxed, as it is
-    /// far larger than an exit code.
-    Result(Box<ToolResult>),
+    /// far larger than an exit code. `streamed`: the command's output was shown as it was
+    /// produced, so the result's copy of it is not printed again.
+    Result {
+        result: Box<ToolResult>,
+        streamed: bool,
+    },
     /// An approval's outcome: the command's exit code, or refused.
     Approval(ExitCode),
 }
@@ -55,16 +59,20 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         };
         super::sessions::create(&client, &a.session, ws, mode, None, None).await?;
     }
-    // Ctrl-C or SIGTERM ends the command this CLI waits on (see interrupt.rs).
+    // Ctrl-C or SIGTERM ends the command this CLI waits on, and what it printed until it
+    // ended is shown before the sentence that says so (see interrupt.rs).
     let waiting = OnceLock::new();
     let call = follow(&client, &a.session, &req, &waiting, a.json);
-    let ended = match interrupt::or_interrupt(call).await? {
-        Err(sig) => return interrupt::ended(&client, &a.session, &waiting, sig).await,
+    tokio::pin!(call);
+    let ended = match interrupt::or_interrupt(call.as_mut()).await? {
+        Err(sig) => {
+            return interrupt::ended_after(&client, &a.session, &waiting, sig, call).await;
+        }
         Ok(r) => r?,
     };
-    let result = match ended {
+    let (result, streamed) = match ended {
         Ended::Approval(code) => return Ok(code),
-        Ended::Result(r) => *r,
+        Ended::Result { result, streamed } => (*result, streamed),
     };
     if result.details.is_denied() {
         // The refusal sentence, exactly as the tool result carries it.
@@ -80,11 +88,14 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
     } else if let Some(text) = background_text(&result, &a.session) {
         say!("{text}");
     } else {
-        // The command's own output on stdout; moat's remarks (timeout, signal) on stderr.
-        let output = result.details.aggregated().unwrap_or_default();
-        say_part!("{output}");
-        if !output.is_empty() && !output.ends_with('\n') {
-            say!();
+        // The command's own output on stdout (already shown as it was produced, from a
+        // daemon that streams it); moat's remarks (timeout, signal) on stderr.
+        if !streamed {
+            let output = result.details.aggregated().unwrap_or_default();
+            say_part!("{output}");
+            if !output.is_empty() && !output.ends_with('\n') {
+                say!();
+            }
         }
         for note in remarks(&result) {
             say_err!("moat: {}", in_cli_words(note, &a.session));
@@ -99,8 +110,10 @@ fn exit_code(result: &ToolResult) -> u8 {
 }
 
 /// Runs the call through the daemon and reads its lines (docs/ARCHITECTURE.md, "Daemon"):
-/// the process id when the command starts, the result when it ends, and for a command that
-/// waits for an operator, the approval's outcome.
+/// the process id when the command starts, its output as it is produced (printed as it
+/// arrives, as `moat run` prints its stream; not with `--json`, which prints the one final
+/// result), the result when it ends, and for a command that waits for an operator, the
+/// approval's outcome.
 async fn follow(
     client: &DaemonClient,
     session: &str,
@@ -112,13 +125,28 @@ async fn follow(
     let body = serde_json::to_value(req)?;
     let headers = [(WAIT_HEADER, "end".to_string())];
     let mut lines = super::daemon::lines(client, &path, &body, &headers).await?;
+    // Whether output arrived on the stream; the last line it ended on, so a line the command
+    // left open is closed before moat's remarks.
+    let mut streamed = false;
+    let mut open_line = false;
     while let Some(line) = lines
         .next_line()
         .await
         .context("read the answer of moat serve")?
     {
         let v: Value = serde_json::from_str(&line).context("parse the answer of moat serve")?;
-        if let Some(id) = v["started"].as_str() {
+        if let Some(text) = v["stdout"].as_str() {
+            if !json && !text.is_empty() {
+                part(text);
+                streamed = true;
+                open_line = !text.ends_with('\n');
+            }
+        } else if let Some(text) = v["stderr"].as_str() {
+            // moat's own notes about the stream (bytes freed before they were passed on).
+            if !json {
+                err_part(text);
+            }
+        } else if let Some(id) = v["started"].as_str() {
             let _ = waiting.set(Waiting::Process(id.to_string()));
         } else if let Some(e) = super::failure::from_line(&v) {
             return Err(e);
@@ -132,7 +160,13 @@ async fn follow(
             let result: ToolResult = serde_json::from_value(v["result"].clone())
                 .context("parse the tool result of moat serve")?;
             if result.status() != Some(Status::ApprovalPending) {
-                return Ok(Ended::Result(Box::new(result)));
+                if open_line {
+                    say!();
+                }
+                return Ok(Ended::Result {
+                    result: Box::new(result),
+                    streamed,
+                });
             }
             // The daemon holds the approval's waiter and runs the plan once an operator
             // decides (`moat approvals approve|deny`); its outcome follows on this answer.

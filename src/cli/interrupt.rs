@@ -55,6 +55,44 @@ pub enum Waiting {
     Approval(String),
 }
 
+/// After an interrupt of a call that streams the command's output (`moat exec`): the command
+/// is killed through the daemon while the call is still read, so what it printed until it
+/// ended (its last lines, what a TERM handler says) is shown, and only then the sentence
+/// that says what the signal ended. The call is read until its result or the kill's grace
+/// (plus slack) has passed; after that it is dropped and the end is waited for as
+/// [`ended`] does. Anything else (a pending approval, a call before its command started) is
+/// [`ended`].
+pub async fn ended_after<F, T>(
+    client: &DaemonClient,
+    session: &str,
+    waiting: &OnceLock<Waiting>,
+    sig: Interrupted,
+    rest: std::pin::Pin<&mut F>,
+) -> anyhow::Result<ExitCode>
+where
+    F: Future<Output = anyhow::Result<T>>,
+{
+    let Some(Waiting::Process(id)) = waiting.get() else {
+        return ended(client, session, waiting, sig).await;
+    };
+    let path = format!("/v1/sessions/{session}/process");
+    let kill = serde_json::json!({"action": "kill", "sessionId": id});
+    super::daemon::call(client, Method::POST, &path, Some(&kill)).await?;
+    let within = Duration::from_millis(moat::process::KILL_GRACE_MS + 3000);
+    match tokio::time::timeout(within, rest).await {
+        // The call ended with the command: its output is shown.
+        Ok(Ok(_)) => {
+            say_err!(
+                "moat: {}: ended process {id} (see `moat process list`)",
+                sig.name
+            );
+            Ok(sig.exit_code())
+        }
+        // The stream broke or is slow: wait for the recorded end instead.
+        Ok(Err(_)) | Err(_) => ended(client, session, waiting, sig).await,
+    }
+}
+
 /// After an interrupt: the command the CLI was waiting on is killed through the daemon, and
 /// the CLI waits until its end is recorded. A call interrupted before the command started was
 /// dropped with its connection, and the daemon ends its command itself; a pending approval

@@ -23,6 +23,7 @@ pub async fn run(home: Home, a: ProcessArgs) -> anyhow::Result<ExitCode> {
         bracketed: a.no_bracketed.then_some(false),
         offset: a.offset,
         limit: a.limit,
+        char_offset: a.char_offset,
         timeout: a.timeout,
     };
     moat::session::validate_key(&a.session)?;

@@ -237,6 +237,11 @@ pub fn process_input() -> Arc<JsonObject> {
                 "minimum": 0,
                 "description": "log: number of lines to show."
             },
+            "charOffset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "log: start this many characters into the line `offset`, to read on inside a line longer than a page (the page's note says where)."
+            },
             "timeout": {
                 "type": "integer",
                 "minimum": 0,
@@ -469,6 +474,7 @@ mod tests {
             [
                 "action",
                 "bracketed",
+                "charOffset",
                 "data",
                 "eof",
                 "hex",
@@ -500,7 +506,7 @@ mod tests {
         let process: crate::tools::ProcessRequest = serde_json::from_value(json!({
             "action": "poll", "sessionId": "a", "data": "d", "eof": true, "keys": ["Enter"],
             "hex": ["0d"], "literal": "l", "text": "t", "bracketed": false, "offset": 1,
-            "limit": 2, "timeout": 3
+            "limit": 2, "timeout": 3, "charOffset": 4
         }))
         .unwrap();
         assert_eq!(process.action, "poll");

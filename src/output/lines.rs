@@ -154,6 +154,13 @@ pub struct LineCollector {
     out: String,
     /// Whether the budget cut the page.
     cut: bool,
+    /// Characters of line `from` not to keep (the page reads on inside a long line).
+    skip: u64,
+    /// Characters of the current line seen so far (kept or skipped).
+    col: u64,
+    /// Where the budget cut the page inside a line: its number and the character the next
+    /// page starts at.
+    resume: Option<(u64, u64)>,
 }
 
 impl LineCollector {
@@ -165,7 +172,22 @@ impl LineCollector {
             budget,
             out: String::new(),
             cut: false,
+            skip: 0,
+            col: 0,
+            resume: None,
         }
+    }
+
+    /// Starts the page `chars` characters into its first line.
+    pub fn skipping(mut self, chars: u64) -> Self {
+        self.skip = chars;
+        self
+    }
+
+    /// The line and character the next page starts at when the budget cut this one inside a
+    /// line.
+    pub fn resume(&self) -> Option<(u64, u64)> {
+        self.resume
     }
 
     /// Whether nothing more can be kept (the stream may stop).
@@ -180,28 +202,41 @@ impl LineCollector {
             }
             let ends_line = piece.ends_with('\n');
             if self.current >= self.from {
-                let body = if ends_line {
+                let mut body = if ends_line {
                     let line = &piece[..piece.len() - 1];
                     line.strip_suffix('\r').unwrap_or(line)
                 } else {
                     piece
                 };
-                self.keep(body);
+                if self.current == self.from && self.col < self.skip {
+                    let want = (self.skip - self.col) as usize;
+                    let at = body.char_indices().nth(want).map_or(body.len(), |(i, _)| i);
+                    self.col += body[..at].chars().count() as u64;
+                    body = &body[at..];
+                }
+                let kept = self.keep(body);
+                if self.cut && kept < body.len() {
+                    let col = self.col + body[..kept].chars().count() as u64;
+                    self.resume = Some((self.current, col));
+                }
+                self.col += body.chars().count() as u64;
                 if ends_line && !self.cut && self.current + 1 < self.to {
                     self.keep("\n");
                 }
             }
             if ends_line {
                 self.current += 1;
+                self.col = 0;
             }
         }
     }
 
-    fn keep(&mut self, s: &str) {
+    /// Keeps what fits of `s`; returns how many of its bytes were kept.
+    fn keep(&mut self, s: &str) -> usize {
         let room = self.budget.saturating_sub(self.out.len());
         if s.len() <= room {
             self.out.push_str(s);
-            return;
+            return s.len();
         }
         let mut cut = room;
         while !s.is_char_boundary(cut) {
@@ -209,6 +244,7 @@ impl LineCollector {
         }
         self.out.push_str(&s[..cut]);
         self.cut = true;
+        cut
     }
 
     /// The kept text (without a final newline) and whether the budget cut it.

@@ -132,13 +132,18 @@ pub struct LogPage {
     pub text: String,
     /// Whether the page was cut by the output cap.
     pub cut: bool,
+    /// Where the cap cut the page inside a line: that line and the character the next page
+    /// starts at (`offset`, `charOffset`), so a line longer than a page is read whole.
+    pub resume: Option<(u64, u64)>,
 }
 
-/// Pages the record: lines `offset..offset+limit` (1-based), or the last `limit` lines.
+/// Pages the record: lines `offset..offset+limit` (1-based), or the last `limit` lines; the
+/// first of them from character `skip` on.
 pub fn page(
     src: &Source<'_>,
     offset: Option<u64>,
     limit: Option<u64>,
+    skip: u64,
     budget: usize,
 ) -> std::io::Result<LogPage> {
     let mut counter = LineCounter::default();
@@ -150,10 +155,11 @@ pub fn page(
         (first, last)
     };
     let (start, end) = crate::output::line_window(first, last, offset, limit);
-    let mut collector = LineCollector::new(first, start, end, budget);
+    let mut collector = LineCollector::new(first, start, end, budget).skipping(skip);
     if start < end {
         pass(src, &mut |t| collector.push(t))?;
     }
+    let resume = collector.resume();
     let (text, cut) = collector.finish();
     Ok(LogPage {
         first,
@@ -162,6 +168,7 @@ pub fn page(
         end,
         text,
         cut,
+        resume,
     })
 }
 
@@ -197,10 +204,10 @@ mod tests {
         let text: String = (1..=100_000).map(|i| format!("{i}\n")).collect();
         let log = log_with(text.as_bytes());
         let r = Redactor::new(vec![]);
-        let p = page(&src(&log, ZERO, &r), Some(4222), Some(5), 200_000).unwrap();
+        let p = page(&src(&log, ZERO, &r), Some(4222), Some(5), 0, 200_000).unwrap();
         assert_eq!((p.first, p.last, p.start, p.end), (1, 100_000, 4222, 4227));
         assert_eq!(p.text, "4222\n4223\n4224\n4225\n4226");
-        let p = page(&src(&log, ZERO, &r), None, Some(2), 200_000).unwrap();
+        let p = page(&src(&log, ZERO, &r), None, Some(2), 0, 200_000).unwrap();
         assert_eq!(p.text, "99999\n100000");
     }
 
@@ -214,7 +221,7 @@ mod tests {
             lines_before: Some(1),
             at_line_start: false,
         };
-        let p = page(&src(&log, mid, &r), None, None, 1000).unwrap();
+        let p = page(&src(&log, mid, &r), None, None, 0, 1000).unwrap();
         assert_eq!((p.first, p.last, p.text.as_str()), (3, 4, "ccc\nddd"));
         // On a line start, nothing is dropped.
         let at = LineMark {
@@ -222,7 +229,7 @@ mod tests {
             lines_before: Some(1),
             at_line_start: true,
         };
-        let p = page(&src(&log, at, &r), None, None, 1000).unwrap();
+        let p = page(&src(&log, at, &r), None, None, 0, 1000).unwrap();
         assert_eq!((p.first, p.text.as_str()), (2, "bbb\nccc\nddd"));
         // Unknown count before: numbered from the first kept line.
         let unknown = LineMark {
@@ -230,7 +237,7 @@ mod tests {
             lines_before: None,
             at_line_start: false,
         };
-        let p = page(&src(&log, unknown, &r), None, None, 1000).unwrap();
+        let p = page(&src(&log, unknown, &r), None, None, 0, 1000).unwrap();
         assert_eq!((p.first, p.text.as_str()), (1, "ccc\nddd"));
     }
 
@@ -244,22 +251,53 @@ mod tests {
             lines_before: Some(0),
             at_line_start: false,
         };
-        let p = page(&src(&log, cut, &r), None, None, 1000).unwrap();
+        let p = page(&src(&log, cut, &r), None, None, 0, 1000).unwrap();
         assert!(!p.text.contains("VALUE"), "{:?}", p.text);
         assert!(!p.text.contains("SECRET"), "{:?}", p.text);
         // A secret the record holds whole is redacted.
-        let p = page(&src(&log, ZERO, &r), None, None, 1000).unwrap();
+        let p = page(&src(&log, ZERO, &r), None, None, 0, 1000).unwrap();
         assert_eq!(
             p.text,
             "xx [REDACTED:TOKEN] yy\nline two [REDACTED:TOKEN]\nthree"
         );
     }
 
+    /// A line longer than a page is read whole, page after page, each starting where the
+    /// last one's note said (docs/mcp.md, `process log`).
+    #[test]
+    fn a_line_longer_than_a_page_is_read_on_inside_it() {
+        let long: String = (0..2500)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let log = log_with(format!("before\n{long}é\nafter\n").as_bytes());
+        let r = Redactor::new(vec![]);
+        let (mut got, mut at) = (String::new(), 0u64);
+        let mut pages = 0;
+        loop {
+            let p = page(&src(&log, ZERO, &r), Some(2), Some(1), at, 1000).unwrap();
+            got.push_str(&p.text);
+            pages += 1;
+            match p.resume {
+                Some((2, next)) => {
+                    assert!(p.cut && next > at, "{next}");
+                    at = next;
+                }
+                None => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(pages, 3);
+        assert_eq!(got, format!("{long}é"));
+        // Past the line's end: an empty page, not another line.
+        let p = page(&src(&log, ZERO, &r), Some(2), Some(1), 9999, 1000).unwrap();
+        assert_eq!((p.text.as_str(), p.resume), ("", None));
+    }
+
     #[test]
     fn escapes_are_stripped_like_live_output() {
         let log = log_with(b"\x1b[31mred\x1b[0m\n\x1b]0;title\x07ok\n");
         let r = Redactor::new(vec![]);
-        let p = page(&src(&log, ZERO, &r), None, None, 1000).unwrap();
+        let p = page(&src(&log, ZERO, &r), None, None, 0, 1000).unwrap();
         assert_eq!(p.text, "red\nok");
     }
 }

@@ -65,6 +65,10 @@ pub struct ProcState {
     /// this are not freed by the spill bound, so the stream stays whole however fast the
     /// command writes (the disk bound still applies). `None`: no live reader.
     pub stream_hold: Option<u64>,
+    /// A `process kill` asked for its end (an interrupted CLI's, an agent's): a foreground
+    /// command ended so keeps its record, so `moat process list` shows it with its signal
+    /// (README, "moat exec").
+    pub kill_requested: bool,
 }
 
 /// Requests to the owner task.
@@ -144,6 +148,7 @@ impl Proc {
     /// (the sandbox stopped it): it is ended at its deadline, and the process runs on
     /// (docs/helper.md, "Deadlines").
     pub async fn kill(&self) -> bool {
+        self.lock().kill_requested = true;
         let (tx, rx) = oneshot::channel();
         if self.control.send(Control::Kill(tx)).is_ok() {
             // The owner task went away: the process's end is recorded.

@@ -758,6 +758,7 @@ fn new_proc(
             notify_exit: true,
             log: None,
             stream_hold: None,
+            kill_requested: false,
             limit: None,
             leftovers_ended: false,
         }),

@@ -3,6 +3,10 @@
 //! answer is lines of JSON so the CLI learns the process id before the end:
 //!
 //! - `{"started": "<process id>"}` once the command runs (an interrupted CLI kills it by id);
+//! - `{"stdout": "<text>"}` as the command writes (its log: stdout and stderr together, or
+//!   its terminal), whole and not capped, sanitized and redacted like any output: the CLI
+//!   shows a foreground command's output as it is produced, as `moat run` does, by the same
+//!   reader (`run::Tail`). Not for a command started in the background;
 //! - `{"result": <tool result>}`, the same result an in-process call returns;
 //! - after an `approval-pending` result, `{"event": "<text>", "outcome": {…}}`: the
 //!   approval's outcome (`Exec denied …` or `Exec finished …`) as `moat events` shows it, and
@@ -23,7 +27,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::contract::{Caller, ExecRequest};
 use crate::daemon::WAIT_HEADER;
@@ -64,32 +68,48 @@ pub fn answer(
     session: String,
     req: ExecRequest,
 ) -> Response {
-    let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+    // Bounded: a slow reader slows the reading of the log, not moat's memory.
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
     // Subscribed before the call, so an approval decided at once is not missed.
     let mut events = state.app.registry.events().subscribe();
     let drive = async move {
+        let (id_tx, id_rx) = oneshot::channel::<String>();
+        let (done_tx, done_rx) = watch::channel(false);
         let started = tx.clone();
-        let outcome = state
-            .app
-            .exec
-            .run_observed(&caller, &session, &req, true, move |id| {
-                let _ = started.send(line(json!({ "started": id })));
-            })
-            .await;
+        let stream = req.background != Some(true);
+        let run = async {
+            let outcome = state
+                .app
+                .exec
+                .run_observed(&caller, &session, &req, true, move |id| {
+                    // The first line of the answer: the channel has room.
+                    let _ = started.try_send(line(json!({ "started": id })));
+                    if stream {
+                        let _ = id_tx.send(id.to_string());
+                    }
+                })
+                .await;
+            let _ = done_tx.send(true);
+            outcome
+        };
+        let tail = follow(&state, &session, id_rx, done_rx, &tx);
+        let (outcome, ()) = tokio::join!(run, tail);
         let result = match outcome {
             Ok(r) => r,
             Err(e) => {
                 let kind = e.kind();
-                let _ = tx.send(line(json!({
-                    "error": super::exec::exec_failure_text(&e),
-                    "status": kind.edges().http,
-                    "kind": kind,
-                })));
+                let _ = tx
+                    .send(line(json!({
+                        "error": super::exec::exec_failure_text(&e),
+                        "status": kind.edges().http,
+                        "kind": kind,
+                    })))
+                    .await;
                 return;
             }
         };
         let pending = result.details.approval_id().map(str::to_string);
-        let _ = tx.send(line(json!({ "result": result })));
+        let _ = tx.send(line(json!({ "result": result }))).await;
         let Some(id) = pending else { return };
         loop {
             match events.recv().await {
@@ -111,7 +131,7 @@ pub fn answer(
                         };
                         msg["result"] = json!(state.app.process.call(&session, poll).await);
                     }
-                    let _ = tx.send(line(msg));
+                    let _ = tx.send(line(msg)).await;
                     if done {
                         return;
                     }
@@ -121,7 +141,7 @@ pub fn answer(
             }
         }
     };
-    let lines = tokio_stream::wrappers::UnboundedReceiverStream::new(rx);
+    let lines = tokio_stream::wrappers::ReceiverStream::new(rx);
     let driver = futures::stream::once(drive).filter_map(|_| async { None::<Bytes> });
     let body = futures::stream::select(lines, driver).map(Ok::<_, std::convert::Infallible>);
     (
@@ -129,4 +149,30 @@ pub fn answer(
         Body::from_stream(body),
     )
         .into_response()
+}
+
+/// Passes the command's log on as it grows, until the call has ended and all of it was read.
+/// The log is read through the descriptor the process holds (a host command's too), never
+/// reopened by path (docs/security.md, "Run directory and workspace files").
+async fn follow(
+    state: &ServerState,
+    session: &str,
+    id: oneshot::Receiver<String>,
+    done: watch::Receiver<bool>,
+    tx: &mpsc::Sender<Bytes>,
+) {
+    // No id: the command never started (refused, pending approval, or in the background).
+    let Ok(id) = id.await else { return };
+    let Some(proc) = state.app.registry.get(session, &id) else {
+        return;
+    };
+    let Some(log) = proc.lock().log.clone() else {
+        // No descriptor (its run directory could not be opened): the result carries the
+        // output instead.
+        return;
+    };
+    let on_host = proc.info.place.container().is_none();
+    let secrets = state.app.secrets.for_target(session, on_host);
+    let mut tails = [super::run::Tail::new("stdout", log, secrets, None)];
+    super::run::pass_on(&mut tails, done, tx).await;
 }

@@ -113,11 +113,16 @@ fn answer(state: Arc<ServerState>, caller: Caller, session: String, req: ExecReq
         .into_response()
 }
 
-/// One of the command's two files, read from where the last read stopped.
-struct Tail {
+/// One of the command's files, read from where the last read stopped. `moat exec`'s
+/// foreground stream reads the log the same way (`exec_wait`).
+pub(super) struct Tail {
+    /// The key of its JSON lines: `stdout` or `stderr`.
     key: &'static str,
-    file: File,
+    /// The file, read with `pread` through the descriptor moat holds.
+    file: Arc<File>,
+    /// Bytes of the file passed on so far.
     offset: u64,
+    /// Sanitizes and redacts what is passed on, as all output is.
     text: LiveText,
     /// For the log (stdout): the process, told how far the stream got, so the spill bound
     /// frees nothing not yet passed on (`ProcState::stream_hold`).
@@ -125,6 +130,22 @@ struct Tail {
 }
 
 impl Tail {
+    /// A file to pass on under `key` from its start, with the session's secrets redacted.
+    pub(super) fn new(
+        key: &'static str,
+        file: Arc<File>,
+        secrets: Vec<(String, String)>,
+        holds: Option<Arc<crate::process::Proc>>,
+    ) -> Self {
+        Self {
+            key,
+            file,
+            offset: 0,
+            text: LiveText::new(secrets),
+            holds,
+        }
+    }
+
     /// The lines of JSON for what was written since the last call.
     fn read(&mut self) -> Vec<Bytes> {
         let mut lines = Vec::new();
@@ -177,7 +198,7 @@ async fn follow(
     state: &ServerState,
     session: &str,
     id: oneshot::Receiver<String>,
-    mut done: watch::Receiver<bool>,
+    done: watch::Receiver<bool>,
     tx: &mpsc::Sender<Bytes>,
 ) {
     // No id: the command never started (refused, or an approval is pending).
@@ -199,23 +220,32 @@ async fn follow(
     for key in ["stdout", "stderr"] {
         let ext = if key == "stdout" { "out" } else { "err" };
         match files.open_stream(ext) {
-            Ok(file) => tails.push(Tail {
+            Ok(file) => tails.push(Tail::new(
                 key,
-                file,
-                offset: 0,
-                text: LiveText::new(secrets.clone()),
-                holds: (key == "stdout").then(|| proc.clone()).flatten(),
-            }),
+                Arc::new(file),
+                secrets.clone(),
+                (key == "stdout").then(|| proc.clone()).flatten(),
+            )),
             Err(e) => {
                 let note = format!("[moat] failed to open the {key} of {id}: {e}\n");
                 let _ = tx.send(line(json!({ "stderr": note }))).await;
             }
         }
     }
+    pass_on(&mut tails, done, tx).await;
+}
+
+/// Passes the files on as they grow until `done` says the call ended, then reads them to
+/// their end once more and flushes what was held back.
+pub(super) async fn pass_on(
+    tails: &mut [Tail],
+    mut done: watch::Receiver<bool>,
+    tx: &mpsc::Sender<Bytes>,
+) {
     loop {
         // Read after seeing the end: what the command wrote last is read in this round.
         let ended = *done.borrow();
-        for t in &mut tails {
+        for t in tails.iter_mut() {
             for l in t.read() {
                 if tx.send(l).await.is_err() {
                     return;
@@ -223,7 +253,7 @@ async fn follow(
             }
         }
         if ended {
-            for t in &mut tails {
+            for t in tails.iter_mut() {
                 if let Some(l) = t.finish() {
                     let _ = tx.send(l).await;
                 }

@@ -122,7 +122,12 @@ impl ExecTool {
         // the result left out (docs/mcp.md, `log`).
         // A sticky session keeps what the command left, before its files go.
         self.capture_sticky(p, &proc, req);
-        if !truncated {
+        // One a kill request ended (an interrupted CLI) stays listed with its signal, as a
+        // cancelled call's does (README, "moat exec").
+        let kill_requested = proc.lock().kill_requested;
+        if kill_requested {
+            self.registry.set_background(&proc);
+        } else if !truncated {
             self.registry.forget(&proc);
         }
         let duration = exit.finished_at_ms - started;

@@ -9,7 +9,12 @@ use crate::process::Proc;
 /// Pages the whole recorded output by line numbers of the whole output (docs/mcp.md,
 /// `process log`), read again from the log; the capped view is the fallback only when the
 /// process has no log descriptor (its run directory could not be opened).
-pub(super) fn read_log(p: &Proc, offset: Option<usize>, limit: Option<usize>) -> ToolResult {
+pub(super) fn read_log(
+    p: &Proc,
+    offset: Option<usize>,
+    limit: Option<usize>,
+    char_offset: Option<usize>,
+) -> ToolResult {
     let status = status_of(p);
     let exit = p.exit();
     let (log, start, redactor, budget, spill_max, total_chars) = {
@@ -42,6 +47,7 @@ pub(super) fn read_log(p: &Proc, offset: Option<usize>, limit: Option<usize>) ->
         &src,
         offset.map(|o| o as u64),
         limit.map(|l| l as u64),
+        char_offset.unwrap_or(0) as u64,
         budget,
     ) {
         Ok(pg) => pg,
@@ -81,8 +87,17 @@ pub(super) fn read_log(p: &Proc, offset: Option<usize>, limit: Option<usize>) ->
             ));
         }
     }
-    if pg.cut {
-        notes.push(format!("page cut at {budget} bytes; pass a smaller limit"));
+    match pg.resume {
+        // Inside a line: the next page starts where this one stopped, so every recorded
+        // character is reachable however long its line (docs/mcp.md, `process log`).
+        Some((line, at)) => notes.push(format!(
+            "page cut at {budget} bytes inside line {line} at character {at}; read on with offset={line} charOffset={at}"
+        )),
+        None if pg.cut => notes.push(format!("page cut at {budget} bytes; pass a smaller limit")),
+        None => {}
+    }
+    if let Some(c) = char_offset.filter(|c| *c > 0) {
+        notes.push(format!("line {} from character {c}", pg.start));
     }
     let mut text = if pg.last < pg.first {
         if status == Status::Running {

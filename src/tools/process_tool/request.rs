@@ -31,6 +31,10 @@ pub struct ProcessRequest {
     pub offset: Option<usize>,
     #[serde(default)]
     pub limit: Option<usize>,
+    /// `log`: characters of line `offset` to skip, so a line longer than a page is read on
+    /// where the last page stopped (docs/mcp.md, `process log`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub char_offset: Option<usize>,
     /// Poll wait in ms, at most 120000.
     #[serde(default)]
     pub timeout: Option<u64>,
@@ -85,6 +89,8 @@ pub enum ProcessAction {
     Log {
         offset: Option<usize>,
         limit: Option<usize>,
+        /// Characters of the first line to skip.
+        char_offset: Option<usize>,
     },
     /// `data` to stdin, which is closed afterwards when `eof`.
     Write { data: String, eof: bool },
@@ -141,6 +147,7 @@ impl ProcessRequest {
             ActionName::Log => ProcessAction::Log {
                 offset: self.offset,
                 limit: self.limit,
+                char_offset: self.char_offset,
             },
             ActionName::Write => ProcessAction::Write {
                 data: self.data.clone().unwrap_or_default(),
@@ -213,6 +220,7 @@ mod tests {
                     ProcessAction::Log {
                         offset: Some(3),
                         limit: Some(10),
+                        char_offset: None,
                     },
                 ),
             ),
@@ -223,6 +231,7 @@ mod tests {
                     ProcessAction::Log {
                         offset: None,
                         limit: None,
+                        char_offset: None,
                     },
                 ),
             ),

@@ -48,7 +48,11 @@ impl ProcessTool {
         };
         match action {
             ProcessAction::Poll { wait_ms } => self.poll(&p, wait_ms).await,
-            ProcessAction::Log { offset, limit } => self.log(&p, &id, offset, limit).await,
+            ProcessAction::Log {
+                offset,
+                limit,
+                char_offset,
+            } => self.log(&p, &id, (offset, limit, char_offset)).await,
             ProcessAction::Write { data, eof } => self.write(&p, &id, data, eof).await,
             ProcessAction::SendKeys { literal, hex, keys } => {
                 self.send_keys(&p, &id, literal, hex, keys).await
@@ -67,11 +71,10 @@ impl ProcessTool {
         &self,
         p: &Arc<Proc>,
         id: &str,
-        offset: Option<usize>,
-        limit: Option<usize>,
+        (offset, limit, char_offset): (Option<usize>, Option<usize>, Option<usize>),
     ) -> ToolResult {
         let proc = p.clone();
-        tokio::task::spawn_blocking(move || read_log(&proc, offset, limit))
+        tokio::task::spawn_blocking(move || read_log(&proc, offset, limit, char_offset))
             .await
             .unwrap_or_else(|e| failed(format!("Failed to read the log of {id}: {e}")))
     }
