@@ -99,26 +99,91 @@ fn list(fd: &OwnedFd) -> io::Result<Vec<std::ffi::CString>> {
 /// little output must not count as "still growing".
 pub const GROWTH_SLACK: u64 = 4 << 20;
 
-/// Whether the session must be stopped now, given its `usage`, the `limit` and `floor`, the
-/// lowest usage since the last stop while still over the limit. Over the limit, growth past
-/// the floor by more than [`GROWTH_SLACK`] is stopped, and freeing space lowers the floor; at
-/// or under the limit the floor is forgotten. So the agent can still free space (`rm`), and
-/// the usage never rises more than one measuring interval's writes (plus the slack) above the
-/// limit. Pure, table-tested.
-pub fn must_stop(usage: u64, limit: u64, floor: &mut Option<u64>) -> bool {
-    if limit == 0 || usage <= limit {
-        *floor = None;
-        return false;
+/// How long the usage may keep growing after a stop before the stop is taken for one that did
+/// not hold. What the writers wrote between the measurement and their end lands meanwhile
+/// (under gVisor the host file can trail the sandbox's writes), so growth is only counted
+/// once a measurement shows it quiet.
+pub const SETTLE_MAX: Duration = Duration::from_secs(2);
+/// Growth between two measurements that still counts as quiet while a stop settles.
+pub const SETTLE_QUIET: u64 = 1 << 20;
+
+/// What the guard does about one measurement of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// At or under the bound: nothing, and no warning.
+    Within,
+    /// Over the bound but not growing (or settling after a stop): commands run, so the agent
+    /// can free space, with a warning.
+    Over,
+    /// Over the bound and growing: every process in the container is ended.
+    Stop,
+    /// Growing again after a stop, without having been back at or under the bound: a writer
+    /// survived the stop, or the agent writes instead of freeing space. The engine kills the
+    /// container (docs/security.md, "Disk bound").
+    StopContainer,
+}
+
+/// One session's state between measurements. Over the limit, growth past the floor (the
+/// lowest usage since the last stop settled) by more than [`GROWTH_SLACK`] is stopped, and
+/// freeing space lowers the floor; at or under the limit everything is forgotten. So the
+/// agent can still free space (`rm`), and the usage never rises more than one measuring
+/// interval's writes plus the time to stop (plus the slack) above the limit. Pure,
+/// table-tested; `now` is any monotonic clock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Watch {
+    /// The lowest usage seen while over the limit since the last stop settled.
+    floor: Option<u64>,
+    /// While a stop settles: the last usage seen, and when the stop from inside was made
+    /// (`None` after the engine killed the container: nothing of it runs any more, and the
+    /// next measurement, whenever a command starts it again, is the floor).
+    settling: Option<(u64, Option<Duration>)>,
+    /// A stop was made and the session has not been at or under the limit since: the next
+    /// growth is a stop that did not hold.
+    stopped_before: bool,
+}
+
+impl Watch {
+    /// Judges a measurement of `usage` bytes against `limit` (0: no bound) at `now`.
+    pub fn judge(&mut self, usage: u64, limit: u64, now: Duration) -> Verdict {
+        if limit == 0 || usage <= limit {
+            *self = Self::default();
+            return Verdict::Within;
+        }
+        if let Some((last, since)) = self.settling {
+            let Some(since) = since.filter(|_| usage > last.saturating_add(SETTLE_QUIET)) else {
+                self.settling = None;
+                self.floor = Some(usage);
+                return Verdict::Over;
+            };
+            if now.saturating_sub(since) <= SETTLE_MAX {
+                self.settling = Some((usage, Some(since)));
+                return Verdict::Over;
+            }
+            self.settling = None;
+            self.floor = Some(usage);
+            return Verdict::StopContainer;
+        }
+        match self.floor {
+            Some(f) if usage <= f.saturating_add(GROWTH_SLACK) => {
+                self.floor = Some(usage.min(f));
+                Verdict::Over
+            }
+            _ => {
+                self.floor = Some(usage);
+                if self.stopped_before {
+                    Verdict::StopContainer
+                } else {
+                    Verdict::Stop
+                }
+            }
+        }
     }
-    match *floor {
-        Some(f) if usage <= f.saturating_add(GROWTH_SLACK) => {
-            *floor = Some(usage.min(f));
-            false
-        }
-        _ => {
-            *floor = Some(usage);
-            true
-        }
+
+    /// A stop was carried out at `now`, from inside or (`container_killed`) by the engine;
+    /// `usage` is what the guard last measured.
+    pub fn stopped(&mut self, usage: u64, now: Duration, container_killed: bool) {
+        self.settling = Some((usage, (!container_killed).then_some(now)));
+        self.stopped_before = true;
     }
 }
 
@@ -175,35 +240,65 @@ mod tests {
 
     #[test]
     fn stop_rules() {
+        use Verdict::*;
         const M: u64 = 1 << 20;
         const S: u64 = GROWTH_SLACK;
         let limit = 100 * M;
-        // (usage, floor before) → (stop?, floor after).
-        let rows: &[(u64, Option<u64>, bool, Option<u64>)] = &[
-            (50 * M, None, false, None),
-            (limit, None, false, None),
-            (limit + 1, None, true, Some(limit + 1)),
-            // Still over, not growing (the stop is taking effect, or an `rm` runs).
-            (limit + 1, Some(limit + 1), false, Some(limit + 1)),
-            // A new command's few blocks are within the slack, and do not raise the floor.
-            (limit + 1 + S, Some(limit + 1), false, Some(limit + 1)),
-            (90 * M, Some(150 * M), false, None),
-            (120 * M, Some(150 * M), false, Some(120 * M)),
-            // Growing again past the floor while over: stop again.
-            (120 * M + S + 1, Some(120 * M), true, Some(120 * M + S + 1)),
-        ];
-        for &(usage, before, stop, after) in rows {
-            let mut floor = before;
-            assert_eq!(
-                must_stop(usage, limit, &mut floor),
-                stop,
-                "{usage} {before:?}"
-            );
-            assert_eq!(floor, after, "{usage} {before:?}");
+        let ms = Duration::from_millis;
+        // Each row: a measurement at a time, and the verdict; `Stopped` rows are a stop
+        // carried out at that time.
+        enum Row {
+            At(u64, u64, Verdict),
+            Stopped(u64, u64),
+            Killed(u64, u64),
         }
-        let mut floor = None;
-        assert!(
-            !must_stop(u64::MAX, 0, &mut floor),
+        use Row::*;
+        let rows = [
+            At(0, 50 * M, Within),
+            At(25, limit, Within),
+            // First time over: stop.
+            At(50, limit + 1, Stop),
+            Stopped(50, limit + 1),
+            // The writer's last writes before it died land: settling, not growth.
+            At(150, limit + 60 * M, Over),
+            At(175, limit + 60 * M + SETTLE_QUIET, Over),
+            // Quiet, then: the floor. A new command's few blocks are within the slack.
+            At(200, limit + 60 * M + S, Over),
+            // Growing again while still over since the stop: the engine kills the container.
+            At(225, limit + 60 * M + SETTLE_QUIET + S + 1, StopContainer),
+            Killed(225, limit + 65 * M),
+            // The container is started again by a command much later, which writes a
+            // little: the floor, not a stop.
+            At(60_000, limit + 70 * M, Over),
+            At(60_025, limit + 65 * M, Over),
+            // Freeing space lowers the floor; still over, growth is still a stop that did not hold.
+            At(60_050, limit + 20 * M, Over),
+            At(60_075, limit + 20 * M + S + 1, StopContainer),
+            Stopped(60_075, limit + 30 * M),
+            // A writer that keeps writing through the stop: settling ends after SETTLE_MAX.
+            At(60_100, limit + 40 * M, Over),
+            At(61_000, limit + 200 * M, Over),
+            At(62_075, limit + 300 * M, Over),
+            At(62_100, limit + 310 * M, StopContainer),
+            // Under the bound: everything is forgotten; over again is a first time.
+            At(63_000, 90 * M, Within),
+            At(63_025, limit + 1, Stop),
+            Stopped(63_025, limit + 1),
+            At(63_050, limit + 1, Over),
+            At(63_075, limit + 1, Over),
+        ];
+        let mut w = Watch::default();
+        for (i, row) in rows.into_iter().enumerate() {
+            match row {
+                At(t, u, v) => assert_eq!(w.judge(u, limit, ms(t)), v, "row {i}: {w:?}"),
+                Stopped(t, u) => w.stopped(u, ms(t), false),
+                Killed(t, u) => w.stopped(u, ms(t), true),
+            }
+        }
+        let mut w = Watch::default();
+        assert_eq!(
+            w.judge(u64::MAX, 0, ms(0)),
+            Within,
             "0 switches the bound off"
         );
     }
