@@ -311,7 +311,7 @@ mod tests {
         let w = over_warning(1_300 << 20, 1 << 30, Some(&how));
         assert!(w.contains("when it grew past it, moat ended every process in the session's container (4 ended"), "{w}");
         assert_eq!(human(512), "512 bytes");
-        assert_eq!(pause(Duration::from_millis(10)), MIN_INTERVAL);
+        assert_eq!(pause(Duration::from_millis(1)), MIN_INTERVAL);
         assert_eq!(pause(Duration::from_secs(1)), Duration::from_secs(4));
     }
 

@@ -198,20 +198,30 @@ pub async fn stop_all(engine: &dyn Runtime, container: &str) -> Result<Stopped, 
     }
 }
 
-/// Has the engine kill `container`: every process in it ends, whatever its user.
+/// Has the engine kill `container`: every process in it ends, whatever its user. Returns
+/// once the engine reports it stopped (the kill only sends the signal; a command that came
+/// meanwhile would find it still running and fail as it stops), at most [`STOP_DEADLINE`].
 pub async fn kill_container(
     engine: &dyn Runtime,
     container: &str,
     why: String,
 ) -> Result<Stopped, StopError> {
-    match engine.kill_container(container).await {
-        Ok(()) => Ok(Stopped::Container { why }),
-        Err(source) => Err(StopError::Kill {
+    if let Err(source) = engine.kill_container(container).await {
+        return Err(StopError::Kill {
             container: container.to_string(),
             why,
             source,
-        }),
+        });
     }
+    let deadline = tokio::time::Instant::now() + STOP_DEADLINE;
+    while tokio::time::Instant::now() < deadline {
+        match engine.inspect_container(container).await {
+            Ok(Some(c)) if c.running => {}
+            _ => break,
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(Stopped::Container { why })
 }
 
 #[cfg(test)]
@@ -260,6 +270,47 @@ mod tests {
         ] {
             let e = shortfall(&run).unwrap_err();
             assert!(e.contains(why), "{e}");
+        }
+    }
+
+    /// Over the fake engine: a complete report is a stop from inside; anything short of it
+    /// (a refusal, no report) has the engine kill the container, and that is said.
+    #[tokio::test]
+    async fn what_is_not_enough_inside_is_the_engines_kill() {
+        use crate::runtime::fake::{Call, FakeRuntime};
+        let rows: [(&[u8], Option<&str>); 3] = [
+            (b"moat-disk-stop found=2 refused=0 settled=1\n", None),
+            (
+                b"moat-disk-stop found=2 refused=1 settled=1\n",
+                Some("another user"),
+            ),
+            (b"", Some("reported nothing")),
+        ];
+        for (out, killed) in rows {
+            let out = out.to_vec();
+            let fake = FakeRuntime::new().with_capture_handler(move |_, _| (0, out.clone()));
+            let got = stop_all(&fake, "moat-a").await.unwrap();
+            let kills = fake
+                .calls()
+                .iter()
+                .filter(|c| matches!(c, Call::Kill(n) if n == "moat-a"))
+                .count();
+            match killed {
+                None => {
+                    assert_eq!(got, Stopped::Inside { ended: 2 });
+                    assert_eq!(kills, 0);
+                }
+                Some(why) => {
+                    assert!(
+                        matches!(&got, Stopped::Container { why: w } if w.contains(why)),
+                        "{got:?}"
+                    );
+                    assert_eq!(kills, 1);
+                    assert!(got
+                        .describe()
+                        .contains("the engine killed the session's container"));
+                }
+            }
         }
     }
 
