@@ -75,15 +75,19 @@ async fn run(
         let Some(in_use) = sessions.upgrade().map(|s| s.in_use()) else {
             return;
         };
-        let started = Instant::now();
+        // Only the walks count for the pause: a stop's engine round trips must not slow the
+        // next measurement (the one that sees whether the stop held).
+        let mut walking = Duration::ZERO;
         for c in in_use {
             let (workspace, run_dir) = (c.workspace.clone(), c.run_dir.clone());
+            let walk_began = Instant::now();
             let measured = tokio::task::spawn_blocking(move || {
                 let ws = allocated(&workspace, WALK).ok();
                 let run = allocated(&run_dir, WALK).ok();
                 (ws, run)
             })
             .await;
+            walking += walk_began.elapsed();
             let Ok((ws, run)) = measured else { continue };
             let total = [ws, run].iter().flatten().map(|u: &Usage| u.bytes).sum();
             let g = guarded.entry(c.name.clone()).or_default();
@@ -99,9 +103,7 @@ async fn run(
                 let stopped = match verdict {
                     Verdict::Stop => disk_stop::stop_all(engine.as_ref(), &c.name).await,
                     _ => {
-                        let why =
-                            "the session grew again right after every process in it was ended"
-                                .to_string();
+                        let why = "it grew again after every process in it was ended, without having been back at or under the bound".to_string();
                         disk_stop::kill_container(engine.as_ref(), &c.name, why).await
                     }
                 };
@@ -140,7 +142,7 @@ async fn run(
                 sessions.set_over_disk(&c.name, warning);
             }
         }
-        interval = pause(started.elapsed());
+        interval = pause(walking);
     }
 }
 
