@@ -69,7 +69,6 @@ async fn run(
 ) {
     let mut guarded: HashMap<String, Guarded> = HashMap::new();
     let mut interval = MIN_INTERVAL;
-    let clock = Instant::now();
     loop {
         tokio::time::sleep(interval).await;
         let Some(in_use) = sessions.upgrade().map(|s| s.in_use()) else {
@@ -91,7 +90,7 @@ async fn run(
             let Ok((ws, run)) = measured else { continue };
             let total = [ws, run].iter().flatten().map(|u: &Usage| u.bytes).sum();
             let g = guarded.entry(c.name.clone()).or_default();
-            let verdict = g.watch.judge(total, limit, clock.elapsed());
+            let verdict = g.watch.judge(total, limit);
             if matches!(verdict, Verdict::Stop | Verdict::StopContainer) {
                 let (Some(registry), Some(sessions)) = (registry.upgrade(), sessions.upgrade())
                 else {
@@ -108,7 +107,7 @@ async fn run(
                     }
                 };
                 let killed = matches!(stopped, Ok(Stopped::Container { .. }));
-                g.watch.stopped(total, clock.elapsed(), killed);
+                g.watch.stopped(total, killed);
                 if killed {
                     // Stopped: the next command starts it again (`Sessions::ensure`).
                     sessions.forget_container(&c.name);

@@ -99,11 +99,11 @@ fn list(fd: &OwnedFd) -> io::Result<Vec<std::ffi::CString>> {
 /// little output must not count as "still growing".
 pub const GROWTH_SLACK: u64 = 4 << 20;
 
-/// How long the usage may keep growing after a stop before the stop is taken for one that did
-/// not hold. What the writers wrote between the measurement and their end lands meanwhile
-/// (under gVisor the host file can trail the sandbox's writes), so growth is only counted
-/// once a measurement shows it quiet.
-pub const SETTLE_MAX: Duration = Duration::from_secs(2);
+/// Measurements after a stop from inside that may still show growth. The stop returns once
+/// its writers are dead, so what they wrote has landed by the first measurement after it;
+/// one more is allowed for a file system that accounts late. Growth past them is a stop that
+/// did not hold (docs/security.md, "Disk bound").
+pub const SETTLE_MEASUREMENTS: u32 = 2;
 /// Growth between two measurements that still counts as quiet while a stop settles.
 pub const SETTLE_QUIET: u64 = 1 << 20;
 
@@ -128,35 +128,35 @@ pub enum Verdict {
 /// freeing space lowers the floor; at or under the limit everything is forgotten. So the
 /// agent can still free space (`rm`), and the usage never rises more than one measuring
 /// interval's writes plus the time to stop (plus the slack) above the limit. Pure,
-/// table-tested; `now` is any monotonic clock.
+/// table-tested.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Watch {
     /// The lowest usage seen while over the limit since the last stop settled.
     floor: Option<u64>,
-    /// While a stop settles: the last usage seen, and when the stop from inside was made
-    /// (`None` after the engine killed the container: nothing of it runs any more, and the
-    /// next measurement, whenever a command starts it again, is the floor).
-    settling: Option<(u64, Option<Duration>)>,
+    /// While a stop settles: the last usage seen, and how many more measurements may still
+    /// show growth (`None` after the engine killed the container: nothing of it runs any
+    /// more, and the next measurement, whenever a command starts it again, is the floor).
+    settling: Option<(u64, Option<u32>)>,
     /// A stop was made and the session has not been at or under the limit since: the next
     /// growth is a stop that did not hold.
     stopped_before: bool,
 }
 
 impl Watch {
-    /// Judges a measurement of `usage` bytes against `limit` (0: no bound) at `now`.
-    pub fn judge(&mut self, usage: u64, limit: u64, now: Duration) -> Verdict {
+    /// Judges a measurement of `usage` bytes against `limit` (0: no bound).
+    pub fn judge(&mut self, usage: u64, limit: u64) -> Verdict {
         if limit == 0 || usage <= limit {
             *self = Self::default();
             return Verdict::Within;
         }
-        if let Some((last, since)) = self.settling {
-            let Some(since) = since.filter(|_| usage > last.saturating_add(SETTLE_QUIET)) else {
+        if let Some((last, left)) = self.settling {
+            let Some(left) = left.filter(|_| usage > last.saturating_add(SETTLE_QUIET)) else {
                 self.settling = None;
                 self.floor = Some(usage);
                 return Verdict::Over;
             };
-            if now.saturating_sub(since) <= SETTLE_MAX {
-                self.settling = Some((usage, Some(since)));
+            if left > 0 {
+                self.settling = Some((usage, Some(left - 1)));
                 return Verdict::Over;
             }
             self.settling = None;
@@ -179,10 +179,10 @@ impl Watch {
         }
     }
 
-    /// A stop was carried out at `now`, from inside or (`container_killed`) by the engine;
-    /// `usage` is what the guard last measured.
-    pub fn stopped(&mut self, usage: u64, now: Duration, container_killed: bool) {
-        self.settling = Some((usage, (!container_killed).then_some(now)));
+    /// A stop was carried out, from inside or (`container_killed`) by the engine; `usage` is
+    /// what the guard last measured.
+    pub fn stopped(&mut self, usage: u64, container_killed: bool) {
+        self.settling = Some((usage, (!container_killed).then_some(SETTLE_MEASUREMENTS)));
         self.stopped_before = true;
     }
 }
@@ -243,63 +243,59 @@ mod tests {
         use Verdict::*;
         const M: u64 = 1 << 20;
         const S: u64 = GROWTH_SLACK;
+        const Q: u64 = SETTLE_QUIET;
         let limit = 100 * M;
-        let ms = Duration::from_millis;
-        // Each row: a measurement at a time, and the verdict; `Stopped` rows are a stop
-        // carried out at that time.
+        // Each row: a measurement and its verdict, or a stop carried out (`Stopped` from
+        // inside, `Killed` by the engine) after the last measurement.
         enum Row {
-            At(u64, u64, Verdict),
-            Stopped(u64, u64),
-            Killed(u64, u64),
+            At(u64, Verdict),
+            Stopped(u64),
+            Killed(u64),
         }
         use Row::*;
         let rows = [
-            At(0, 50 * M, Within),
-            At(25, limit, Within),
+            At(50 * M, Within),
+            At(limit, Within),
             // First time over: stop.
-            At(50, limit + 1, Stop),
-            Stopped(50, limit + 1),
-            // The writer's last writes before it died land: settling, not growth.
-            At(150, limit + 60 * M, Over),
-            At(175, limit + 60 * M + SETTLE_QUIET, Over),
-            // Quiet, then: the floor. A new command's few blocks are within the slack.
-            At(200, limit + 60 * M + S, Over),
+            At(limit + 1, Stop),
+            Stopped(limit + 1),
+            // What the writer wrote during the stop has landed: settling, not growth.
+            At(limit + 60 * M, Over),
+            // Quiet: the floor. A new command's few blocks are within the slack.
+            At(limit + 60 * M + Q, Over),
+            At(limit + 60 * M + S, Over),
             // Growing again while still over since the stop: the engine kills the container.
-            At(225, limit + 60 * M + SETTLE_QUIET + S + 1, StopContainer),
-            Killed(225, limit + 65 * M),
-            // The container is started again by a command much later, which writes a
+            At(limit + 60 * M + Q + S + 1, StopContainer),
+            Killed(limit + 65 * M),
+            // The container is started again by a command (whenever), which writes a
             // little: the floor, not a stop.
-            At(60_000, limit + 70 * M, Over),
-            At(60_025, limit + 65 * M, Over),
-            // Freeing space lowers the floor; still over, growth is still a stop that did not hold.
-            At(60_050, limit + 20 * M, Over),
-            At(60_075, limit + 20 * M + S + 1, StopContainer),
-            Stopped(60_075, limit + 30 * M),
-            // A writer that keeps writing through the stop: settling ends after SETTLE_MAX.
-            At(60_100, limit + 40 * M, Over),
-            At(61_000, limit + 200 * M, Over),
-            At(62_075, limit + 300 * M, Over),
-            At(62_100, limit + 310 * M, StopContainer),
+            At(limit + 70 * M, Over),
+            At(limit + 65 * M, Over),
+            // Freeing space lowers the floor; still over, growth is a stop that did not hold.
+            At(limit + 20 * M, Over),
+            At(limit + 20 * M + S + 1, StopContainer),
+            Stopped(limit + 30 * M),
+            // A writer that keeps writing through a stop from inside: past the settling
+            // measurements, the engine.
+            At(limit + 40 * M, Over),
+            At(limit + 40 * M + 2 * Q, Over),
+            At(limit + 40 * M + 4 * Q, StopContainer),
             // Under the bound: everything is forgotten; over again is a first time.
-            At(63_000, 90 * M, Within),
-            At(63_025, limit + 1, Stop),
-            Stopped(63_025, limit + 1),
-            At(63_050, limit + 1, Over),
-            At(63_075, limit + 1, Over),
+            At(90 * M, Within),
+            At(limit + 1, Stop),
+            Stopped(limit + 1),
+            At(limit + 1, Over),
+            At(limit + 1, Over),
         ];
         let mut w = Watch::default();
         for (i, row) in rows.into_iter().enumerate() {
             match row {
-                At(t, u, v) => assert_eq!(w.judge(u, limit, ms(t)), v, "row {i}: {w:?}"),
-                Stopped(t, u) => w.stopped(u, ms(t), false),
-                Killed(t, u) => w.stopped(u, ms(t), true),
+                At(u, v) => assert_eq!(w.judge(u, limit), v, "row {i}: {w:?}"),
+                Stopped(u) => w.stopped(u, false),
+                Killed(u) => w.stopped(u, true),
             }
         }
         let mut w = Watch::default();
-        assert_eq!(
-            w.judge(u64::MAX, 0, ms(0)),
-            Within,
-            "0 switches the bound off"
-        );
+        assert_eq!(w.judge(u64::MAX, 0), Within, "0 switches the bound off");
     }
 }
