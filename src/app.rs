@@ -129,7 +129,12 @@ impl App {
             registry.set_host_user(user.helper_argv(&exe.display().to_string()));
         }
         registry.set_scope(config.sandbox.scope);
-        crate::disk_guard::spawn(&sessions, &registry, config.sandbox.workspace_max());
+        crate::disk_guard::spawn(
+            &sessions,
+            &registry,
+            &engine,
+            config.sandbox.workspace_max(),
+        );
         let approvals = Arc::new(
             Approvals::new(store.clone(), secrets.all())
                 .with_max_pending(config.approvals.max_pending_per_session),

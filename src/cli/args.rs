@@ -166,7 +166,7 @@ pub enum ApprovalsCommand {
     },
     /// Refuse a pending approval.
     Deny { id: String },
-    /// The audit log: requests, decisions, elevated runs, allowlist and skill changes.
+    /// The audit log: requests, decisions, elevated runs, allowlist and skill changes, disk-bound stops.
     Audit {
         /// Only entries of this approval.
         #[arg(long)]

@@ -134,8 +134,26 @@ async fn session_health(
         .map(|m| m.path)
         .collect();
     let health = moat::session::health::check(rt, &name.name, &paths).await;
+    let mut lines = health.lines(session);
+    // The disk bound: use now, and the last stop it made (docs/security.md, "Disk bound").
+    if health.state.is_some() {
+        match moat::store::Store::open(&home.state_db()) {
+            Ok(store) => lines.extend(
+                moat::disk_guard::doctor_report(
+                    rt,
+                    &store,
+                    &name.name,
+                    &key,
+                    session,
+                    c.sandbox.workspace_max(),
+                )
+                .await,
+            ),
+            Err(e) => lines.push((false, format!("disk bound: failed to {e}"))),
+        }
+    }
     let mut ok = true;
-    for (fine, line) in health.lines(session) {
+    for (fine, line) in lines {
         ok &= fine;
         say!("{}  {line}", if fine { "ok  " } else { "FAIL" });
     }

@@ -481,9 +481,11 @@ impl Registry {
         let _ = self.store.set_read_offset(&proc.info.id, offset);
     }
 
-    /// Ends every running process of `container`, adding `note` to each one's output;
-    /// returns how many were asked to end.
-    pub fn stop_container(self: &Arc<Self>, container: &str, note: &str) -> usize {
+    /// Adds `note` to the output of every running process of `container` and returns them:
+    /// the first step of a stop that ends them some other way too (the disk bound ends every
+    /// process in the container, docs/security.md, "Disk bound"), so each one's output says
+    /// why before its end is recorded.
+    pub fn note_running(self: &Arc<Self>, container: &str, note: &str) -> Vec<Arc<Proc>> {
         let place = Place::Container(container.to_string());
         // Processes another moat started (a CLI that has exited) are re-attached first, so
         // they are ended too.
@@ -502,10 +504,17 @@ impl Registry {
             .collect();
         for proc in &running {
             proc.lock().output.note(note);
+        }
+        running
+    }
+
+    /// Ends each of `procs` that is still running (TERM, grace, KILL on its group, then the
+    /// sweep for its marker), as a kill does.
+    pub fn end(&self, procs: &[Arc<Proc>]) {
+        for proc in procs.iter().filter(|p| p.exit().is_none()) {
             let (tx, _) = tokio::sync::oneshot::channel();
             let _ = proc.control.send(Control::Kill(tx));
         }
-        running.len()
     }
 
     /// Forgets a finished process: memory, index and files.

@@ -20,6 +20,8 @@ pub enum Call {
     Create(String),
     Start(String),
     Remove(String),
+    /// `kill_container` of this name.
+    Kill(String),
     Exec {
         container: String,
         argv: Vec<String>,
@@ -267,6 +269,20 @@ impl Engine for FakeRuntime {
     }
 
     async fn set_pids_limit(&self, _name: &str, _limit: i64) -> Result<(), RuntimeError> {
+        Ok(())
+    }
+
+    async fn kill_container(&self, name: &str) -> Result<(), RuntimeError> {
+        let mut s = self.state.lock().unwrap();
+        s.calls.push(Call::Kill(name.to_string()));
+        if let Some(c) = s
+            .containers
+            .values_mut()
+            .find(|c| c.id == name || c.name == name)
+        {
+            c.running = false;
+            c.state = "exited".into();
+        }
         Ok(())
     }
 

@@ -108,6 +108,11 @@ pub trait Engine: Send + Sync + 'static {
     async fn start_container(&self, id: &str) -> Result<(), RuntimeError>;
     /// Force-removes a container (and its anonymous volumes); a missing one is not an error.
     async fn remove_container(&self, id: &str) -> Result<(), RuntimeError>;
+    /// Kills a running container (`docker kill`, SIGKILL): every process in it ends, whatever
+    /// its user, and the container stays, stopped, for the next command to start again. The
+    /// disk bound's last resort (docs/security.md, "Disk bound"). A container that is not
+    /// running is not an error.
+    async fn kill_container(&self, name: &str) -> Result<(), RuntimeError>;
     /// Changes a running container's pids limit (`docker update --pids-limit`): room for
     /// moat's kill helper when a fork bomb holds every slot (docs/security.md, "Sandbox
     /// limits").

@@ -99,26 +99,91 @@ fn list(fd: &OwnedFd) -> io::Result<Vec<std::ffi::CString>> {
 /// little output must not count as "still growing".
 pub const GROWTH_SLACK: u64 = 4 << 20;
 
-/// Whether the session must be stopped now, given its `usage`, the `limit` and `floor`, the
-/// lowest usage since the last stop while still over the limit. Over the limit, growth past
-/// the floor by more than [`GROWTH_SLACK`] is stopped, and freeing space lowers the floor; at
-/// or under the limit the floor is forgotten. So the agent can still free space (`rm`), and
-/// the usage never rises more than one measuring interval's writes (plus the slack) above the
-/// limit. Pure, table-tested.
-pub fn must_stop(usage: u64, limit: u64, floor: &mut Option<u64>) -> bool {
-    if limit == 0 || usage <= limit {
-        *floor = None;
-        return false;
+/// Measurements after a stop from inside that may still show growth. The stop returns once
+/// its writers are dead, so what they wrote has landed by the first measurement after it;
+/// one more is allowed for a file system that accounts late. Growth past them is a stop that
+/// did not hold (docs/security.md, "Disk bound").
+pub const SETTLE_MEASUREMENTS: u32 = 2;
+/// Growth between two measurements that still counts as quiet while a stop settles.
+pub const SETTLE_QUIET: u64 = 1 << 20;
+
+/// What the guard does about one measurement of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// At or under the bound: nothing, and no warning.
+    Within,
+    /// Over the bound but not growing (or settling after a stop): commands run, so the agent
+    /// can free space, with a warning.
+    Over,
+    /// Over the bound and growing: every process in the container is ended.
+    Stop,
+    /// Growing again after a stop, without having been back at or under the bound: a writer
+    /// survived the stop, or the agent writes instead of freeing space. The engine kills the
+    /// container (docs/security.md, "Disk bound").
+    StopContainer,
+}
+
+/// One session's state between measurements. Over the limit, growth past the floor (the
+/// lowest usage since the last stop settled) by more than [`GROWTH_SLACK`] is stopped, and
+/// freeing space lowers the floor; at or under the limit everything is forgotten. So the
+/// agent can still free space (`rm`), and the usage never rises more than one measuring
+/// interval's writes plus the time to stop (plus the slack) above the limit. Pure,
+/// table-tested.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Watch {
+    /// The lowest usage seen while over the limit since the last stop settled.
+    floor: Option<u64>,
+    /// While a stop settles: the last usage seen, and how many more measurements may still
+    /// show growth (`None` after the engine killed the container: nothing of it runs any
+    /// more, and the next measurement, whenever a command starts it again, is the floor).
+    settling: Option<(u64, Option<u32>)>,
+    /// A stop was made and the session has not been at or under the limit since: the next
+    /// growth is a stop that did not hold.
+    stopped_before: bool,
+}
+
+impl Watch {
+    /// Judges a measurement of `usage` bytes against `limit` (0: no bound).
+    pub fn judge(&mut self, usage: u64, limit: u64) -> Verdict {
+        if limit == 0 || usage <= limit {
+            *self = Self::default();
+            return Verdict::Within;
+        }
+        if let Some((last, left)) = self.settling {
+            let Some(left) = left.filter(|_| usage > last.saturating_add(SETTLE_QUIET)) else {
+                self.settling = None;
+                self.floor = Some(usage);
+                return Verdict::Over;
+            };
+            if left > 0 {
+                self.settling = Some((usage, Some(left - 1)));
+                return Verdict::Over;
+            }
+            self.settling = None;
+            self.floor = Some(usage);
+            return Verdict::StopContainer;
+        }
+        match self.floor {
+            Some(f) if usage <= f.saturating_add(GROWTH_SLACK) => {
+                self.floor = Some(usage.min(f));
+                Verdict::Over
+            }
+            _ => {
+                self.floor = Some(usage);
+                if self.stopped_before {
+                    Verdict::StopContainer
+                } else {
+                    Verdict::Stop
+                }
+            }
+        }
     }
-    match *floor {
-        Some(f) if usage <= f.saturating_add(GROWTH_SLACK) => {
-            *floor = Some(usage.min(f));
-            false
-        }
-        _ => {
-            *floor = Some(usage);
-            true
-        }
+
+    /// A stop was carried out, from inside or (`container_killed`) by the engine; `usage` is
+    /// what the guard last measured.
+    pub fn stopped(&mut self, usage: u64, container_killed: bool) {
+        self.settling = Some((usage, (!container_killed).then_some(SETTLE_MEASUREMENTS)));
+        self.stopped_before = true;
     }
 }
 
@@ -175,36 +240,62 @@ mod tests {
 
     #[test]
     fn stop_rules() {
+        use Verdict::*;
         const M: u64 = 1 << 20;
         const S: u64 = GROWTH_SLACK;
+        const Q: u64 = SETTLE_QUIET;
         let limit = 100 * M;
-        // (usage, floor before) → (stop?, floor after).
-        let rows: &[(u64, Option<u64>, bool, Option<u64>)] = &[
-            (50 * M, None, false, None),
-            (limit, None, false, None),
-            (limit + 1, None, true, Some(limit + 1)),
-            // Still over, not growing (the stop is taking effect, or an `rm` runs).
-            (limit + 1, Some(limit + 1), false, Some(limit + 1)),
-            // A new command's few blocks are within the slack, and do not raise the floor.
-            (limit + 1 + S, Some(limit + 1), false, Some(limit + 1)),
-            (90 * M, Some(150 * M), false, None),
-            (120 * M, Some(150 * M), false, Some(120 * M)),
-            // Growing again past the floor while over: stop again.
-            (120 * M + S + 1, Some(120 * M), true, Some(120 * M + S + 1)),
-        ];
-        for &(usage, before, stop, after) in rows {
-            let mut floor = before;
-            assert_eq!(
-                must_stop(usage, limit, &mut floor),
-                stop,
-                "{usage} {before:?}"
-            );
-            assert_eq!(floor, after, "{usage} {before:?}");
+        // Each row: a measurement and its verdict, or a stop carried out (`Stopped` from
+        // inside, `Killed` by the engine) after the last measurement.
+        enum Row {
+            At(u64, Verdict),
+            Stopped(u64),
+            Killed(u64),
         }
-        let mut floor = None;
-        assert!(
-            !must_stop(u64::MAX, 0, &mut floor),
-            "0 switches the bound off"
-        );
+        use Row::*;
+        let rows = [
+            At(50 * M, Within),
+            At(limit, Within),
+            // First time over: stop.
+            At(limit + 1, Stop),
+            Stopped(limit + 1),
+            // What the writer wrote during the stop has landed: settling, not growth.
+            At(limit + 60 * M, Over),
+            // Quiet: the floor. A new command's few blocks are within the slack.
+            At(limit + 60 * M + Q, Over),
+            At(limit + 60 * M + S, Over),
+            // Growing again while still over since the stop: the engine kills the container.
+            At(limit + 60 * M + Q + S + 1, StopContainer),
+            Killed(limit + 65 * M),
+            // The container is started again by a command (whenever), which writes a
+            // little: the floor, not a stop.
+            At(limit + 70 * M, Over),
+            At(limit + 65 * M, Over),
+            // Freeing space lowers the floor; still over, growth is a stop that did not hold.
+            At(limit + 20 * M, Over),
+            At(limit + 20 * M + S + 1, StopContainer),
+            Stopped(limit + 30 * M),
+            // A writer that keeps writing through a stop from inside: past the settling
+            // measurements, the engine.
+            At(limit + 40 * M, Over),
+            At(limit + 40 * M + 2 * Q, Over),
+            At(limit + 40 * M + 4 * Q, StopContainer),
+            // Under the bound: everything is forgotten; over again is a first time.
+            At(90 * M, Within),
+            At(limit + 1, Stop),
+            Stopped(limit + 1),
+            At(limit + 1, Over),
+            At(limit + 1, Over),
+        ];
+        let mut w = Watch::default();
+        for (i, row) in rows.into_iter().enumerate() {
+            match row {
+                At(u, v) => assert_eq!(w.judge(u, limit), v, "row {i}: {w:?}"),
+                Stopped(u) => w.stopped(u, false),
+                Killed(u) => w.stopped(u, true),
+            }
+        }
+        let mut w = Watch::default();
+        assert_eq!(w.judge(u64::MAX, 0), Within, "0 switches the bound off");
     }
 }

@@ -213,14 +213,9 @@ impl Sessions {
         Ok(container)
     }
 
-    /// The containers this moat has in use: (name, workspace, run directory).
-    pub fn in_use(&self) -> Vec<(String, PathBuf, PathBuf)> {
-        self.ready
-            .lock()
-            .unwrap()
-            .values()
-            .map(|c| (c.name.clone(), c.workspace.clone(), c.run_dir.clone()))
-            .collect()
+    /// The containers this moat has in use.
+    pub fn in_use(&self) -> Vec<SessionContainer> {
+        self.ready.lock().unwrap().values().cloned().collect()
     }
 
     /// Records whether container `name` is over its disk bound (`Some(warning)`) or not.

@@ -11,7 +11,8 @@ pub struct AuditRow {
     pub id: i64,
     pub at_ms: i64,
     /// `approval-request`, `approval-decision`, `approval-expired`, `elevated-run`,
-    /// `allowlist-add`, `allowlist-remove`, `skill`.
+    /// `allowlist-add`, `allowlist-remove`, `skill`, `disk-stop` (the disk bound ended a
+    /// session's processes; `crate::disk_guard`), among others.
     pub kind: String,
     pub approval_id: Option<String>,
     pub session: Option<String>,

@@ -77,6 +77,10 @@ impl Engine for DockerRuntime {
         self.remove(id).await
     }
 
+    async fn kill_container(&self, name: &str) -> Result<(), RuntimeError> {
+        self.kill(name).await
+    }
+
     async fn set_pids_limit(&self, name: &str, limit: i64) -> Result<(), RuntimeError> {
         let body = bollard::models::ContainerUpdateBody {
             pids_limit: Some(limit),

@@ -192,6 +192,20 @@ impl DockerRuntime {
             .map_err(|e| RuntimeError::engine(format!("start container {id}"), e))
     }
 
+    pub(super) async fn kill(&self, name: &str) -> Result<(), RuntimeError> {
+        let options = bollard::query_parameters::KillContainerOptions {
+            signal: "KILL".into(),
+        };
+        match self.docker.kill_container(name, Some(options)).await {
+            Ok(()) => Ok(()),
+            // 409: not running (already stopped, or being removed).
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409, ..
+            }) => Ok(()),
+            Err(e) => Err(RuntimeError::engine(format!("kill container {name}"), e)),
+        }
+    }
+
     pub(super) async fn remove(&self, id: &str) -> Result<(), RuntimeError> {
         let options = RemoveContainerOptions {
             force: true,
