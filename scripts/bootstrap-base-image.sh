@@ -6,8 +6,10 @@
 # already configured with (read from /etc/apt/sources.list{,.d}), and `docker import` turns it
 # into an image. No mirror host is written anywhere in moat: it is read from the host.
 #
-# The packages the sandbox image wants are included here too, so the Dockerfile in
-# images/sandbox needs no network when it builds on top of this base.
+# The core packages the sandbox image wants are included here. The toolchain is not: it is
+# installed by images/sandbox/Dockerfile from the apt sources debootstrap writes into this base
+# (the same host mirror), so this base stays small for the runtime image built on it too
+# (scripts/build-moat-image, Dockerfile.local).
 set -euo pipefail
 
 tag="${1:-moat-base:bookworm}"

@@ -1,6 +1,15 @@
 //! Builds the sandbox image from `images/sandbox` (embedded in the binary, so an installed
 //! moat needs no checkout). Without a registry the base is bootstrapped from the host's own
-//! Debian mirror configuration by `scripts/bootstrap-base-image.sh` (also embedded).
+//! Debian mirror configuration by `scripts/bootstrap-base-image.sh` (also embedded), and the
+//! toolchain comes from the same mirror through the base's apt sources.
+//!
+//! Each image carries the recipe it was built from (a digest of the Dockerfile), so a moat
+//! whose recipe changed (a toolchain added) can tell an image built by an older one
+//! ([`freshness`], `moat image build --if-outdated`, `moat doctor`).
+
+use std::collections::HashMap;
+
+use sha2::{Digest, Sha256};
 
 use crate::runtime::{Runtime, RuntimeError};
 
@@ -8,6 +17,21 @@ const DOCKERFILE: &str = include_str!("../images/sandbox/Dockerfile");
 const BOOTSTRAP: &str = include_str!("../scripts/bootstrap-base-image.sh");
 /// The locally bootstrapped base the Dockerfile defaults to.
 pub const LOCAL_BASE: &str = "moat-base:bookworm";
+/// The image label that holds [`recipe`].
+pub const RECIPE_LABEL: &str = "dev.moat.image.recipe";
+/// The engine's predefined proxy build arguments: passed on from moat's environment, so the
+/// build's apt reaches the mirror as debootstrap did; the engine keeps them out of the
+/// image's history.
+const PROXY_ARGS: [&str; 8] = [
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
@@ -47,15 +71,56 @@ pub async fn build(
         }
     }
     let context = context_tar().map_err(ImageError::Context)?;
+    let mut args = vec![("BASE".into(), base)];
+    for name in PROXY_ARGS {
+        if let Ok(v) = std::env::var(name) {
+            args.push((name.to_string(), v));
+        }
+    }
+    let labels = vec![(RECIPE_LABEL.to_string(), recipe())];
     runtime
-        .build_image(
-            context,
-            tag,
-            vec![("BASE".into(), base)],
-            Box::new(progress),
-        )
+        .build_image(context, tag, args, labels, Box::new(progress))
         .await?;
     Ok(())
+}
+
+/// The recipe this moat builds the sandbox image from: the first 12 hex digits of the
+/// Dockerfile's SHA-256.
+pub fn recipe() -> String {
+    hex::encode(&Sha256::digest(DOCKERFILE.as_bytes())[..6])
+}
+
+/// What an image under a tag is, against this moat's [`recipe`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Freshness {
+    /// The engine has no such image.
+    Missing,
+    /// Built from this moat's recipe.
+    Current,
+    /// Built by `moat image build` from another recipe (the one named, or one from before
+    /// recipes were labelled: the default tag without a label).
+    Outdated(Option<String>),
+    /// Not built by `moat image build`: a user's own image, left as it is.
+    NotMoats,
+}
+
+/// Decides [`Freshness`] from an image's labels (`None`: no such image). `default_tag` is
+/// the configuration's default `sandbox.image`, the only tag moat's own builds took before
+/// images carried their recipe.
+pub fn freshness(
+    tag: &str,
+    labels: Option<&HashMap<String, String>>,
+    default_tag: &str,
+) -> Freshness {
+    let Some(labels) = labels else {
+        return Freshness::Missing;
+    };
+    match labels.get(RECIPE_LABEL) {
+        Some(r) if *r == recipe() => Freshness::Current,
+        Some(r) => Freshness::Outdated(Some(r.clone())),
+        None if tag == default_tag => Freshness::Outdated(None),
+        None => Freshness::NotMoats,
+    }
 }
 
 fn context_tar() -> std::io::Result<Vec<u8>> {
@@ -70,6 +135,44 @@ fn context_tar() -> std::io::Result<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
+    use super::{freshness, recipe, Freshness, RECIPE_LABEL};
+
+    #[test]
+    fn freshness_table() {
+        let label = |v: &str| HashMap::from([(RECIPE_LABEL.to_string(), v.to_string())]);
+        let none = HashMap::new();
+        let current = label(&recipe());
+        let old = label("0123456789ab");
+        let default = "moat-sandbox:bookworm";
+        type Labels = HashMap<String, String>;
+        let cases: [(&str, Option<&Labels>, Freshness); 7] = [
+            (default, None, Freshness::Missing),
+            ("mine:1", None, Freshness::Missing),
+            (default, Some(&current), Freshness::Current),
+            ("mine:1", Some(&current), Freshness::Current),
+            (
+                default,
+                Some(&old),
+                Freshness::Outdated(Some("0123456789ab".into())),
+            ),
+            // The default tag without a label: built by a moat before recipes were labelled.
+            (default, Some(&none), Freshness::Outdated(None)),
+            // Any other tag without a label is a user's own image: never rebuilt.
+            ("mine:1", Some(&none), Freshness::NotMoats),
+        ];
+        for (tag, labels, want) in cases {
+            assert_eq!(freshness(tag, labels, default), want, "{tag} {labels:?}");
+        }
+    }
+
+    #[test]
+    fn the_recipe_is_a_digest_of_the_dockerfile() {
+        assert_eq!(recipe().len(), 12);
+        assert!(recipe().chars().all(|c| c.is_ascii_hexdigit()));
+    }
+
     #[test]
     fn context_holds_the_dockerfile() {
         let tar = super::context_tar().unwrap();

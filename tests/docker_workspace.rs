@@ -250,7 +250,7 @@ async fn forbidden_directories_are_refused_as_workspaces() {
         (s(&to_ssh), ".ssh"),
         (
             s(&root_owned),
-            "belongs to root (uid 0), and moat never runs a sandbox as root; set sandbox.user",
+            "belongs to root (uid 0), and moat never runs a sandbox as root. Either give it",
         ),
     ];
     let key = home.key("s");

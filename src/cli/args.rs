@@ -419,6 +419,10 @@ pub enum ImageCommand {
         /// Base image (default: moat-base:bookworm, bootstrapped locally when missing).
         #[arg(long)]
         base: Option<String>,
+        /// Build only when the image is missing or an older moat's recipe built it; an image
+        /// `moat image build` did not make (your own) is left as it is.
+        #[arg(long)]
+        if_outdated: bool,
     },
 }
 

@@ -55,6 +55,7 @@ pub async fn run(home: Home, session: Option<String>) -> anyhow::Result<ExitCode
                     match rt.image_exists(&c.sandbox.image).await {
                         Ok(true) => {
                             say!("ok    image {}", c.sandbox.image);
+                            recipe(&rt, &c.sandbox.image).await;
                             ok &= shells(&rt, c).await;
                             transports(&rt, c, &home).await;
                         }
@@ -308,4 +309,24 @@ fn egress_note(c: &moat::config::Config) {
         e.ask.as_str(),
         e.outbound_network
     );
+}
+
+/// Warns when the image is one `moat image build` made from an older recipe: it runs, but
+/// lacks what this moat's image carries (README, "The sandbox image").
+async fn recipe(rt: &moat::runtime::docker::DockerRuntime, image: &str) {
+    let default = moat::config::Config::default().sandbox.image;
+    match rt.image_labels(image).await {
+        Ok(labels) => {
+            if let moat::image::Freshness::Outdated(old) =
+                moat::image::freshness(image, labels.as_ref(), &default)
+            {
+                say!(
+                    "warn  image {image} was built from an older recipe ({}) than this moat's ({}): it lacks what this moat's image carries\n      run `moat image build`",
+                    old.as_deref().unwrap_or("unlabelled"),
+                    moat::image::recipe()
+                );
+            }
+        }
+        Err(e) => say!("warn  image recipe: failed to {e}"),
+    }
 }

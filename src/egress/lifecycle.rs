@@ -209,6 +209,7 @@ pub async fn ensure_image(runtime: &dyn Engine, base: &str) -> Result<String, Li
             context,
             &tag,
             vec![("BASE".into(), base.to_string())],
+            Vec::new(),
             Box::new(|line: &str| tracing::debug!("proxy image: {line}")),
         )
         .await?;

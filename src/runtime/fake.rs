@@ -379,6 +379,7 @@ impl Engine for FakeRuntime {
         _context: Vec<u8>,
         _tag: &str,
         _build_args: Vec<(String, String)>,
+        _labels: Vec<(String, String)>,
         _progress: super::Progress,
     ) -> Result<(), RuntimeError> {
         Ok(())

@@ -159,12 +159,14 @@ pub trait Engine: Send + Sync + 'static {
             message: "this engine does not start detached commands".into(),
         })
     }
-    /// Builds `tag` from an in-memory tar build context; `progress` gets each output line.
+    /// Builds `tag` from an in-memory tar build context, with `labels` set on the image
+    /// (without a Dockerfile step); `progress` gets each output line.
     async fn build_image(
         &self,
         context: Vec<u8>,
         tag: &str,
         build_args: Vec<(String, String)>,
+        labels: Vec<(String, String)>,
         progress: Progress,
     ) -> Result<(), RuntimeError>;
 }

@@ -32,8 +32,19 @@ pub enum SetupError {
         #[source]
         source: std::io::Error,
     },
-    #[error("use {path} as a workspace: it belongs to root (uid 0), and moat never runs a sandbox as root; set sandbox.user to the uid:gid commands should run as, or change the directory's owner (chown)")]
-    RootOwned { path: String },
+    /// The two ways out give different things, and the text says which: a chown makes the
+    /// checkout the sandbox's to write, `sandbox.user` alone leaves it read-only to the
+    /// sandbox (README, "Root-owned checkouts").
+    #[error("use {path} as a workspace: it belongs to root (uid 0), and moat never runs a sandbox as root. Either give it to the sandbox's user, `chown -R {user} {quoted}`: the sandbox then runs as its owner and can write it, and what it makes is {user}'s on the host; or leave it root's and set sandbox.user to the uid:gid commands should run as: the sandbox can then read it but not write to it")]
+    RootOwned {
+        /// The directory as the caller named it.
+        path: String,
+        /// The same, quoted for a shell, so the suggested command can be pasted.
+        quoted: String,
+        /// The `uid:gid` the sandbox runs as when nothing else is chosen (`sandbox.user`'s
+        /// default), the owner to give the directory to.
+        user: String,
+    },
     #[error("create session {session} with {asked}: the session already has {current}, fixed for its life; run `moat sessions rm {session}` and create it again to change it")]
     Conflict {
         session: String,
@@ -73,6 +84,10 @@ pub fn choose_user(
     if owner.0 == 0 {
         return Err(SetupError::RootOwned {
             path: path.to_string(),
+            quoted: shlex::try_quote(path)
+                .map(|q| q.into_owned())
+                .unwrap_or_else(|_| path.to_string()),
+            user: sandbox.user.clone(),
         });
     }
     Ok(format!("{}:{}", owner.0, owner.1))
@@ -246,6 +261,14 @@ mod tests {
     }
 
     #[test]
+    fn the_suggested_chown_can_be_pasted() {
+        let e = choose_user("/ci/my repo", (0, 0), &SandboxConfig::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`chown -R 1000:1000 '/ci/my repo'`"), "{e}");
+    }
+
+    #[test]
     fn the_user_is_the_owner_unless_set_and_never_root() {
         let default = SandboxConfig::default();
         let set = SandboxConfig {
@@ -265,8 +288,16 @@ mod tests {
             match want {
                 Some(u) => assert_eq!(got.unwrap(), *u, "{owner:?}"),
                 None => {
+                    // Each way out, with what it gives.
                     let e = got.unwrap_err().to_string();
-                    assert!(e.contains("sandbox.user") && e.contains("chown"), "{e}");
+                    assert!(
+                        e.contains("`chown -R 1000:1000 /w`: the sandbox then runs as its owner and can write it"),
+                        "{e}"
+                    );
+                    assert!(
+                        e.contains("set sandbox.user to the uid:gid commands should run as: the sandbox can then read it but not write to it"),
+                        "{e}"
+                    );
                 }
             }
         }

@@ -14,6 +14,7 @@ impl DockerRuntime {
         context: Vec<u8>,
         tag: &str,
         build_args: Vec<(String, String)>,
+        labels: Vec<(String, String)>,
         progress: Progress,
     ) -> Result<(), RuntimeError> {
         let options = BuildImageOptions {
@@ -22,6 +23,13 @@ impl DockerRuntime {
             rm: true,
             forcerm: true,
             buildargs: Some(build_args.into_iter().collect::<HashMap<_, _>>()),
+            // On the final image, without a step: every step costs a container and a commit.
+            labels: Some(labels.into_iter().collect::<HashMap<_, _>>()),
+            // moat builds only its own Dockerfiles. The sandbox image's RUN step installs from
+            // the Debian mirror the host's apt names, which may answer only on the host's
+            // loopback (a local cache): the build reaches the network as the host does
+            // (README, "The sandbox image").
+            networkmode: Some("host".into()),
             ..Default::default()
         };
         // `build_image(…, None)` panics inside bollard; the context is always passed.
@@ -47,6 +55,21 @@ impl DockerRuntime {
 }
 
 impl DockerRuntime {
+    /// The labels of `image`, or `None` when the engine has no such image: how `moat image
+    /// build --if-outdated` and `moat doctor` tell an image moat built from an older recipe.
+    pub async fn image_labels(
+        &self,
+        image: &str,
+    ) -> Result<Option<HashMap<String, String>>, RuntimeError> {
+        match self.docker.inspect_image(image).await {
+            Ok(i) => Ok(Some(i.config.and_then(|c| c.labels).unwrap_or_default())),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(e) => Err(RuntimeError::engine(format!("inspect image {image}"), e)),
+        }
+    }
+
     pub(super) async fn tags(&self, repository: &str) -> Result<Vec<String>, RuntimeError> {
         let options = bollard::query_parameters::ListImagesOptions {
             filters: Some(HashMap::from([(

@@ -156,9 +156,10 @@ impl Engine for DockerRuntime {
         context: Vec<u8>,
         tag: &str,
         build_args: Vec<(String, String)>,
+        labels: Vec<(String, String)>,
         progress: Progress,
     ) -> Result<(), RuntimeError> {
-        self.build(context, tag, build_args, progress).await
+        self.build(context, tag, build_args, labels, progress).await
     }
 }
 
