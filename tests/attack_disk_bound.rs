@@ -28,7 +28,7 @@ fn config() -> Config {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fast_writer_is_stopped_past_the_bound_and_rm_recovers() {
-    let Some(m) = common::moat("t-disk", config()).await else {
+    let Some(m) = common::moat("t-diskx", config()).await else {
         return;
     };
     let r = m.exec("a", "echo warm").await;
@@ -561,7 +561,7 @@ async fn a_writer_of_another_user_is_stopped_by_the_engine() {
         .with_env_filter("moat::disk_guard=info")
         .with_test_writer()
         .try_init();
-    let Some(m) = common::moat("t-disk-uid", small(None)).await else {
+    let Some(m) = common::moat("t-diskuid", small(None)).await else {
         return;
     };
     let r = m

@@ -242,7 +242,7 @@ async fn the_ci_example_runs_on_a_fresh_clone_as_a_normal_user() {
     if common::engine().await.is_none() || !root_or_skip() {
         return;
     }
-    let home = TestHome::new("t-ci-user");
+    let home = TestHome::new("t-ciuser");
     chown_r(home.path(), USER);
     let work = tempfile::tempdir().unwrap();
     let upstream = upstream(work.path());

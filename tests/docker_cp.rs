@@ -13,7 +13,7 @@ async fn both_ways_into_tmp_of_a_read_only_root() {
     if common::engine().await.is_none() {
         return;
     }
-    let home = TestHome::new("t-cp");
+    let home = TestHome::new("t-cpx");
     let key = home.key("s");
     let exec = |cmd: &str| home.run(&["exec", "--session", &key, "--", cmd]);
     // The root is read-only: the engine's archive upload would refuse this container.

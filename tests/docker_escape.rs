@@ -12,7 +12,7 @@ use moat::tools::ProcessRequest;
 
 #[tokio::test]
 async fn a_timeout_or_a_kill_ends_what_left_the_group() {
-    let Some(m) = common::moat("t-escape", Config::default()).await else {
+    let Some(m) = common::moat("t-escapex", Config::default()).await else {
         return;
     };
     // setsid, nohup in a new session, and a double fork: none is in the command's group.

@@ -73,7 +73,7 @@ fn wait(mut child: Child) -> (Option<i32>, Instant) {
 /// only at the end, so the measurement tells the two apart.
 #[tokio::test]
 async fn exec_shows_each_line_as_it_is_produced() {
-    let Some(m) = common::moat("t-stream", Config::default()).await else {
+    let Some(m) = common::moat("t-streamx", Config::default()).await else {
         return;
     };
     assert_eq!(m.exec("a", "true").await.status(), Some(Status::Completed));

@@ -75,7 +75,7 @@ async fn background_poll_sees_every_line_once_then_log_pages() {
 
 #[tokio::test]
 async fn write_and_eof_reach_a_non_pty_cat() {
-    let Some(m) = common::moat("t-stdin", Config::default()).await else {
+    let Some(m) = common::moat("t-stdinx", Config::default()).await else {
         return;
     };
     let id = m.background("a", "cat; echo done").await;

@@ -116,7 +116,7 @@ async fn a_shell_without_a_terminal_is_refused_at_once() {
     if common::engine().await.is_none() {
         return;
     }
-    let home = TestHome::new("t-shell-pipe");
+    let home = TestHome::new("t-pipeshell");
     let out = home.run(&["exec", "--", "true"]);
     assert!(out.status.success(), "{}", text(&out));
     let start = Instant::now();

@@ -17,7 +17,7 @@ async fn cd_and_export_are_carried_until_a_reset() {
     if common::engine().await.is_none() {
         return;
     }
-    let home = TestHome::configured("t-sticky", "[exec]\nsticky = true\n");
+    let home = TestHome::configured("t-stickyx", "[exec]\nsticky = true\n");
     let key = home.key("s");
     let exec = |cmd: &str| out(&home, &["exec", "--session", &key, "--", cmd]);
     exec("mkdir -p src/deep && cd src && export FOO=bar LD_PRELOAD=/workspace/evil.so BASH_ENV=/x");

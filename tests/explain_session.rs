@@ -126,7 +126,7 @@ async fn an_interrupted_explain_leaves_nothing() {
     if common::engine().await.is_none() {
         return;
     }
-    let home = TestHome::new("t-explain-int");
+    let home = TestHome::new("t-explainint");
     // The daemon is up before the timed runs, so the signal lands in the explain itself.
     assert!(home.run(&["sessions", "list"]).status.success());
     let mut interrupted = false;
