@@ -34,6 +34,7 @@ PROCESS_PARAMS = {
     "text": "string",
     "bracketed": "boolean",
     "offset": "integer",
+    "charOffset": "integer",
     "limit": "integer",
     "timeout": "integer",
 }

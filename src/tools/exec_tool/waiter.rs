@@ -74,6 +74,7 @@ impl ExecTool {
             ApprovalStatus::Denied => {
                 let reason = match row.decision {
                     Some(RecordedDecision::PlanChanged) => "plan-changed",
+                    Some(RecordedDecision::SessionRemoved) => "session-removed",
                     _ => "user-denied",
                 };
                 self.deny(&row, reason)
