@@ -249,14 +249,19 @@ async fn a_listener_in_the_helpers_place_is_never_believed() {
         .status()
         .unwrap();
     assert!(status.success());
-    for _ in 0..100 {
+    // Under load the impostor can take seconds to bind: the test must not go on without it
+    // (moat would start a fresh helper and never meet the impostor).
+    let mut ready = false;
+    for _ in 0..600 {
         if m.docker_exec("a", "ls /tmp/impostor.ready 2>/dev/null")
             .contains("ready")
         {
+            ready = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    assert!(ready, "the impostor never took the helper's socket");
     assert!(!is_helper(first));
     // The impostor says every command exited 0; the real status arrives.
     let r = m.exec("a", "echo real; exit 5").await;
