@@ -435,15 +435,7 @@ async fn sessions_cannot_reach_each_other_and_nothing_outlives_them() {
     );
 
     // A new daemon adopts the running proxy and serves its control socket again.
-    let pid = home.daemon_pid().expect("a daemon");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    wait_until("the daemon ends", Duration::from_secs(20), || {
-        !common::cli_home::alive(pid)
-    });
+    home.stop_daemon();
     // The new daemon starts for session b; a's proxy is answered without a command in a
     // (curl through plain `docker exec`, past moat).
     let t = sh(&home, "b", "echo b-again");
@@ -882,28 +874,12 @@ async fn the_sandbox_reaches_its_proxy_and_nothing_else() {
     };
     walled("a new session", &targets);
     // A new daemon adopts the session.
-    let pid = home.daemon_pid().expect("a daemon");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    wait_until("the daemon ends", Duration::from_secs(20), || {
-        !common::cli_home::alive(pid)
-    });
+    home.stop_daemon();
     walled("after a daemon restart", &targets);
 
     // The session's network as an older moat made it (the host has an address on it); the next
     // daemon adopts the session and must wall it again.
-    let pid = home.daemon_pid().expect("a daemon");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    wait_until("the daemon ends", Duration::from_secs(20), || {
-        !common::cli_home::alive(pid)
-    });
+    home.stop_daemon();
     let labels = network_field(&a_net, "{{range $k, $v := .Labels}}{{$k}}={{$v}} {{end}}");
     let proxy = format!("{a}-proxy");
     docker(&["network", "disconnect", "-f", &a_net, &a]);

@@ -118,8 +118,13 @@ impl Gate {
         if port == 0 || addrs.is_empty() || addrs.len() > MAX_ADDRS {
             return refuse("bad-request", None);
         }
-        // Read from the kernel on each question: Docker adds an address with every network.
-        let own = crate::server::local_addrs::is_local;
+        // Read from the kernel once per question (Docker adds an address with every
+        // network); addresses that cannot be read count every answer as the host's own.
+        let local = crate::server::local_addrs::interface_addrs().ok();
+        let own = |ip| match &local {
+            Some(list) => crate::server::local_addrs::is_own(ip, list),
+            None => true,
+        };
         match decide(&self.policy(), &self.grants(), &host, port, addrs, own) {
             Verdict::Allow => ControlAnswer::Allow,
             Verdict::Refuse(r) => {

@@ -60,6 +60,18 @@ impl TestHome {
             .ok()
     }
 
+    /// Ends this home's daemon (SIGTERM) and waits until it is gone: the next command starts
+    /// a new one, which adopts what the old one left.
+    pub fn stop_daemon(&self) {
+        let pid = self.daemon_pid().expect("a daemon");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        wait_until("the daemon ends", Duration::from_secs(20), || !alive(pid));
+    }
+
     /// `moat serve` processes whose environment names this home.
     pub fn daemons(&self) -> usize {
         let needle = format!("MOAT_HOME={}", self.path().display());
