@@ -616,6 +616,28 @@ enum Value<'a> {
     Missing,
 }
 
+impl<'a> Value<'a> {
+    /// The program file this value names, for the option in word `at`; `None` when the
+    /// option has no value (the program then comes from stdin).
+    fn program_file(self, at: usize) -> Option<ProgramFile<'a>> {
+        match self {
+            Value::Attached(path) => Some(ProgramFile {
+                index: at,
+                path,
+                attached: true,
+                loaded: false,
+            }),
+            Value::Word(index, path) => Some(ProgramFile {
+                index,
+                path,
+                attached: false,
+                loaded: false,
+            }),
+            Value::Missing => None,
+        }
+    }
+}
+
 /// The value of an option whose attached part is `attached`, taking the next word (and moving
 /// `index` past it) when nothing is attached.
 fn value<'a>(attached: Option<&'a str>, argv: &'a [String], index: &mut usize) -> Value<'a> {
@@ -706,20 +728,9 @@ pub(crate) fn walk<'a>(family: &Family, shown: &str, argv: &'a [String]) -> Walk
                 out.info_only = true;
             }
             if long_listed(family.file_long, name) {
-                let file = match value(attached, argv, &mut index) {
-                    Value::Attached(path) => ProgramFile {
-                        index: at,
-                        path,
-                        attached: true,
-                        loaded: false,
-                    },
-                    Value::Word(i, path) => ProgramFile {
-                        index: i,
-                        path,
-                        attached: false,
-                        loaded: false,
-                    },
-                    Value::Missing => {
+                let file = match value(attached, argv, &mut index).program_file(at) {
+                    Some(file) => file,
+                    None => {
                         out.flag(format!("{shown} reading its program from stdin"));
                         break;
                     }
@@ -830,20 +841,9 @@ pub(crate) fn walk<'a>(family: &Family, shown: &str, argv: &'a [String]) -> Walk
                 break 'words;
             }
             if family.file_short.contains(c) {
-                let file = match value(attached, argv, &mut index) {
-                    Value::Attached(path) => ProgramFile {
-                        index: at,
-                        path,
-                        attached: true,
-                        loaded: false,
-                    },
-                    Value::Word(i, path) => ProgramFile {
-                        index: i,
-                        path,
-                        attached: false,
-                        loaded: false,
-                    },
-                    Value::Missing => {
+                let file = match value(attached, argv, &mut index).program_file(at) {
+                    Some(file) => file,
+                    None => {
                         out.flag(format!("{shown} reading its program from stdin"));
                         break 'words;
                     }
