@@ -951,10 +951,10 @@ while True:
 /// allowed that address too, shown what the name resolved to.
 #[tokio::test]
 async fn names_are_decided_before_any_lookup() {
-    let Some(up) = Upstreams::start("egress-d").await else {
+    let Some(up) = Upstreams::start("egress-n").await else {
         return;
     };
-    let dns = "moat-egress-d-dns";
+    let dns = "moat-egress-n-dns";
     docker(&["rm", "-f", dns]);
     let upstream_ip = up.ip(&up.allowed);
     let (ok, out) = docker(&[
@@ -985,7 +985,7 @@ async fn names_are_decided_before_any_lookup() {
         "[sandbox]\nnetwork = \"egress\"\n[sandbox.egress]\nallow = [\"ok.dns.test\"]\ndeny = [\"denied.dns.test\", \"*.blocked.dns.test\"]\nask = \"on-miss\"\noutbound_network = \"{}\"\ndns = [\"{dns_ip}\"]\n",
         up.net
     );
-    let home = TestHome::configured("egress-d", &config);
+    let home = TestHome::configured("egress-n", &config);
 
     // Control: an allowed name is looked up through this server and reached.
     let t = sh(&home, "s", "curl -sS -m 20 http://ok.dns.test/");
