@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crate::process::Registry;
 use crate::runtime::{Engine, Runtime};
 use crate::session::disk::{allocated, Usage, Verdict, WalkLimits, Watch};
+use crate::session::disk_image::{DiskImage, DiskUsage};
 use crate::session::disk_stop::{self, Stopped};
 use crate::session::Sessions;
 use crate::store::{AuditRow, Store};
@@ -78,6 +79,17 @@ async fn run(
         // next measurement (the one that sees whether the stop held).
         let mut walking = Duration::ZERO;
         for c in in_use {
+            if let Some(disk) = &c.disk {
+                // The kernel holds this one; say so when it is full.
+                let warning = disk
+                    .usage()
+                    .filter(|u| u.available < FULL_MARGIN)
+                    .map(full_warning);
+                if let Some(sessions) = sessions.upgrade() {
+                    sessions.set_over_disk(&c.name, warning);
+                }
+                continue;
+            }
             let (workspace, run_dir) = (c.workspace.clone(), c.run_dir.clone());
             let walk_began = Instant::now();
             let measured = tokio::task::spawn_blocking(move || {
@@ -172,6 +184,15 @@ pub fn over_warning(total: u64, limit: u64, last_stop: Option<&str>) -> String {
     )
 }
 
+/// What every command gets while its session's own filesystem is full.
+pub fn full_warning(u: DiskUsage) -> String {
+    format!(
+        "the session's own filesystem is full ({} of {}, sandbox.workspace_max_bytes): writes under /workspace fail with \"No space left on device\". Free space (for example `rm` large files under /workspace)",
+        human(u.used),
+        human(u.size)
+    )
+}
+
 /// The audit log's detail of a stop.
 fn audit_detail(container: &str, total: u64, limit: u64, how: &str) -> String {
     format!(
@@ -186,9 +207,8 @@ fn audit_detail(container: &str, total: u64, limit: u64, how: &str) -> String {
 pub async fn doctor_report(
     engine: &dyn Engine,
     store: &Store,
-    container: &str,
-    key: &str,
-    session: &str,
+    disk: &DiskImage,
+    (container, key, session): (&str, &str, &str),
     limit: u64,
 ) -> Vec<(bool, String)> {
     if limit == 0 {
@@ -196,6 +216,9 @@ pub async fn doctor_report(
             true,
             "disk bound: off (sandbox.workspace_max_bytes = 0)".into(),
         )];
+    }
+    if let Some(u) = disk.usage() {
+        return vec![disk_line(session, u)];
     }
     let mut dirs = Vec::new();
     if let Ok(Some(info)) = engine.inspect_container(container).await {
@@ -229,6 +252,24 @@ pub async fn doctor_report(
         .and_then(|rows| rows.into_iter().next());
     doctor_lines(session, usage, limit, last.as_ref(), crate::store::now_ms())
 }
+
+/// [`doctor_report`] for a session with its own filesystem: the kernel's account. Pure.
+fn disk_line(session: &str, u: DiskUsage) -> (bool, String) {
+    let full = u.available < FULL_MARGIN;
+    let line = format!(
+        "disk: the session's own filesystem holds {} of {} (sandbox.workspace_max_bytes, made when the session's disk was; the kernel refuses writes past it)",
+        human(u.used),
+        human(u.size)
+    );
+    if full {
+        (false, format!("{line}: it is full, so commands that write fail with \"No space left on device\". Free space: `moat exec --session {session} -- rm /workspace/BIG-FILE`"))
+    } else {
+        (true, line)
+    }
+}
+
+/// A disk with less than this left counts as full.
+const FULL_MARGIN: u64 = 1 << 20;
 
 /// The lines of [`doctor_report`]. Pure.
 fn doctor_lines(

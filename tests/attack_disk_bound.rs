@@ -10,6 +10,10 @@
 //! ends. Each has a control: the same payload in a moat without the bound, after the stop
 //! the guard used to make (every command moat follows ended, with its sweep), writes it all.
 //! Run one at a time (`.config/nextest.toml`); the figures print with `--nocapture`.
+//!
+//! These are the watchdog's attacks (`sandbox.disk_bound = "watch"`, what a moat that cannot
+//! give each session its own filesystem falls back to); tests/attack_disk_image.rs attacks the
+//! kernel's bound.
 
 mod common;
 
@@ -23,6 +27,7 @@ const LIMIT_MB: u64 = 256;
 fn config() -> Config {
     let mut c = Config::default();
     c.sandbox.workspace_max_bytes = format!("{LIMIT_MB}m");
+    c.sandbox.disk_bound = moat::config::DiskBound::Watch;
     c
 }
 
@@ -127,7 +132,7 @@ async fn a_writer_left_by_an_exited_moat_is_stopped_too() {
     // The same config for the CLI, so it uses the same container.
     std::fs::write(
         m.dir.path().join("moat.toml"),
-        format!("[sandbox]\nworkspace_max_bytes = \"{LIMIT_MB}m\"\n"),
+        format!("[sandbox]\nworkspace_max_bytes = \"{LIMIT_MB}m\"\ndisk_bound = \"watch\"\n"),
     )
     .unwrap();
     let r = m.exec("a", "echo warm").await;
@@ -204,6 +209,7 @@ const DD: &str = "sleep 1; exec dd if=/dev/zero of=/workspace/f bs=1M count=2048
 fn small(user: Option<&str>) -> Config {
     let mut c = Config::default();
     c.sandbox.workspace_max_bytes = format!("{SMALL_MB}m");
+    c.sandbox.disk_bound = moat::config::DiskBound::Watch;
     if let Some(u) = user {
         c.sandbox.user = u.into();
     }
@@ -318,7 +324,8 @@ async fn watch(file: std::path::PathBuf, bound_mb: u64, quiet: std::time::Durati
 
 /// `moat doctor --session a` on the test's home, configured as the test's moat is.
 fn doctor(m: &common::TestMoat, user: Option<&str>) -> String {
-    let mut toml = format!("[sandbox]\nworkspace_max_bytes = \"{SMALL_MB}m\"\n");
+    let mut toml =
+        format!("[sandbox]\nworkspace_max_bytes = \"{SMALL_MB}m\"\ndisk_bound = \"watch\"\n");
     if let Some(u) = user {
         toml.push_str(&format!("user = \"{u}\"\n"));
     }

@@ -34,6 +34,7 @@ pub async fn run(home: Home, session: Option<String>) -> anyhow::Result<ExitCode
     }
     if let Some(c) = &config {
         entry_warnings(c);
+        ok &= disk_plan(c);
     }
     if let Some(c) = &config {
         ok &= daemon(&home, c).await;
@@ -113,6 +114,37 @@ fn entry_warnings(c: &moat::config::Config) {
     }
 }
 
+/// How `sandbox.workspace_max_bytes` is held on this host (docs/security.md, "Disk bound");
+/// false when sessions would be refused.
+fn disk_plan(c: &moat::config::Config) -> bool {
+    use moat::session::disk_image::{Availability, DiskPlan};
+    let limit = c.sandbox.workspace_max();
+    match DiskPlan::decide(c.sandbox.disk_bound, limit) {
+        DiskPlan::Images => {
+            say!("ok    disk bound: each session gets its own filesystem of sandbox.workspace_max_bytes; the kernel refuses writes past it");
+            true
+        }
+        DiskPlan::Watch if limit == 0 => {
+            say!("info  disk bound: off (sandbox.workspace_max_bytes = 0)");
+            true
+        }
+        DiskPlan::Watch => {
+            let why = match Availability::probe() {
+                Availability::No(why) if c.sandbox.disk_bound != moat::config::DiskBound::Watch => {
+                    format!(" ({why})")
+                }
+                _ => String::new(),
+            };
+            say!("info  disk bound: watched, not enforced by the kernel{why}: moat measures each session and ends its processes past the bound, which a fast writer can overshoot (docs/security.md, \"Disk bound\")");
+            true
+        }
+        DiskPlan::Refused(why) => {
+            say!("FAIL  disk bound: sandbox.disk_bound = \"image\", but {why}: sessions are refused\n      run moat as root on the host, or set sandbox.disk_bound = \"watch\"");
+            false
+        }
+    }
+}
+
 /// `--session`: that session's container against its limits (`session::health`); false when
 /// it is wedged or stopped.
 async fn session_health(
@@ -143,9 +175,8 @@ async fn session_health(
                 moat::disk_guard::doctor_report(
                     rt,
                     &store,
-                    &name.name,
-                    &key,
-                    session,
+                    &moat::session::disk_image::DiskImage::new(home.root(), &name.slug),
+                    (&name.name, &key, session),
                     c.sandbox.workspace_max(),
                 )
                 .await,

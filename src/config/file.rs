@@ -153,6 +153,21 @@ pub enum WorkspaceAccess {
     None,
 }
 
+/// How `sandbox.workspace_max_bytes` is held (docs/security.md, "Disk bound").
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DiskBound {
+    /// `Image` where moat can make one (root in the host's mount namespace), `Watch`
+    /// elsewhere.
+    #[default]
+    Auto,
+    /// A filesystem of the bound's size per session: the kernel refuses writes past it.
+    /// Sessions are refused where moat cannot make one.
+    Image,
+    /// A guard measures the session's directories and ends its processes past the bound.
+    Watch,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SandboxConfig {
@@ -234,6 +249,10 @@ pub struct SandboxConfig {
     /// `shell` and `egress` so `config_hash` leaves it out too: it shapes no container
     /// (docs/helper.md).
     pub transport: crate::runtime::Transport,
+    /// How `workspace_max_bytes` is held: `auto`, `image` or `watch` (docs/security.md,
+    /// "Disk bound"). After `shell` so `config_hash` leaves it out: what it resolves to on
+    /// this host goes into the container's hash instead (`Sessions`).
+    pub disk_bound: DiskBound,
 }
 
 impl Default for SandboxConfig {
@@ -267,6 +286,7 @@ impl Default for SandboxConfig {
             git_writable: false,
             egress: Default::default(),
             transport: Default::default(),
+            disk_bound: Default::default(),
         }
     }
 }

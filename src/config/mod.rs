@@ -16,8 +16,8 @@ mod validate;
 pub use egress::EgressConfig;
 pub use error::ConfigError;
 pub use file::{
-    AgentToken, Config, ExecConfig, PolicyConfig, ProcessConfig, SandboxConfig, Scope, ServeConfig,
-    WorkspaceAccess,
+    AgentToken, Config, DiskBound, ExecConfig, PolicyConfig, ProcessConfig, SandboxConfig, Scope,
+    ServeConfig, WorkspaceAccess,
 };
 pub use load::{load, load_from_str, ConfigSource};
 pub use sections::{ApprovalsConfig, ElevatedConfig, ElevatedLevel, SecretConfig, SkillConfig};

@@ -154,6 +154,10 @@ impl FakeRuntime {
 
 #[async_trait]
 impl Engine for FakeRuntime {
+    fn binds_host_paths(&self) -> bool {
+        false
+    }
+
     async fn ping(&self) -> Result<EngineInfo, RuntimeError> {
         Ok(EngineInfo {
             version: "fake".into(),

@@ -91,6 +91,12 @@ pub trait Executor: Send + Sync + 'static {
 pub trait Engine: Send + Sync + 'static {
     /// Checks the engine answers and reports its version.
     async fn ping(&self) -> Result<EngineInfo, RuntimeError>;
+    /// Whether a bind mount's source is a path on this host as moat sees it, so a filesystem
+    /// moat mounts there is what the container gets (the sessions' own disks,
+    /// docs/security.md, "Disk bound"). The real engine: yes; a fake one mounts nothing.
+    fn binds_host_paths(&self) -> bool {
+        true
+    }
     /// Whether `image` exists locally.
     async fn image_exists(&self, image: &str) -> Result<bool, RuntimeError>;
     /// A container by name or id; `None` when it does not exist.

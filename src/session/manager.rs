@@ -15,8 +15,11 @@ use crate::home::Home;
 use crate::runtime::{Engine, Executor, RuntimeError};
 use crate::store::{now_ms, Store, StoreError};
 
+use super::disk_image::{DiskError, DiskImage, DiskPlan};
 use super::key::{container_key, ContainerName};
-use super::spec::{build_spec, config_hash, GitMode, GIT_LABEL, HASH_LABEL, MOAT_LABEL};
+use super::spec::{
+    build_spec, config_hash, GitMode, DISK_LABEL, GIT_LABEL, HASH_LABEL, MOAT_LABEL,
+};
 use crate::session_key::{validate_key, KeyError};
 
 /// How recently a container must have been used to be spared recreation on a config change.
@@ -53,6 +56,9 @@ pub enum SessionError {
     /// A host workspace whose git metadata cannot be mounted read-only.
     #[error(transparent)]
     Guard(#[from] super::git_guard::GuardError),
+    /// The session's own filesystem (docs/security.md, "Disk bound").
+    #[error(transparent)]
+    Disk(#[from] DiskError),
 }
 
 impl SessionError {
@@ -96,6 +102,9 @@ pub struct SessionContainer {
     pub read_only_parts: Vec<PathBuf>,
     /// Set when the container does not match the config but was kept (recently used).
     pub warning: Option<String>,
+    /// The session's own filesystem holding `workspace` and `run_dir`, when it has one: the
+    /// kernel bounds it, so the disk guard leaves it alone (docs/security.md, "Disk bound").
+    pub disk: Option<DiskImage>,
 }
 
 /// See the module docs.
@@ -127,6 +136,9 @@ pub struct Sessions {
     /// [`Sessions::writable_roots`]: mounts never change after a container is created, so one
     /// inspect per container is enough; the list of containers is asked for every time.
     pub(super) mounts_seen: Mutex<HashMap<String, Vec<crate::runtime::HostMount>>>,
+    /// How `sandbox.workspace_max_bytes` is held, decided once (docs/security.md, "Disk
+    /// bound").
+    disks: DiskPlan,
 }
 
 impl Sessions {
@@ -137,11 +149,15 @@ impl Sessions {
         config: Arc<Config>,
         home: Home,
     ) -> Self {
+        let disks = if runtime.binds_host_paths() {
+            DiskPlan::decide(config.sandbox.disk_bound, config.sandbox.workspace_max())
+        } else {
+            DiskPlan::Watch
+        };
         Self {
             runtime,
             commands,
             store,
-            config,
             home,
             ready: Mutex::new(HashMap::new()),
             creating: Mutex::new(HashMap::new()),
@@ -149,7 +165,14 @@ impl Sessions {
             egress: Mutex::new(HashMap::new()),
             egress_start: tokio::sync::Mutex::new(()),
             mounts_seen: Mutex::new(HashMap::new()),
+            disks,
+            config,
         }
+    }
+
+    /// How the disk bound is held here.
+    pub fn disk_plan(&self) -> &DiskPlan {
+        &self.disks
     }
 
     /// The engine: containers, images and networks.
@@ -267,6 +290,21 @@ impl Sessions {
         self.store.forget_session_setup(session)?;
         self.store.reset_sticky_state(session, true)?;
         if purge && key == session {
+            let disk = DiskImage::new(self.home.root(), &names.slug);
+            if disk.exists() {
+                // Unmounted first: what is left at the usual places is their empty mount
+                // points (or an older session's files).
+                let (ws, run) = (
+                    self.workspace_dir(&names.slug),
+                    self.home.run_dir(&names.slug),
+                );
+                tokio::task::spawn_blocking(move || disk.remove(&ws, &run))
+                    .await
+                    .map_err(|e| DiskError::Io {
+                        path: self.home.root().join(super::disk_image::DISKS_DIR),
+                        source: std::io::Error::other(e),
+                    })??;
+            }
             let mut dirs = vec![self.home.run_dir(&names.slug)];
             if host.is_none() {
                 dirs.push(self.workspace_dir(&names.slug));
@@ -528,6 +566,9 @@ impl Sessions {
             None => self.workspace_dir(&names.slug),
         };
         let run_dir = self.home.run_dir(&names.slug);
+        let disk = self
+            .session_disk(&names.slug, host.is_some(), &workspace, &run_dir, sandbox)
+            .await?;
         let mut warning = None;
         let mut git = self.git_mode(host.as_ref(), &workspace, sandbox).await?;
         let mut want_hash = Self::want_hash(sandbox, host.as_ref(), git.as_ref());
@@ -546,7 +587,10 @@ impl Sessions {
             // never kept, however recently used (docs/security.md, "Host workspaces").
             let unguarded = git.as_ref().is_some_and(GitMode::guards)
                 && !existing.labels.contains_key(GIT_LABEL);
-            if owned && (matches || (recently_used && !unguarded)) {
+            // Made with its directories elsewhere than where they now are (onto a disk, or
+            // off one): it would write where moat no longer looks, unbounded. Never kept.
+            let moved = disk.is_some() != existing.labels.contains_key(DISK_LABEL);
+            if owned && !moved && (matches || (recently_used && !unguarded)) {
                 if !matches {
                     warning = Some(format!(
                         "the sandbox config changed, but container {} was used in the last 5 minutes, so it was kept; run `moat sessions rm {key}` to recreate it",
@@ -568,6 +612,7 @@ impl Sessions {
                     read_only,
                     read_only_parts: read_only_parts(&git).unwrap_or_default(),
                     warning,
+                    disk,
                 });
             }
             if unguarded {
@@ -591,8 +636,18 @@ impl Sessions {
         }
         self.check_runtime().await?;
         self.prepare_dirs(&workspace, &run_dir, sandbox, host.is_some())?;
-        let mut spec = build_spec(sandbox, &names.name, key, &workspace, &run_dir, now_ms());
+        // With a disk, the container names the disk's own directories: an engine that does not
+        // see moat's mounts finds no such directory and refuses the container, where the
+        // usual paths would mount the empty directories under them, unbounded.
+        let (ws_source, run_source) = match &disk {
+            Some(d) => (d.workspace(), d.run()),
+            None => (workspace.clone(), run_dir.clone()),
+        };
+        let mut spec = build_spec(sandbox, &names.name, key, &ws_source, &run_source, now_ms());
         spec.labels.insert(HASH_LABEL.to_string(), want_hash);
+        if disk.is_some() {
+            spec.labels.insert(DISK_LABEL.to_string(), "1".into());
+        }
         if let Some(git) = &git {
             super::spec::add_git_mounts(&mut spec, &workspace, git);
         }
@@ -645,7 +700,47 @@ impl Sessions {
             owner,
             read_only,
             warning,
+            disk,
         })
+    }
+
+    /// The session's own filesystem, made and mounted onto `workspace` and `run_dir`, when
+    /// this moat holds the bound with one (docs/security.md, "Disk bound"). None for a host
+    /// workspace (the operator's directory), and for a session whose directories hold files
+    /// from before it had a disk (the guard watches those until the session is removed).
+    async fn session_disk(
+        &self,
+        slug: &str,
+        host_workspace: bool,
+        workspace: &Path,
+        run_dir: &Path,
+        sandbox: &SandboxConfig,
+    ) -> Result<Option<DiskImage>, SessionError> {
+        if host_workspace {
+            return Ok(None);
+        }
+        match &self.disks {
+            DiskPlan::Watch => return Ok(None),
+            DiskPlan::Refused(why) => return Err(DiskError::Unavailable(why.clone()).into()),
+            DiskPlan::Images => {}
+        }
+        let disk = DiskImage::new(self.home.root(), slug);
+        let holds_files = |d: &Path| std::fs::read_dir(d).is_ok_and(|mut e| e.next().is_some());
+        if !disk.exists() && (holds_files(workspace) || holds_files(run_dir)) {
+            return Ok(None);
+        }
+        let bytes = sandbox.workspace_max();
+        let (d, ws, run) = (disk.clone(), workspace.to_path_buf(), run_dir.to_path_buf());
+        tokio::task::spawn_blocking(move || {
+            d.ensure(bytes)?;
+            d.bind(&ws, &run)
+        })
+        .await
+        .map_err(|e| DiskError::Io {
+            path: workspace.to_path_buf(),
+            source: std::io::Error::other(e),
+        })??;
+        Ok(Some(disk))
     }
 
     /// Creates and starts a session container and runs `sandbox.setup_command` in it; a

@@ -4,6 +4,7 @@
 pub mod cgroup;
 mod dirs;
 pub mod disk;
+pub mod disk_image;
 pub mod disk_stop;
 mod git_config;
 pub mod git_guard;

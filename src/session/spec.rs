@@ -13,6 +13,9 @@ use crate::runtime::{ContainerSpec, Mount};
 /// Label every moat container carries; its value is the container key.
 pub const MOAT_LABEL: &str = "dev.moat.session";
 pub const HASH_LABEL: &str = "dev.moat.config-hash";
+/// On a container whose `/workspace` and `/run/moat` are its session's own filesystem
+/// (`disk_image`): a container made without it mounts other directories.
+pub const DISK_LABEL: &str = "dev.moat.disk";
 pub const CREATED_LABEL: &str = "dev.moat.created-at";
 pub const VERSION_LABEL: &str = "dev.moat.version";
 /// On a host-workspace container: how its git metadata is mounted (`ro:<hash of the mounts>`,

@@ -71,6 +71,12 @@ impl Sessions {
                 "the sandbox run directories".to_string(),
                 self.home.root().join("run"),
             ),
+            // The sessions' own filesystems, whose directories are mounted at the two above
+            // as well (docs/security.md, "Disk bound").
+            (
+                "the sandbox disks".to_string(),
+                self.home.root().join(super::disk_image::DISKS_DIR),
+            ),
         ];
         for bind in &sandbox.binds {
             let mut parts = bind.split(':');

@@ -123,13 +123,7 @@ impl Drop for TestHome {
                 nix::sys::signal::Signal::SIGTERM,
             );
         }
-        let _ = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "docker ps -aq --filter name=moat-{}- | xargs -r docker rm -f >/dev/null 2>&1",
-                self.prefix
-            ))
-            .status();
+        super::clean_up(&self.prefix, self.path());
     }
 }
 

@@ -28,15 +28,21 @@ pub struct TestMoat {
 
 impl Drop for TestMoat {
     fn drop(&mut self) {
-        // Remove every container this test created (by name prefix), synchronously.
-        let _ = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "docker ps -aq --filter name=moat-{}- | xargs -r docker rm -f >/dev/null 2>&1",
-                self.prefix
-            ))
-            .status();
+        clean_up(&self.prefix, self.dir.path());
     }
+}
+
+/// What a test's moat home leaves when the test ends: every container the test created (by
+/// name prefix, synchronously), and the mounts of its sessions' disks (docs/security.md,
+/// "Disk bound"), so the home's directory can go.
+pub fn clean_up(prefix: &str, home: &std::path::Path) {
+    let _ = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "docker ps -aq --filter name=moat-{prefix}- | xargs -r docker rm -f >/dev/null 2>&1"
+        ))
+        .status();
+    moat::session::disk_image::release_all_under(home);
 }
 
 /// Connects to the engine, or returns `None` (skip) when there is none and CI is not set.

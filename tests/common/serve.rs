@@ -21,13 +21,7 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "docker ps -aq --filter name=moat-{}- | xargs -r docker rm -f >/dev/null 2>&1",
-                self.prefix
-            ))
-            .status();
+        super::clean_up(&self.prefix, self.dir.path());
     }
 }
 

@@ -1,0 +1,433 @@
+//! A session's own filesystem, the size of `sandbox.workspace_max_bytes`, so the kernel bounds
+//! what the session keeps on the host (docs/security.md, "Disk bound").
+//!
+//! A bind mount of a host directory has no size, and a watchdog that measures it can only
+//! react: a fast writer gets an interval's worth past the bound, a tree too large to walk in
+//! time is measured short, and each stop starts again from the level it stopped at. A
+//! filesystem of the bound's size has none of these gaps: a write past it fails with
+//! `ENOSPC`, whatever wrote it, however fast, in however many files.
+//!
+//! Each container (by slug) gets a sparse file `$MOAT_HOME/disks/SLUG.ext4`, formatted ext4
+//! and loop-mounted at `$MOAT_HOME/disks/SLUG` (`nosuid,nodev`, and `discard`, so space freed
+//! inside is given back to the host). Inside it are `workspace` and `run`, which become the
+//! container's `/workspace` and `/run/moat`: the container's mounts name them directly, so an
+//! engine that does not see this mount (moat in another mount namespace) finds no such
+//! directory and refuses the container rather than mounting an unbounded one. For moat's own
+//! host-side work the two are bind-mounted onto the usual places
+//! (`sandbox.workspace_root/SLUG`, `$MOAT_HOME/run/SLUG`), so every path moat and the operator
+//! know stays what it was.
+//!
+//! Making loop devices and mounts takes root in the host's mount namespace; `sandbox.disk_bound`
+//! says whether moat uses this ("auto": where it can), and [`Availability::probe`] says whether
+//! it can.
+
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+
+use crate::config::DiskBound;
+
+/// The directory of the disks in a moat home.
+pub const DISKS_DIR: &str = "disks";
+
+/// Why a disk could not be made, mounted or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum DiskError {
+    #[error("make the session's disk {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("make the session's disk: `{program}` failed ({status}): {output}")]
+    Tool {
+        program: String,
+        status: String,
+        output: String,
+    },
+    #[error("make the session's disk: {0} (sandbox.disk_bound = \"image\" needs moat to run as root in the host's mount namespace, with loop devices, mkfs.ext4 and mount; set sandbox.disk_bound = \"watch\" to bound the session by measuring it instead)")]
+    Unavailable(String),
+}
+
+/// Whether this moat can make disks, decided once at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Availability {
+    Yes,
+    /// Why not, as a fragment completing "sized disks are not available: …".
+    No(String),
+}
+
+impl Availability {
+    /// Root, in the engine's mount namespace, with loop devices and the two programs.
+    pub fn probe() -> Self {
+        if !nix::unistd::geteuid().is_root() {
+            return Self::No("moat is not root".into());
+        }
+        // The engine resolves a bind's source in its own mount namespace: moat's mount must be
+        // there. Found by the engine's process; a moat in a container, or beside a rootless
+        // or remote engine, sees none in its namespace.
+        match engine_shares_mounts() {
+            Some(true) => {}
+            Some(false) => {
+                return Self::No("the engine (dockerd) runs in another mount namespace".into())
+            }
+            None => return Self::No("no engine process (dockerd) runs beside moat".into()),
+        }
+        if !Path::new("/dev/loop-control").exists() {
+            return Self::No("the host has no loop devices (/dev/loop-control)".into());
+        }
+        for program in ["mkfs.ext4", "mount"] {
+            if which(program).is_none() {
+                return Self::No(format!("`{program}` is not on PATH"));
+            }
+        }
+        Self::Yes
+    }
+}
+
+/// How this moat holds `sandbox.workspace_max_bytes`, decided once from `sandbox.disk_bound`
+/// and what the host allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiskPlan {
+    /// A [`DiskImage`] per session with a workspace of moat's (a host workspace is the
+    /// operator's directory: the guard watches it).
+    Images,
+    /// The guard only (`crate::disk_guard`).
+    Watch,
+    /// `sandbox.disk_bound = "image"` where moat cannot make one: sessions are refused, why.
+    Refused(String),
+}
+
+impl DiskPlan {
+    /// `limit` 0 is no bound: nothing to hold.
+    pub fn decide(bound: DiskBound, limit: u64) -> Self {
+        if limit == 0 || bound == DiskBound::Watch {
+            return Self::Watch;
+        }
+        match (Availability::probe(), bound) {
+            (Availability::Yes, _) => Self::Images,
+            (Availability::No(why), DiskBound::Image) => Self::Refused(why),
+            (Availability::No(_), _) => Self::Watch,
+        }
+    }
+}
+
+/// Whether a `dockerd` process is in moat's mount namespace (`None`: no `dockerd` seen).
+fn engine_shares_mounts() -> Option<bool> {
+    let mine = std::fs::read_link("/proc/self/ns/mnt").ok()?;
+    let mut seen = None;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let pid = entry.file_name();
+        if !pid.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() != "dockerd" {
+            continue;
+        }
+        let Ok(ns) = std::fs::read_link(entry.path().join("ns/mnt")) else {
+            continue;
+        };
+        if ns == mine {
+            return Some(true);
+        }
+        seen = Some(false);
+    }
+    seen
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/sbin".into()])
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// One container's disk: where its image and mount are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskImage {
+    /// The sparse image file.
+    image: PathBuf,
+    /// Where the image is mounted.
+    mount: PathBuf,
+}
+
+/// What [`DiskImage::usage`] measured: the kernel's own account, exact and instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiskUsage {
+    /// Bytes in use (data and metadata).
+    pub used: u64,
+    /// The filesystem's size: what the session can ever hold.
+    pub size: u64,
+    /// Bytes a write can still take (ext4 keeps a little back for its own allocations).
+    pub available: u64,
+}
+
+impl DiskImage {
+    /// The disk of the container `slug` in the moat home `home_root`.
+    pub fn new(home_root: &Path, slug: &str) -> Self {
+        let dir = home_root.join(DISKS_DIR);
+        Self {
+            image: dir.join(format!("{slug}.ext4")),
+            mount: dir.join(slug),
+        }
+    }
+
+    /// Whether the session has a disk (made earlier, mounted or not).
+    pub fn exists(&self) -> bool {
+        self.image.is_file()
+    }
+
+    /// The container's `/workspace`, inside the disk.
+    pub fn workspace(&self) -> PathBuf {
+        self.mount.join("workspace")
+    }
+
+    /// The container's `/run/moat`, inside the disk.
+    pub fn run(&self) -> PathBuf {
+        self.mount.join("run")
+    }
+
+    /// Makes the disk (`bytes` large) if there is none, and mounts it if it is not; then its
+    /// two directories exist. Blocking: runs `mkfs.ext4` and `mount`.
+    pub fn ensure(&self, bytes: u64) -> Result<(), DiskError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| DiskError::Io { path, source }
+        };
+        let dir = self.mount.parent().expect("a disk has a parent directory");
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        set_mode(dir, 0o700).map_err(io(dir))?;
+        if !self.exists() {
+            // Made under another name and renamed: a half-made image is never taken for one.
+            let partial = self.image.with_extension("ext4.partial");
+            let _ = std::fs::remove_file(&partial);
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&partial)
+                .map_err(io(&partial))?;
+            file.set_len(bytes).map_err(io(&partial))?;
+            set_mode(&partial, 0o600).map_err(io(&partial))?;
+            drop(file);
+            // No reserved blocks: the whole size is the session's. Lazy tables and journal:
+            // the file is sparse, so they read as zeros already and cost nothing until used.
+            run(Command::new("mkfs.ext4")
+                .args(["-q", "-F", "-m", "0", "-E"])
+                .arg("lazy_itable_init=1,lazy_journal_init=1")
+                .arg(&partial))?;
+            std::fs::rename(&partial, &self.image).map_err(io(&self.image))?;
+        }
+        std::fs::create_dir_all(&self.mount).map_err(io(&self.mount))?;
+        if !is_mount_point(&self.mount).map_err(io(&self.mount))? {
+            run(Command::new("mount")
+                .args(["-t", "ext4", "-o"])
+                .arg("loop,nosuid,nodev,discard,noinit_itable")
+                .arg(&self.image)
+                .arg(&self.mount))?;
+            // The filesystem's root is moat's; nothing of the sandbox is at its top.
+            set_mode(&self.mount, 0o700).map_err(io(&self.mount))?;
+        }
+        for d in [self.workspace(), self.run()] {
+            match std::fs::create_dir(&d) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(DiskError::Io { path: d, source: e }),
+            }
+        }
+        Ok(())
+    }
+
+    /// Bind-mounts the disk's directories onto `workspace` and `run_dir` (made if missing)
+    /// unless they already are. A directory there that holds anything is left alone and the
+    /// call fails: it is a session's data from before it had a disk.
+    pub fn bind(&self, workspace: &Path, run_dir: &Path) -> Result<(), DiskError> {
+        for (inner, outer) in [(self.workspace(), workspace), (self.run(), run_dir)] {
+            let io = |source| DiskError::Io {
+                path: outer.to_path_buf(),
+                source,
+            };
+            std::fs::create_dir_all(outer).map_err(io)?;
+            if same_dir(&inner, outer).map_err(io)? {
+                continue;
+            }
+            if std::fs::read_dir(outer).map_err(io)?.next().is_some() {
+                return Err(io(io::Error::other(
+                    "it already holds files, from before the session had its own disk",
+                )));
+            }
+            mount(
+                Some(&inner),
+                outer,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .map_err(|e| io(e.into()))?;
+        }
+        Ok(())
+    }
+
+    /// Unmounts the binds on `workspace` and `run_dir` and the disk, and deletes the image:
+    /// everything the session kept is gone. Detached, so a mount still in use (a container
+    /// being removed) goes once it is not.
+    pub fn remove(&self, workspace: &Path, run_dir: &Path) -> Result<(), DiskError> {
+        for outer in [workspace, run_dir] {
+            if same_dir(&self.workspace(), outer).unwrap_or(false)
+                || same_dir(&self.run(), outer).unwrap_or(false)
+            {
+                detach(outer)?;
+            }
+        }
+        if is_mount_point(&self.mount).unwrap_or(false) {
+            detach(&self.mount)?;
+        }
+        for path in [&self.image, &self.mount] {
+            let gone = if path.is_dir() {
+                std::fs::remove_dir(path)
+            } else {
+                std::fs::remove_file(path)
+            };
+            match gone {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(DiskError::Io {
+                        path: path.clone(),
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What the disk holds and its size, from the kernel (`statvfs`); `None` when it is not
+    /// mounted.
+    pub fn usage(&self) -> Option<DiskUsage> {
+        if !is_mount_point(&self.mount).ok()? {
+            return None;
+        }
+        let st = nix::sys::statvfs::statvfs(&self.mount).ok()?;
+        let block = st.fragment_size();
+        Some(DiskUsage {
+            used: (st.blocks() - st.blocks_free()) * block,
+            size: st.blocks() * block,
+            available: st.blocks_available() * block,
+        })
+    }
+
+    /// The image's size as made (its length): a later `sandbox.workspace_max_bytes` applies
+    /// only to a disk made after it.
+    pub fn made_size(&self) -> Option<u64> {
+        std::fs::metadata(&self.image).ok().map(|m| m.len())
+    }
+}
+
+/// Unmounts every mount at or under `root` (deepest first, detached): what a removed moat
+/// home leaves, for its tests and `moat` itself when it deletes a home. Mounts are read from
+/// `/proc/self/mountinfo`.
+pub fn release_all_under(root: &Path) {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return;
+    };
+    let mut points: Vec<PathBuf> = info
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(unescape_mountinfo)
+        .filter(|p| p.starts_with(root))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for p in points {
+        let _ = umount2(&p, MntFlags::MNT_DETACH);
+    }
+}
+
+/// mountinfo escapes space, tab, newline and backslash as octal (`\040`).
+fn unescape_mountinfo(field: &str) -> PathBuf {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(u8::is_ascii_digit) {
+            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(out))
+}
+
+fn detach(path: &Path) -> Result<(), DiskError> {
+    umount2(path, MntFlags::MNT_DETACH).map_err(|e| DiskError::Io {
+        path: path.to_path_buf(),
+        source: e.into(),
+    })
+}
+
+/// A directory on another filesystem than its parent's is a mount point (a bind of a
+/// directory of the same filesystem would not be told apart, but moat binds across).
+fn is_mount_point(dir: &Path) -> io::Result<bool> {
+    let Some(parent) = dir.parent() else {
+        return Ok(true);
+    };
+    Ok(std::fs::symlink_metadata(dir)?.dev() != std::fs::symlink_metadata(parent)?.dev())
+}
+
+/// Whether `a` and `b` are one directory (device and inode).
+fn same_dir(a: &Path, b: &Path) -> io::Result<bool> {
+    let (a, b) = (std::fs::symlink_metadata(a)?, std::fs::symlink_metadata(b)?);
+    Ok(a.dev() == b.dev() && a.ino() == b.ino())
+}
+
+fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+fn run(cmd: &mut Command) -> Result<(), DiskError> {
+    let program = cmd.get_program().to_string_lossy().to_string();
+    let out = cmd.output().map_err(|e| DiskError::Tool {
+        program: program.clone(),
+        status: "did not start".into(),
+        output: e.to_string(),
+    })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    Err(DiskError::Tool {
+        program,
+        status: out.status.to_string(),
+        output: text.chars().take(500).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_paths_are_unescaped() {
+        assert_eq!(
+            unescape_mountinfo(r"/tmp/a\040b\134c"),
+            PathBuf::from("/tmp/a b\\c")
+        );
+        assert_eq!(unescape_mountinfo(r"/x\04"), PathBuf::from(r"/x\04"));
+    }
+
+    #[test]
+    fn paths_of_a_disk() {
+        let d = DiskImage::new(Path::new("/h"), "s-1a2b");
+        assert_eq!(d.image, PathBuf::from("/h/disks/s-1a2b.ext4"));
+        assert_eq!(d.workspace(), PathBuf::from("/h/disks/s-1a2b/workspace"));
+        assert_eq!(d.run(), PathBuf::from("/h/disks/s-1a2b/run"));
+    }
+}

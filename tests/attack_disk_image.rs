@@ -1,0 +1,227 @@
+//! Attack: fill the host's disk past `sandbox.workspace_max_bytes` when each session has its own
+//! filesystem of that size (`sandbox.disk_bound`, docs/security.md "Disk bound"). The watchdog
+//! this replaces where moat can make one was beaten three ways by a hostile review: a tree too
+//! large to walk (over 1,000,000 entries) was measured short and 1.5 GiB went past a 64 MiB
+//! bound; one session's big tree slowed every other session's measurements; and short bursts,
+//! one per command, each set a new floor, so 8 commands held 9× the bound. Here each attack
+//! runs for real and the host's own account of the session's disk (the image file's allocated
+//! blocks) stays within the bound.
+
+mod common;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use moat::config::{Config, DiskBound};
+use moat::contract::Status;
+
+const BOUND_MB: u64 = 64;
+
+fn config() -> Config {
+    let mut c = Config::default();
+    c.sandbox.workspace_max_bytes = format!("{BOUND_MB}m");
+    c.sandbox.disk_bound = DiskBound::Image;
+    c
+}
+
+/// The session's image file, as the host sees it.
+fn image(m: &common::TestMoat, session: &str) -> PathBuf {
+    let slug = m.app.sessions.names(&m.key(session)).1.slug;
+    m.dir.path().join("disks").join(format!("{slug}.ext4"))
+}
+
+/// What the session's disk takes on the host's disk: the image's allocated blocks.
+fn host_bytes(m: &common::TestMoat, session: &str) -> u64 {
+    std::fs::metadata(image(m, session)).unwrap().blocks() * 512
+}
+
+fn assert_within(m: &common::TestMoat, session: &str, what: &str) {
+    let used = host_bytes(m, session);
+    eprintln!(
+        "{what}: the session's disk takes {} MiB of the host's",
+        used >> 20
+    );
+    assert!(
+        used <= BOUND_MB << 20,
+        "{what}: the session's disk takes {used} bytes on the host, over the {BOUND_MB} MiB bound"
+    );
+}
+
+/// Skips (outside CI) where this moat cannot make disks; under CI=true the machine must allow it.
+fn disks_here() -> bool {
+    use moat::session::disk_image::Availability;
+    match Availability::probe() {
+        Availability::Yes => true,
+        Availability::No(why) => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "no session disks under CI=true: {why}"
+            );
+            eprintln!("skipping: no session disks here ({why})");
+            false
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_writer_gets_past_the_bound_however_it_writes() {
+    if !disks_here() {
+        return;
+    }
+    let Some(m) = common::moat("t-dimg-writers", config()).await else {
+        return;
+    };
+    let r = m.exec("a", "df -k /workspace | tail -1").await;
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
+    assert!(image(&m, "a").is_file(), "a disk was made");
+
+    // 1. More entries than any walk would count, then data below them.
+    let r = m
+        .exec(
+            "a",
+            "mkdir -p /workspace/t && cd /workspace/t && seq 1 1100000 | xargs touch 2>/dev/null; \
+             echo files=$(ls | wc -l); dd if=/dev/zero of=/workspace/big bs=1M count=1536 2>&1",
+        )
+        .await;
+    let text = r.text();
+    assert!(text.contains("No space left on device"), "{text}");
+    assert!(!text.contains("files=1100000"), "{text}");
+    assert_within(&m, "a", "a million files, then 1.5 GiB");
+
+    // 2. Bursts, one per command, faster than any measuring interval.
+    let r = m.exec("a", "rm -rf /workspace/t && echo freed").await;
+    assert!(r.text().contains("freed"), "{}", r.text());
+    for i in 0..8 {
+        let r = m
+            .exec(
+                "a",
+                &format!("dd if=/dev/zero of=/workspace/burst{i} bs=1M count=100 2>&1"),
+            )
+            .await;
+        assert!(
+            i == 0 || r.text().contains("No space left on device"),
+            "{}",
+            r.text()
+        );
+        assert_within(&m, "a", &format!("burst {i}"));
+    }
+
+    // 3. A writer that left its command and keeps writing after the command ended.
+    let r = m
+        .exec(
+            "a",
+            "rm -f /workspace/burst*; setsid sh -c 'echo $$ > /tmp/writer; while :; do dd if=/dev/zero of=/workspace/w bs=1M count=512 2>/dev/null; rm -f /workspace/w; done' >/dev/null 2>&1 & echo left",
+        )
+        .await;
+    assert!(r.text().contains("left"), "{}", r.text());
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_within(&m, "a", "a writer left running");
+
+    // The session is full, not broken: freeing space lets it write again.
+    let r = m
+        .exec(
+            "a",
+            "kill -9 -- -$(cat /tmp/writer); sleep 0.2; rm -f /workspace/w; \
+             dd if=/dev/zero of=/workspace/small bs=1M count=16 2>/dev/null && echo small-ok",
+        )
+        .await;
+    assert!(r.text().contains("small-ok"), "{}", r.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_neighbours_big_tree_does_not_loosen_another_sessions_bound() {
+    if !disks_here() {
+        return;
+    }
+    let mut c = config();
+    c.sandbox.workspace_max_bytes = "1g".into();
+    let Some(big) = common::moat("t-dimg-tree", c).await else {
+        return;
+    };
+    let Some(m) = common::moat("t-dimg-neighbour", config()).await else {
+        return;
+    };
+    // A tree of a quarter million entries in one session...
+    let tree = big.exec(
+        "a",
+        "mkdir -p /workspace/t && cd /workspace/t && seq 1 250000 | xargs touch 2>/dev/null; ls | wc -l",
+    );
+    // ... while the other writes as fast as it can.
+    let write = m.exec("b", "dd if=/dev/zero of=/workspace/f bs=1M count=512 2>&1");
+    let (tree, write) = tokio::join!(tree, write);
+    assert_eq!(tree.status(), Some(Status::Completed), "{}", tree.text());
+    assert!(
+        write.text().contains("No space left on device"),
+        "{}",
+        write.text()
+    );
+    assert_within(&m, "b", "beside a neighbour's big tree");
+}
+
+#[tokio::test]
+async fn removing_the_session_removes_its_disk_and_older_sessions_keep_their_files() {
+    if !disks_here() {
+        return;
+    }
+    let Some(m) = common::moat("t-dimg-life", config()).await else {
+        return;
+    };
+    let r = m.exec("a", "echo kept > /workspace/note && echo ok").await;
+    assert!(r.text().contains("ok"), "{}", r.text());
+    let names = m.app.sessions.names(&m.key("a")).1;
+    let ws = m.app.sessions.workspace_dir(&names.slug);
+    // Seen at the usual place by the operator.
+    assert_eq!(
+        std::fs::read_to_string(ws.join("note")).unwrap().trim(),
+        "kept"
+    );
+    assert!(image(&m, "a").is_file());
+    m.app.sessions.remove_with(&m.key("a"), true).await.unwrap();
+    assert!(!image(&m, "a").exists(), "the image is deleted");
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains(&names.slug),
+        "no mount of the session is left: {mounts}"
+    );
+
+    // A session whose workspace holds files from before it could have a disk keeps them
+    // (and is watched instead).
+    let old = m.app.sessions.names(&m.key("old")).1;
+    let old_ws = m.app.sessions.workspace_dir(&old.slug);
+    std::fs::create_dir_all(&old_ws).unwrap();
+    std::fs::write(old_ws.join("from-before"), "mine").unwrap();
+    let r = m.exec("old", "cat /workspace/from-before").await;
+    assert!(r.text().contains("mine"), "{}", r.text());
+    assert!(!image(&m, "old").exists());
+}
+
+/// A moat that does not share the engine's mount namespace cannot give a session a disk the
+/// engine would see: with `disk_bound = "image"` sessions are refused, naming why; with `auto`
+/// the session is watched instead. Run for real: the CLI's daemon in a mount namespace of its
+/// own (`unshare -m`).
+#[tokio::test]
+async fn a_moat_outside_the_engines_mount_namespace_never_mounts_an_unbounded_disk() {
+    if !disks_here() {
+        return;
+    }
+    let home = common::cli_home::TestHome::configured(
+        "t-dimg-ns",
+        &format!("[sandbox]\nworkspace_max_bytes = \"{BOUND_MB}m\"\ndisk_bound = \"image\"\n"),
+    );
+    let unshared = |args: &[&str]| {
+        let mut c = std::process::Command::new("unshare");
+        c.args(["-m", "--propagation", "private", env!("CARGO_BIN_EXE_moat")])
+            .args(args)
+            .env("MOAT_HOME", home.path())
+            .stdin(std::process::Stdio::null());
+        c.output().unwrap()
+    };
+    let out = unshared(&["exec", "--session", &home.key("a"), "--", "echo", "ran"]);
+    let text = common::cli_home::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("sandbox.disk_bound") && text.contains("mount namespace"),
+        "{text}"
+    );
+    assert!(!text.contains("ran\n"), "{text}");
+}
