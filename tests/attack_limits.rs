@@ -1,12 +1,13 @@
 //! The sandbox's limits under abuse, against the real engine: a full `/tmp` cannot wedge the
 //! session, a fork bomb is ended with everything it left, and a command that a limit or a
-//! removed container ended says so (docs/security.md, "Sandbox limits"; docs/mcp.md, "Limits
+//! removed or restarted container ended says so (docs/security.md, "Sandbox limits"; docs/mcp.md, "Limits
 //! in results").
 
 mod common;
 
 use std::time::{Duration, Instant};
 
+use common::cli_home::{text, wait_until, TestHome};
 use moat::config::Config;
 use moat::contract::{ExecRequest, Status, ToolResult};
 
@@ -287,6 +288,132 @@ async fn a_removed_container_is_reported() {
         r.text()
     );
     assert_usable(&m.exec("a", "echo ok").await);
+}
+
+/// `docker restart -t 0 NAME` of a session's container, once `what` runs in it.
+fn restart_when_running(container: &str, what: &str) {
+    wait_until(
+        &format!("{what} runs in {container}"),
+        Duration::from_secs(20),
+        || {
+            let out = std::process::Command::new("docker")
+                .args(["exec", container, "ps", "-eo", "args"])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).contains(what)
+        },
+    );
+    let out = std::process::Command::new("docker")
+        .args(["restart", "-t", "0", container])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+const RESTARTED: &str = "The session's container was restarted while the command ran (docker restart), which ended every process in it, background ones included; the next command runs in the restarted container.";
+
+/// `docker restart` of the container while a command runs, in the foreground and in the
+/// background: the result says the container was restarted, ended by SIGKILL, and the next
+/// command runs in the restarted container.
+#[tokio::test]
+async fn a_restarted_container_is_reported() {
+    let Some(m) = common::moat("t-lim-restart", Config::default()).await else {
+        return;
+    };
+    assert_usable(&m.exec("a", "echo ok").await);
+    let name = m.container("a");
+    let restarter = {
+        let name = name.clone();
+        tokio::task::spawn_blocking(move || restart_when_running(&name, "sleep 31"))
+    };
+    let r = m
+        .exec_req("a", with_timeout("echo started; sleep 31", 60.0))
+        .await;
+    restarter.await.unwrap();
+    eprintln!("restarted: {}", r.text());
+    assert_eq!(r.status(), Some(Status::Failed), "{}", r.text());
+    let d = r.details.to_json();
+    assert_eq!(d["limit"], "container-restarted", "{}", r.text());
+    assert_eq!(d["exitSignal"], "SIGKILL", "{}", r.text());
+    assert!(r.text().ends_with(RESTARTED), "{}", r.text());
+    assert_usable(&m.exec("a", "echo ok").await);
+    // The same in the background, through poll.
+    let id = m.background("a", "echo started; sleep 32").await;
+    restart_when_running(&name, "sleep 32");
+    let mut q = moat::tools::ProcessRequest {
+        action: "poll".into(),
+        process_id: Some(id),
+        timeout: Some(2000),
+        ..Default::default()
+    };
+    let mut p = m.process("a", &q).await;
+    for _ in 0..30 {
+        if p.status() != Some(Status::Running) {
+            break;
+        }
+        q.timeout = Some(1000);
+        p = m.process("a", &q).await;
+    }
+    eprintln!("restarted in the background: {}", p.text());
+    assert_eq!(p.status(), Some(Status::Failed), "{}", p.text());
+    assert_eq!(
+        p.details.to_json()["limit"],
+        "container-restarted",
+        "{}",
+        p.text()
+    );
+    assert!(p.text().contains(RESTARTED), "{}", p.text());
+    assert_usable(&m.exec("a", "echo ok").await);
+}
+
+/// The same through the CLI, as the user who found it saw it: `moat exec` names the restart on
+/// stderr and exits 137 (the SIGKILL it was), and `--json` carries `details.limit`.
+#[tokio::test]
+async fn a_restarted_container_is_named_by_moat_exec() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-cli-restart");
+    let key = home.key("s");
+    let o = home.run(&["exec", "--session", &key, "--", "true"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let container = match home.containers(&key).as_slice() {
+        [one] => one.clone(),
+        other => panic!("the session's containers: {other:?}"),
+    };
+    for json in [false, true] {
+        let what = if json { "sleep 34" } else { "sleep 33" };
+        let command = format!("echo started; {what}");
+        let mut args = vec!["exec", "--session", &key];
+        if json {
+            args.push("--json");
+        }
+        args.extend(["--", &command]);
+        let child = home
+            .moat()
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        restart_when_running(&container, what);
+        let o = child.wait_with_output().unwrap();
+        eprintln!("json={json}: {}", text(&o));
+        assert_eq!(o.status.code(), Some(137), "{}", text(&o));
+        if json {
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON result");
+            assert_eq!(v["details"]["limit"], "container-restarted", "{v}");
+            assert_eq!(v["details"]["exitSignal"], "SIGKILL", "{v}");
+            assert_eq!(v["details"]["status"], "failed", "{v}");
+        } else {
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(stderr.contains(&format!("moat: {RESTARTED}")), "{stderr}");
+            assert_eq!(String::from_utf8_lossy(&o.stdout), "started\n");
+        }
+    }
+    // The next command runs in the restarted container.
+    let o = home.run(&["exec", "--session", &key, "--", "echo ok"]);
+    assert!(o.status.success(), "{}", text(&o));
 }
 
 /// What a foreground command leaves running is ended when it finishes; a background command

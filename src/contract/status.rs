@@ -52,6 +52,8 @@ pub enum Limit {
     ContainerRemoved,
     /// The container stopped while the command ran.
     ContainerStopped,
+    /// The container was restarted while the command ran.
+    ContainerRestarted,
 }
 
 impl From<LimitKind> for Limit {
@@ -61,6 +63,7 @@ impl From<LimitKind> for Limit {
             LimitKind::Pids => Limit::Pids,
             LimitKind::ContainerRemoved => Limit::ContainerRemoved,
             LimitKind::ContainerStopped => Limit::ContainerStopped,
+            LimitKind::ContainerRestarted => Limit::ContainerRestarted,
         }
     }
 }
@@ -89,6 +92,7 @@ mod tests {
             LimitKind::Pids,
             LimitKind::ContainerRemoved,
             LimitKind::ContainerStopped,
+            LimitKind::ContainerRestarted,
         ] {
             assert_eq!(
                 serde_json::to_value(Limit::from(k)).unwrap(),

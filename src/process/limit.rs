@@ -18,8 +18,11 @@ pub enum LimitKind {
     Pids,
     /// The container was removed (`docker rm -f`, `moat sessions rm`) while it ran.
     ContainerRemoved,
-    /// The container stopped or restarted while it ran.
+    /// The container stopped while it ran.
     ContainerStopped,
+    /// The container was restarted while it ran (`docker restart`): it runs again, with none
+    /// of the processes it had.
+    ContainerRestarted,
 }
 
 impl LimitKind {
@@ -30,7 +33,19 @@ impl LimitKind {
             LimitKind::Pids => "pids",
             LimitKind::ContainerRemoved => "container-removed",
             LimitKind::ContainerStopped => "container-stopped",
+            LimitKind::ContainerRestarted => "container-restarted",
         }
+    }
+
+    /// The container itself ended under the command (removed, stopped, restarted), and with
+    /// it every process in it.
+    pub fn ends_the_container(self) -> bool {
+        matches!(
+            self,
+            LimitKind::ContainerRemoved
+                | LimitKind::ContainerStopped
+                | LimitKind::ContainerRestarted
+        )
     }
 }
 
@@ -61,6 +76,9 @@ impl LimitHit {
             (LimitKind::ContainerStopped, _) => {
                 "The session's container stopped while the command ran.".into()
             }
+            (LimitKind::ContainerRestarted, _) => {
+                "The session's container was restarted while the command ran (docker restart), which ended every process in it, background ones included; the next command runs in the restarted container.".into()
+            }
         }
     }
 }
@@ -75,6 +93,8 @@ pub enum ContainerFate {
     Removed,
     /// It exists but does not run.
     Stopped,
+    /// It runs, but started after the command did: it was restarted under it.
+    Restarted,
 }
 
 /// Everything known about how a command ended, for [`classify`].
@@ -99,7 +119,8 @@ pub struct Evidence {
 
 /// The limit to report for a command, if any.
 ///
-/// - A container that went away explains everything else, so it comes first.
+/// - A container that went away (removed, stopped, restarted) explains everything else, so it
+///   comes first.
 /// - Memory: the command did not succeed and the OOM killer struck in the container while it
 ///   ran. A command that succeeded is not blamed: the killer picks the largest process, which
 ///   may have been another command's.
@@ -116,6 +137,12 @@ pub fn classify(e: &Evidence) -> Option<LimitHit> {
         ContainerFate::Stopped => {
             return Some(LimitHit {
                 kind: LimitKind::ContainerStopped,
+                value: None,
+            })
+        }
+        ContainerFate::Restarted => {
+            return Some(LimitHit {
+                kind: LimitKind::ContainerRestarted,
                 value: None,
             })
         }
@@ -194,6 +221,32 @@ mod tests {
                 Stopped,
                 Some(ContainerStopped),
             ),
+            // A restart explains it too, counters or not (the cgroup's counters start again
+            // with the container).
+            (
+                c(0, 0),
+                c(0, 0),
+                false,
+                false,
+                Restarted,
+                Some(ContainerRestarted),
+            ),
+            (
+                None,
+                None,
+                false,
+                false,
+                Restarted,
+                Some(ContainerRestarted),
+            ),
+            (
+                c(0, 0),
+                c(1, 1),
+                false,
+                true,
+                Restarted,
+                Some(ContainerRestarted),
+            ),
         ];
         for (i, (before, after, succeeded, leftovers, fate, want)) in rows.iter().enumerate() {
             let e = Evidence {
@@ -229,6 +282,11 @@ mod tests {
                 "container was removed while the command ran",
             ),
             (LimitKind::ContainerStopped, None, "container stopped"),
+            (
+                LimitKind::ContainerRestarted,
+                None,
+                "container was restarted while the command ran",
+            ),
         ];
         for (kind, value, needle) in rows {
             let s = LimitHit { kind, value }.sentence();

@@ -385,7 +385,7 @@ impl Supervisor {
             }
         }
         let (code, signal) = exit_of(status, f.kill.sent, f.kill.escalated);
-        let exit = ExitInfo {
+        let mut exit = ExitInfo {
             code,
             signal,
             timed_out: f.kill.timed_out,
@@ -402,8 +402,10 @@ impl Supervisor {
                 !f.kill.sent && exit_file.is_none() && exit.code.is_none(),
                 leftovers_ended,
             ),
+            self.proc.info.started_at_ms,
         )
         .await;
+        killed_with_container(&mut exit, limit);
         self.record(exit, limit, leftovers_ended);
         for w in f.kill.waiters {
             let _ = w.send(true);
@@ -660,17 +662,19 @@ async fn end_group(
 /// Which limit, if any, cut a command short (`process::limit`), from whether it succeeded,
 /// whether the wrapper never recorded an exit status, and whether moat ended its leftovers.
 /// The engine is asked about the container only without an exit status (the wrapper was
-/// killed with everything else in the container, or the container went away).
+/// killed with everything else in the container, or the container went away); a container
+/// started after `started_at_ms`, when the command started, was restarted under it.
 async fn limit_hit(
     executors: &Executors,
     place: &Place,
     limits: LimitWatch,
     (succeeded, killed_outside, leftovers_ended): (bool, bool, bool),
+    started_at_ms: i64,
 ) -> Option<LimitHit> {
     // Limits are a container's: a host command has none moat set.
     let container = place.container()?;
     let fate = if !succeeded && killed_outside {
-        container_fate(executors.engine.as_ref(), container).await
+        container_fate(executors.engine.as_ref(), container, started_at_ms).await
     } else {
         ContainerFate::Running
     };
@@ -686,16 +690,38 @@ async fn limit_hit(
     })
 }
 
-/// What became of a container whose command was killed with everything in it. `docker rm -f`
-/// kills the processes first, and the engine marks the container exited and then removes it
-/// a moment later, so the container is watched for up to a second: gone (or `removing`) is
-/// removed, still not running at the end is stopped, running throughout is fine.
-async fn container_fate(runtime: &dyn crate::runtime::Engine, container: &str) -> ContainerFate {
+/// A command whose container ended under it (removed, stopped, restarted) died of the SIGKILL
+/// that took every process in it; whether the engine still had the exec's status to say so is
+/// a race, so the result does not depend on it: with no code and no signal, it is SIGKILL
+/// (docs/mcp.md, "Limits in results").
+fn killed_with_container(exit: &mut ExitInfo, limit: Option<LimitHit>) {
+    if limit.is_some_and(|l| l.kind.ends_the_container())
+        && exit.code.is_none()
+        && exit.signal.is_none()
+    {
+        exit.signal = Some("SIGKILL".into());
+    }
+}
+
+/// What became of a container whose command (started at `since_ms`) was killed with
+/// everything in it. `docker rm -f` kills the processes first, and the engine marks the
+/// container exited and then removes it a moment later, so the container is watched for up to
+/// a second: gone (or `removing`) is removed, running again but started after the command
+/// did is restarted (`docker restart`, whose start may come within the second or before moat
+/// looks at all), still not running at the end is stopped, running throughout is fine.
+pub(super) async fn container_fate(
+    runtime: &dyn crate::runtime::Engine,
+    container: &str,
+    since_ms: i64,
+) -> ContainerFate {
     let mut fate = ContainerFate::Running;
     for _ in 0..10 {
         match runtime.inspect_container(container).await {
             Ok(None) => return ContainerFate::Removed,
             Ok(Some(c)) if c.state == "removing" => return ContainerFate::Removed,
+            Ok(Some(c)) if c.running && c.started_at_ms.is_some_and(|t| t > since_ms) => {
+                return ContainerFate::Restarted
+            }
             Ok(Some(c)) => {
                 fate = if c.running {
                     ContainerFate::Running
@@ -821,7 +847,69 @@ pub fn signal_name(n: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{exit_of, signal_name};
+    use super::{exit_of, killed_with_container, signal_name, ExitInfo};
+    use crate::process::limit::{LimitHit, LimitKind};
+
+    /// A container's end reads as the SIGKILL it was, whether or not the engine kept the
+    /// exec's status; a status it kept, and any other limit, are left alone.
+    #[test]
+    fn a_container_end_without_a_status_is_sigkill() {
+        let hit = |kind| Some(LimitHit { kind, value: None });
+        let end = |code: Option<i64>, signal: Option<&str>| ExitInfo {
+            code,
+            signal: signal.map(str::to_string),
+            timed_out: false,
+            finished_at_ms: 0,
+        };
+        // (code, signal, limit) → signal
+        type Row<'a> = (
+            Option<i64>,
+            Option<&'a str>,
+            Option<LimitHit>,
+            Option<&'a str>,
+        );
+        let rows: &[Row] = &[
+            (
+                None,
+                None,
+                hit(LimitKind::ContainerRestarted),
+                Some("SIGKILL"),
+            ),
+            (
+                None,
+                None,
+                hit(LimitKind::ContainerStopped),
+                Some("SIGKILL"),
+            ),
+            (
+                None,
+                None,
+                hit(LimitKind::ContainerRemoved),
+                Some("SIGKILL"),
+            ),
+            (
+                None,
+                Some("SIGKILL"),
+                hit(LimitKind::ContainerRestarted),
+                Some("SIGKILL"),
+            ),
+            (
+                None,
+                Some("SIGTERM"),
+                hit(LimitKind::ContainerStopped),
+                Some("SIGTERM"),
+            ),
+            (Some(1), None, hit(LimitKind::ContainerRestarted), None),
+            (None, None, hit(LimitKind::Memory), None),
+            (None, None, None, None),
+        ];
+        for (i, (code, signal, limit, want)) in rows.iter().enumerate() {
+            let mut exit = end(*code, *signal);
+            killed_with_container(&mut exit, *limit);
+            assert_eq!(exit.signal.as_deref(), *want, "row {i}");
+            assert_eq!(exit.code, *code, "row {i}");
+        }
+    }
 
     #[test]
     fn an_end_reads_as_a_code_or_a_signal() {

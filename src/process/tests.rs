@@ -383,3 +383,65 @@ async fn a_host_process_never_reaches_the_engine() {
         .iter()
         .any(|c| matches!(c, Call::Exec { container, .. } if container == CONTAINER)));
 }
+
+/// What the engine says about a container whose command was killed with everything in it,
+/// against when the command started: `docker rm -f`, `docker stop`, `docker restart` (before
+/// moat looks, or within the second it watches) and nothing at all.
+#[tokio::test]
+async fn a_container_that_ended_under_a_command_is_told_apart() {
+    use super::limit::ContainerFate::{self, *};
+    use super::supervisor::container_fate;
+    use crate::runtime::Engine;
+
+    /// What happens to the container after the command started.
+    #[derive(Debug, Clone, Copy)]
+    enum Then {
+        Nothing,
+        Stop,
+        Remove,
+        Restart,
+        /// Stopped, and running again 300 ms after moat began to watch.
+        StopThenRestart,
+    }
+    let rows: &[(Then, ContainerFate)] = &[
+        (Then::Nothing, Running),
+        (Then::Stop, Stopped),
+        (Then::Remove, Removed),
+        (Then::Restart, Restarted),
+        (Then::StopThenRestart, Restarted),
+    ];
+    let cases = rows.iter().map(|(then, want)| async move {
+        let fake = FakeRuntime::new();
+        let spec = crate::session::build_spec(
+            &crate::config::SandboxConfig::default(),
+            CONTAINER,
+            SESSION,
+            Path::new("/w"),
+            Path::new("/r"),
+            crate::store::now_ms(),
+        );
+        let id = fake.create_container(&spec).await.unwrap();
+        fake.start_container(&id).await.unwrap();
+        // The command starts in the running container, a moment after it started.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let since = crate::store::now_ms();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        match then {
+            Then::Nothing => {}
+            Then::Stop => fake.stop(CONTAINER),
+            Then::Remove => fake.remove_container(&id).await.unwrap(),
+            Then::Restart => fake.restart(CONTAINER),
+            Then::StopThenRestart => {
+                fake.stop(CONTAINER);
+                let later = fake.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    later.restart(CONTAINER);
+                });
+            }
+        }
+        let got = container_fate(&fake, CONTAINER, since).await;
+        assert_eq!(got, *want, "{then:?}");
+    });
+    futures::future::join_all(cases).await;
+}

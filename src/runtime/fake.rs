@@ -150,6 +150,16 @@ impl FakeRuntime {
             c.state = "exited".into();
         }
     }
+
+    /// Restarts a container behind moat's back, as `docker restart` would: it runs again,
+    /// started now.
+    pub fn restart(&self, name: &str) {
+        if let Some(c) = self.state.lock().unwrap().containers.get_mut(name) {
+            c.running = true;
+            c.state = "running".into();
+            c.started_at_ms = Some(crate::store::now_ms());
+        }
+    }
 }
 
 #[async_trait]
@@ -251,6 +261,7 @@ impl Engine for FakeRuntime {
                 labels: spec.labels.clone(),
                 pid: 0,
                 image: spec.image.clone(),
+                started_at_ms: None,
             },
         );
         Ok(id)
@@ -269,6 +280,7 @@ impl Engine for FakeRuntime {
             })?;
         c.running = true;
         c.state = "running".into();
+        c.started_at_ms = Some(crate::store::now_ms());
         Ok(())
     }
 

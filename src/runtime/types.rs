@@ -92,6 +92,10 @@ pub struct ContainerInfo {
     pub pid: u32,
     /// The id of the image it was made from (`sha256:…`), for `moat run`'s summary.
     pub image: String,
+    /// When the engine last started it (`State.StartedAt`), milliseconds since the epoch;
+    /// `None` from a listing or before its first start. A container that started after a
+    /// command did was restarted under it (`process::limit`, docs/mcp.md, "Limits in results").
+    pub started_at_ms: Option<i64>,
 }
 
 /// One command to start in a container.

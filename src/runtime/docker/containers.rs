@@ -10,6 +10,16 @@ use bollard::query_parameters::{
 use super::DockerRuntime;
 use crate::runtime::{ContainerInfo, ContainerSpec, HostMount, RuntimeError};
 
+/// The engine's `State.StartedAt` (RFC 3339 with nanoseconds) in milliseconds since the
+/// epoch; the zero time it gives a container never started (`0001-01-01T00:00:00Z`) and
+/// anything unreadable are `None`.
+fn started_at_ms(text: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.timestamp_millis())
+        .filter(|ms| *ms > 0)
+}
+
 impl DockerRuntime {
     pub(super) async fn inspect(&self, name: &str) -> Result<Option<ContainerInfo>, RuntimeError> {
         match self.docker.inspect_container(name, None).await {
@@ -37,6 +47,9 @@ impl DockerRuntime {
                         .and_then(|p| u32::try_from(p).ok())
                         .unwrap_or(0),
                     image: c.image.unwrap_or_default(),
+                    started_at_ms: state
+                        .and_then(|s| s.started_at.as_deref())
+                        .and_then(started_at_ms),
                 }))
             }
             Err(bollard::errors::Error::DockerResponseServerError {
@@ -126,6 +139,7 @@ impl DockerRuntime {
                     labels: c.labels.unwrap_or_default().into_iter().collect(),
                     pid: 0,
                     image: c.image_id.unwrap_or_default(),
+                    started_at_ms: None,
                 }
             })
             .collect())
@@ -218,6 +232,27 @@ impl DockerRuntime {
                 status_code: 404, ..
             }) => Ok(()),
             Err(e) => Err(RuntimeError::engine(format!("remove container {id}"), e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::started_at_ms;
+
+    #[test]
+    fn the_engines_start_time_reads_as_milliseconds() {
+        let rows: &[(&str, Option<i64>)] = &[
+            ("2024-05-01T12:00:00.123456789Z", Some(1_714_564_800_123)),
+            ("2024-05-01T14:00:00.5+02:00", Some(1_714_564_800_500)),
+            ("2024-05-01T12:00:00Z", Some(1_714_564_800_000)),
+            // A container never started.
+            ("0001-01-01T00:00:00Z", None),
+            ("", None),
+            ("yesterday", None),
+        ];
+        for (text, want) in rows {
+            assert_eq!(started_at_ms(text), *want, "{text:?}");
         }
     }
 }
