@@ -213,8 +213,8 @@ mod tests {
         let json = serde_json::to_string(&base).unwrap();
         assert!(
             json.contains(r#","shell":"sh","git_writable":false,"egress":{"#)
-                && json.ends_with(r#","transport":"helper"}"#),
-            "shell, git_writable, egress, then transport, must stay last: {json}"
+                && json.ends_with(r#","transport":"helper","disk_bound":"auto"}"#),
+            "shell, git_writable, egress, transport, then disk_bound, must stay last: {json}"
         );
         let mut git = base.clone();
         git.git_writable = true;
@@ -225,6 +225,10 @@ mod tests {
         let mut exec = base.clone();
         exec.transport = crate::runtime::Transport::Exec;
         assert_eq!(config_hash(&exec), config_hash(&base));
+        // What it resolves to on this host is the container's `dev.moat.disk` label instead.
+        let mut watch = base.clone();
+        watch.disk_bound = crate::config::DiskBound::Watch;
+        assert_eq!(config_hash(&watch), config_hash(&base));
         let mut other = base.clone();
         other.workspace_max_bytes = "1g".into();
         assert_ne!(config_hash(&other), config_hash(&base));
