@@ -17,6 +17,10 @@ use moat::contract::Status;
 
 const BOUND_MB: u64 = 64;
 
+/// Makes up to 1,100,000 empty files under /workspace/t (more than the watchdog's walk
+/// counts), stopping at the first the filesystem refuses, and says how many it made.
+const MANY_FILES: &str = "'\nimport os\nn = 0\nwhile n < 1100000:\n    try:\n        os.close(os.open(\"/workspace/t/%d\" % n, os.O_CREAT | os.O_WRONLY))\n    except OSError:\n        break\n    n += 1\nprint(\"files=%d\" % n)\n'";
+
 fn config() -> Config {
     let mut c = Config::default();
     c.sandbox.workspace_max_bytes = format!("{BOUND_MB}m");
@@ -79,18 +83,28 @@ async fn no_writer_gets_past_the_bound_however_it_writes() {
     let r = m
         .exec(
             "a",
-            "mkdir -p /workspace/t && cd /workspace/t && seq 1 1100000 | xargs touch 2>/dev/null; \
-             echo files=$(ls | wc -l); dd if=/dev/zero of=/workspace/big bs=1M count=1536 2>&1",
+            &format!(
+                "mkdir -p /workspace/t && python3 -c {MANY_FILES}; \
+             dd if=/dev/zero of=/workspace/big bs=1M count=1536 2>&1"
+            ),
         )
         .await;
     let text = r.text();
     assert!(text.contains("No space left on device"), "{text}");
-    assert!(!text.contains("files=1100000"), "{text}");
+    assert!(
+        text.contains("files=") && !text.contains("files=1100000"),
+        "{text}"
+    );
     assert_within(&m, "a", "a million files, then 1.5 GiB");
 
-    // 2. Bursts, one per command, faster than any measuring interval.
-    let r = m.exec("a", "rm -rf /workspace/t && echo freed").await;
+    // Every inode and block of the workspace taken, moat still makes the next command's
+    // files (the run directory has a filesystem of its own), so the agent can free space.
+    let r = m
+        .exec("a", "rm -rf /workspace/t /workspace/big && echo freed")
+        .await;
     assert!(r.text().contains("freed"), "{}", r.text());
+
+    // 2. Bursts, one per command, faster than any measuring interval.
     for i in 0..8 {
         let r = m
             .exec(
@@ -117,6 +131,24 @@ async fn no_writer_gets_past_the_bound_however_it_writes() {
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     assert_within(&m, "a", "a writer left running");
 
+    // 4. The files moat made for it in the run directory, filled: still bounded, and moat
+    // still makes the next command's (it keeps blocks there for itself).
+    let r = m
+        .exec(
+            "a",
+            "for f in /run/moat/*.exit; do dd if=/dev/zero of=\"$f\" bs=1M count=512 2>&1 | grep -c 'No space'; done",
+        )
+        .await;
+    assert!(r.text().contains('1'), "{}", r.text());
+    let run_image = image(&m, "a").with_extension("run.ext4");
+    let run_used = std::fs::metadata(&run_image).unwrap().blocks() * 512;
+    assert!(
+        run_used <= BOUND_MB << 20,
+        "the run disk takes {run_used} bytes"
+    );
+    let r = m.exec("a", "echo still-runs").await;
+    assert!(r.text().contains("still-runs"), "{}", r.text());
+
     // The session is full, not broken: freeing space lets it write again.
     let r = m
         .exec(
@@ -141,10 +173,10 @@ async fn a_neighbours_big_tree_does_not_loosen_another_sessions_bound() {
     let Some(m) = common::moat("t-dimg-neighbour", config()).await else {
         return;
     };
-    // A tree of a quarter million entries in one session...
+    // A tree of a hundred thousand entries in one session...
     let tree = big.exec(
         "a",
-        "mkdir -p /workspace/t && cd /workspace/t && seq 1 250000 | xargs touch 2>/dev/null; ls | wc -l",
+        "mkdir -p /workspace/t && cd /workspace/t && seq 1 100000 | xargs touch 2>/dev/null; ls | wc -l",
     );
     // ... while the other writes as fast as it can.
     let write = m.exec("b", "dd if=/dev/zero of=/workspace/f bs=1M count=512 2>&1");
@@ -178,6 +210,7 @@ async fn removing_the_session_removes_its_disk_and_older_sessions_keep_their_fil
     assert!(image(&m, "a").is_file());
     m.app.sessions.remove_with(&m.key("a"), true).await.unwrap();
     assert!(!image(&m, "a").exists(), "the image is deleted");
+    assert!(!image(&m, "a").with_extension("run.ext4").exists());
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(
         !mounts.contains(&names.slug),

@@ -7,10 +7,11 @@
 //! filesystem of the bound's size has none of these gaps: a write past it fails with
 //! `ENOSPC`, whatever wrote it, however fast, in however many files.
 //!
-//! Each container (by slug) gets a sparse file `$MOAT_HOME/disks/SLUG.ext4`, formatted ext4
-//! and loop-mounted at `$MOAT_HOME/disks/SLUG` (`nosuid,nodev`, and `discard`, so space freed
-//! inside is given back to the host). Inside it are `workspace` and `run`, which become the
-//! container's `/workspace` and `/run/moat`: the container's mounts name them directly, so an
+//! Each container (by slug) gets two sparse files, `$MOAT_HOME/disks/SLUG.ext4` and
+//! `SLUG.run.ext4`, formatted ext4 and loop-mounted at `$MOAT_HOME/disks/SLUG` and `SLUG.run`
+//! (`nosuid,nodev`, and `discard`, so space freed inside is given back to the host). Their
+//! directories `workspace` and `run` become the container's `/workspace` and `/run/moat`
+//! (apart, see [`DiskImage`]): the container's mounts name them directly, so an
 //! engine that does not see this mount (moat in another mount namespace) finds no such
 //! directory and refuses the container rather than mounting an unbounded one. For moat's own
 //! host-side work the two are bind-mounted onto the usual places
@@ -79,7 +80,7 @@ impl Availability {
         if !Path::new("/dev/loop-control").exists() {
             return Self::No("the host has no loop devices (/dev/loop-control)".into());
         }
-        for program in ["mkfs.ext4", "mount"] {
+        for program in ["mkfs.ext4", "tune2fs", "mount"] {
             if which(program).is_none() {
                 return Self::No(format!("`{program}` is not on PATH"));
             }
@@ -147,13 +148,135 @@ fn which(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// One container's disk: where its image and mount are.
+/// One sized filesystem: a sparse image file and where it is mounted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fs {
+    image: PathBuf,
+    mount: PathBuf,
+    /// The one directory inside that the container gets.
+    inner: &'static str,
+}
+
+/// Blocks of the run filesystem kept back for moat, in percent: the sandbox can fill the files
+/// moat made for it there (logs, status files), never the room moat needs to make the next
+/// command's (docs/security.md, "Disk bound").
+const RUN_RESERVE_PERCENT: &str = "5";
+/// Who may use the reserved blocks besides holders of `CAP_SYS_RESOURCE` (moat, as root): an
+/// id no sandbox runs as (ext4 keeps it in 16 bits).
+const RESERVE_OWNER: &str = "65533";
+
+impl Fs {
+    fn is_mounted(&self) -> bool {
+        is_mount_point(&self.mount).unwrap_or(false)
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.mount.join(self.inner)
+    }
+
+    /// Makes the image (`bytes`, ext4; `reserve`: blocks kept for moat) if missing, mounts it
+    /// if not mounted, and makes its directory.
+    fn ensure(&self, bytes: u64, reserve: bool) -> Result<(), DiskError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| DiskError::Io { path, source }
+        };
+        if !self.image.is_file() {
+            // Made under another name and renamed: a half-made image is never taken for one.
+            let partial = self.image.with_extension("partial");
+            let _ = std::fs::remove_file(&partial);
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&partial)
+                .map_err(io(&partial))?;
+            file.set_len(bytes).map_err(io(&partial))?;
+            set_mode(&partial, 0o600).map_err(io(&partial))?;
+            drop(file);
+            // Lazy tables and journal: the file is sparse, so they read as zeros already and
+            // cost nothing until used.
+            let reserved = if reserve { RUN_RESERVE_PERCENT } else { "0" };
+            run(Command::new("mkfs.ext4")
+                .args(["-q", "-F", "-m", reserved, "-E"])
+                .arg("lazy_itable_init=1,lazy_journal_init=1")
+                .arg(&partial))?;
+            if reserve {
+                run(Command::new("tune2fs")
+                    .args(["-u", RESERVE_OWNER, "-g", RESERVE_OWNER])
+                    .arg(&partial))?;
+            }
+            std::fs::rename(&partial, &self.image).map_err(io(&self.image))?;
+        }
+        std::fs::create_dir_all(&self.mount).map_err(io(&self.mount))?;
+        if !is_mount_point(&self.mount).map_err(io(&self.mount))? {
+            run(Command::new("mount")
+                .args(["-t", "ext4", "-o"])
+                .arg("loop,nosuid,nodev,discard,noinit_itable")
+                .arg(&self.image)
+                .arg(&self.mount))?;
+            // The filesystem's root is moat's; nothing of the sandbox is at its top.
+            set_mode(&self.mount, 0o700).map_err(io(&self.mount))?;
+        }
+        let dir = self.dir();
+        match std::fs::create_dir(&dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(DiskError::Io {
+                path: dir,
+                source: e,
+            }),
+        }
+    }
+
+    /// Unmounts it (detached: a mount still in use goes once it is not) and deletes the image
+    /// and the mount point.
+    fn remove(&self) -> Result<(), DiskError> {
+        if self.is_mounted() {
+            detach(&self.mount)?;
+        }
+        for path in [&self.image, &self.mount] {
+            let gone = if path.is_dir() {
+                std::fs::remove_dir(path)
+            } else {
+                std::fs::remove_file(path)
+            };
+            match gone {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(DiskError::Io {
+                        path: path.clone(),
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn usage(&self) -> Option<DiskUsage> {
+        if !self.is_mounted() {
+            return None;
+        }
+        let st = nix::sys::statvfs::statvfs(&self.mount).ok()?;
+        let block = st.fragment_size();
+        Some(DiskUsage {
+            used: (st.blocks() - st.blocks_free()) * block,
+            size: st.blocks() * block,
+            available: st.blocks_available() * block,
+        })
+    }
+}
+
+/// One container's disk: two filesystems, each of the bound's size. The workspace's holds
+/// what the agent keeps. The run directory's is apart because the sandbox cannot make entries
+/// there, only write into files moat made: so however full the agent makes its workspace (in
+/// bytes or in files), moat can still make the files of the next command, the `rm` that
+/// frees space included; and moat keeps blocks back there for itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskImage {
-    /// The sparse image file.
-    image: PathBuf,
-    /// Where the image is mounted.
-    mount: PathBuf,
+    workspace: Fs,
+    run: Fs,
 }
 
 /// What [`DiskImage::usage`] measured: the kernel's own account, exact and instant.
@@ -172,74 +295,53 @@ impl DiskImage {
     pub fn new(home_root: &Path, slug: &str) -> Self {
         let dir = home_root.join(DISKS_DIR);
         Self {
-            image: dir.join(format!("{slug}.ext4")),
-            mount: dir.join(slug),
+            workspace: Fs {
+                image: dir.join(format!("{slug}.ext4")),
+                mount: dir.join(slug),
+                inner: "workspace",
+            },
+            run: Fs {
+                image: dir.join(format!("{slug}.run.ext4")),
+                mount: dir.join(format!("{slug}.run")),
+                inner: "run",
+            },
         }
     }
 
     /// Whether the session has a disk (made earlier, mounted or not).
     pub fn exists(&self) -> bool {
-        self.image.is_file()
+        self.workspace.image.is_file()
     }
 
     /// The container's `/workspace`, inside the disk.
     pub fn workspace(&self) -> PathBuf {
-        self.mount.join("workspace")
+        self.workspace.dir()
     }
 
     /// The container's `/run/moat`, inside the disk.
     pub fn run(&self) -> PathBuf {
-        self.mount.join("run")
+        self.run.dir()
     }
 
-    /// Makes the disk (`bytes` large) if there is none, and mounts it if it is not; then its
-    /// two directories exist. Blocking: runs `mkfs.ext4` and `mount`.
+    /// Makes the disk (each filesystem `bytes` large) if there is none, and mounts it if it is
+    /// not; then its two directories exist. Blocking: runs `mkfs.ext4`, `tune2fs` and `mount`.
     pub fn ensure(&self, bytes: u64) -> Result<(), DiskError> {
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| DiskError::Io { path, source }
-        };
-        let dir = self.mount.parent().expect("a disk has a parent directory");
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-        set_mode(dir, 0o700).map_err(io(dir))?;
-        if !self.exists() {
-            // Made under another name and renamed: a half-made image is never taken for one.
-            let partial = self.image.with_extension("ext4.partial");
-            let _ = std::fs::remove_file(&partial);
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&partial)
-                .map_err(io(&partial))?;
-            file.set_len(bytes).map_err(io(&partial))?;
-            set_mode(&partial, 0o600).map_err(io(&partial))?;
-            drop(file);
-            // No reserved blocks: the whole size is the session's. Lazy tables and journal:
-            // the file is sparse, so they read as zeros already and cost nothing until used.
-            run(Command::new("mkfs.ext4")
-                .args(["-q", "-F", "-m", "0", "-E"])
-                .arg("lazy_itable_init=1,lazy_journal_init=1")
-                .arg(&partial))?;
-            std::fs::rename(&partial, &self.image).map_err(io(&self.image))?;
-        }
-        std::fs::create_dir_all(&self.mount).map_err(io(&self.mount))?;
-        if !is_mount_point(&self.mount).map_err(io(&self.mount))? {
-            run(Command::new("mount")
-                .args(["-t", "ext4", "-o"])
-                .arg("loop,nosuid,nodev,discard,noinit_itable")
-                .arg(&self.image)
-                .arg(&self.mount))?;
-            // The filesystem's root is moat's; nothing of the sandbox is at its top.
-            set_mode(&self.mount, 0o700).map_err(io(&self.mount))?;
-        }
-        for d in [self.workspace(), self.run()] {
-            match std::fs::create_dir(&d) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(DiskError::Io { path: d, source: e }),
-            }
-        }
-        Ok(())
+        let dir = self
+            .workspace
+            .mount
+            .parent()
+            .expect("a disk has a parent directory");
+        std::fs::create_dir_all(dir).map_err(|source| DiskError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        set_mode(dir, 0o700).map_err(|source| DiskError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        // The run filesystem first: the workspace's image is what says a disk exists.
+        self.run.ensure(bytes, true)?;
+        self.workspace.ensure(bytes, false)
     }
 
     /// Bind-mounts the disk's directories onto `workspace` and `run_dir` (made if missing)
@@ -272,59 +374,22 @@ impl DiskImage {
         Ok(())
     }
 
-    /// Unmounts the binds on `workspace` and `run_dir` and the disk, and deletes the image:
-    /// everything the session kept is gone. Detached, so a mount still in use (a container
-    /// being removed) goes once it is not.
+    /// Unmounts the binds on `workspace` and `run_dir` and both filesystems, and deletes the
+    /// images: everything the session kept is gone.
     pub fn remove(&self, workspace: &Path, run_dir: &Path) -> Result<(), DiskError> {
-        for outer in [workspace, run_dir] {
-            if same_dir(&self.workspace(), outer).unwrap_or(false)
-                || same_dir(&self.run(), outer).unwrap_or(false)
-            {
+        for (inner, outer) in [(self.workspace(), workspace), (self.run(), run_dir)] {
+            if same_dir(&inner, outer).unwrap_or(false) {
                 detach(outer)?;
             }
         }
-        if is_mount_point(&self.mount).unwrap_or(false) {
-            detach(&self.mount)?;
-        }
-        for path in [&self.image, &self.mount] {
-            let gone = if path.is_dir() {
-                std::fs::remove_dir(path)
-            } else {
-                std::fs::remove_file(path)
-            };
-            match gone {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(DiskError::Io {
-                        path: path.clone(),
-                        source,
-                    })
-                }
-            }
-        }
-        Ok(())
+        self.workspace.remove()?;
+        self.run.remove()
     }
 
-    /// What the disk holds and its size, from the kernel (`statvfs`); `None` when it is not
-    /// mounted.
+    /// What the workspace's filesystem holds and its size, from the kernel (`statvfs`);
+    /// `None` when it is not mounted.
     pub fn usage(&self) -> Option<DiskUsage> {
-        if !is_mount_point(&self.mount).ok()? {
-            return None;
-        }
-        let st = nix::sys::statvfs::statvfs(&self.mount).ok()?;
-        let block = st.fragment_size();
-        Some(DiskUsage {
-            used: (st.blocks() - st.blocks_free()) * block,
-            size: st.blocks() * block,
-            available: st.blocks_available() * block,
-        })
-    }
-
-    /// The image's size as made (its length): a later `sandbox.workspace_max_bytes` applies
-    /// only to a disk made after it.
-    pub fn made_size(&self) -> Option<u64> {
-        std::fs::metadata(&self.image).ok().map(|m| m.len())
+        self.workspace.usage()
     }
 }
 
@@ -426,8 +491,9 @@ mod tests {
     #[test]
     fn paths_of_a_disk() {
         let d = DiskImage::new(Path::new("/h"), "s-1a2b");
-        assert_eq!(d.image, PathBuf::from("/h/disks/s-1a2b.ext4"));
+        assert_eq!(d.workspace.image, PathBuf::from("/h/disks/s-1a2b.ext4"));
+        assert_eq!(d.run.image, PathBuf::from("/h/disks/s-1a2b.run.ext4"));
         assert_eq!(d.workspace(), PathBuf::from("/h/disks/s-1a2b/workspace"));
-        assert_eq!(d.run(), PathBuf::from("/h/disks/s-1a2b/run"));
+        assert_eq!(d.run(), PathBuf::from("/h/disks/s-1a2b.run/run"));
     }
 }

@@ -290,21 +290,19 @@ impl Sessions {
         self.store.forget_session_setup(session)?;
         self.store.reset_sticky_state(session, true)?;
         if purge && key == session {
+            // Unmounted first (a session without a disk has nothing to unmount): what is left
+            // at the usual places is their empty mount points, or an older session's files.
             let disk = DiskImage::new(self.home.root(), &names.slug);
-            if disk.exists() {
-                // Unmounted first: what is left at the usual places is their empty mount
-                // points (or an older session's files).
-                let (ws, run) = (
-                    self.workspace_dir(&names.slug),
-                    self.home.run_dir(&names.slug),
-                );
-                tokio::task::spawn_blocking(move || disk.remove(&ws, &run))
-                    .await
-                    .map_err(|e| DiskError::Io {
-                        path: self.home.root().join(super::disk_image::DISKS_DIR),
-                        source: std::io::Error::other(e),
-                    })??;
-            }
+            let (ws, run) = (
+                self.workspace_dir(&names.slug),
+                self.home.run_dir(&names.slug),
+            );
+            tokio::task::spawn_blocking(move || disk.remove(&ws, &run))
+                .await
+                .map_err(|e| DiskError::Io {
+                    path: self.home.root().join(super::disk_image::DISKS_DIR),
+                    source: std::io::Error::other(e),
+                })??;
             let mut dirs = vec![self.home.run_dir(&names.slug)];
             if host.is_none() {
                 dirs.push(self.workspace_dir(&names.slug));
