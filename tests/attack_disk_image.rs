@@ -258,3 +258,46 @@ async fn a_moat_outside_the_engines_mount_namespace_never_mounts_an_unbounded_di
     );
     assert!(!text.contains("ran\n"), "{text}");
 }
+
+/// `moat sessions rm --purge` deletes the session's disks with it; without `--purge` the
+/// workspace, and so its disk, stays.
+#[tokio::test]
+async fn the_cli_purges_a_session_with_its_disks() {
+    if !disks_here() || common::engine().await.is_none() {
+        return;
+    }
+    let home = common::cli_home::TestHome::configured(
+        "t-dimg-cli",
+        &format!("[sandbox]\nworkspace_max_bytes = \"{BOUND_MB}m\"\ndisk_bound = \"image\"\n"),
+    );
+    let key = home.key("a");
+    let images = || -> Vec<String> {
+        std::fs::read_dir(home.path().join("disks"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".ext4"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let out = home.run(&["exec", "--session", &key, "--", "echo kept > /workspace/f"]);
+    assert!(out.status.success(), "{}", common::cli_home::text(&out));
+    assert_eq!(images().len(), 2, "{:?}", images());
+    let out = home.run(&["sessions", "rm", &key]);
+    assert!(out.status.success(), "{}", common::cli_home::text(&out));
+    assert_eq!(images().len(), 2, "kept without --purge: {:?}", images());
+    let out = home.run(&["exec", "--session", &key, "--", "cat /workspace/f"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("kept"),
+        "{}",
+        common::cli_home::text(&out)
+    );
+    let out = home.run(&["sessions", "rm", "--purge", &key]);
+    let text = common::cli_home::text(&out);
+    assert!(
+        out.status.success() && text.contains("workspace was deleted"),
+        "{text}"
+    );
+    assert!(images().is_empty(), "{:?}", images());
+}

@@ -344,8 +344,14 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Remove a session's container (its workspace stays).
-    Rm { key: String },
+    /// Remove a session's container (its workspace stays, unless --purge).
+    Rm {
+        key: String,
+        /// Also delete what moat made for the session: its workspace (never a host
+        /// workspace, which is the operator's), run directory and own filesystems.
+        #[arg(long)]
+        purge: bool,
+    },
     /// Create a session's container, with a host directory as its workspace if given.
     Create {
         key: String,

@@ -54,15 +54,20 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        SessionsCommand::Rm { key } => {
+        SessionsCommand::Rm { key, purge } => {
             moat::session::validate_key(&key)?;
             let client = super::daemon::client(&home).await?;
-            let path = format!("/v1/sessions/{key}");
+            let path = format!("/v1/sessions/{key}?purge={purge}");
             let v = super::daemon::call(&client, Method::DELETE, &path, None).await?;
-            if v["removed"] == true {
-                say!("removed the container of session {key} (its workspace was kept)");
+            let kept = if purge {
+                "its workspace was deleted"
             } else {
-                say!("session {key} has no container");
+                "its workspace was kept"
+            };
+            if v["removed"] == true {
+                say!("removed the container of session {key} ({kept})");
+            } else {
+                say!("session {key} has no container ({kept})");
             }
             let n = v["endedApprovals"].as_u64().unwrap_or(0);
             if n > 0 {

@@ -59,7 +59,8 @@ def session_key(moat_bin, moat_home):
     key = f"mcp-{uuid.uuid4().hex[:10]}"
     yield key
     env = moat_env(moat_home)
-    subprocess.run([moat_bin, "sessions", "rm", key], env=env, capture_output=True)
+    # Purged: the session's own filesystems are unmounted and deleted with it.
+    subprocess.run([moat_bin, "sessions", "rm", "--purge", key], env=env, capture_output=True)
 
 
 def moat_env(moat_home) -> dict[str, str]:

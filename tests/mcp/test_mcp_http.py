@@ -11,15 +11,16 @@ import socket
 import subprocess
 import time
 import uuid
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 
+import anyio
 import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 import checks
-from conftest import moat_env
+from conftest import moat_env, stop_daemon
 
 pytestmark = pytest.mark.anyio
 
@@ -47,12 +48,10 @@ def wait_healthy(base: str, token: str, proc: subprocess.Popen, timeout: float =
     raise AssertionError(f"moat serve did not become healthy: {last}")
 
 
-@pytest.fixture(scope="module")
-def mcp_http(moat_bin, moat_home, session_key):
-    url = os.environ.get("MOAT_TEST_MCP_URL")
-    if url:
-        yield url, os.environ["MOAT_TEST_MCP_TOKEN"]
-        return
+@contextmanager
+def serving(moat_bin, moat_home, session_key, extra_toml=""):
+    """`moat serve` on a free port with one agent token bound to `session_key`; yields the
+    MCP URL and the token, and ends the server after."""
     token = f"agent-{uuid.uuid4().hex}"
     operator = f"op-{uuid.uuid4().hex}"
     (moat_home / "moat.toml").write_text(
@@ -61,7 +60,7 @@ def mcp_http(moat_bin, moat_home, session_key):
         "[[serve.agents]]\n"
         f'token = "{token}"\n'
         f'session = "{session_key}"\n'
-        'agent = "mcp-test"\n'
+        'agent = "mcp-test"\n' + extra_toml
     )
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -80,6 +79,16 @@ def mcp_http(moat_bin, moat_home, session_key):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def mcp_http(moat_bin, moat_home, session_key):
+    url = os.environ.get("MOAT_TEST_MCP_URL")
+    if url:
+        yield url, os.environ["MOAT_TEST_MCP_TOKEN"]
+        return
+    with serving(moat_bin, moat_home, session_key) as served:
+        yield served
 
 
 @asynccontextmanager
@@ -140,3 +149,32 @@ async def test_refuses_unknown_token(mcp_http):
     with pytest.raises(Exception):
         async with connect(url, "not-a-token") as (client, _):
             await client.list_tools()
+
+
+async def test_switches_apply_over_http(moat_bin, tmp_path):
+    """`exec.process_tool = false`: no `process` tool, and a background request runs to its
+    end; `exec.notify_on_exit = false`: a background exit sends no notification."""
+    if os.environ.get("MOAT_TEST_MCP_URL"):
+        pytest.skip("needs a server of its own configuration")
+    key = f"mcp-sw-{uuid.uuid4().hex[:8]}"
+    home = tmp_path / "home"
+    home.mkdir()
+    try:
+        with serving(moat_bin, home, key, "[exec]\nprocess_tool = false\n") as served:
+            async with connect(*served) as (client, _):
+                names = [t.name for t in (await client.list_tools()).tools]
+                assert "process" not in names and "exec" in names, names
+                r = await client.call_tool("exec", {"command": "sleep 1; echo done-sync", "background": True})
+                assert "done-sync" in checks.text_of(r), r
+        events = checks.Events()
+        with serving(moat_bin, home, key, "[exec]\nnotify_on_exit = false\n") as served:
+            async with connect(*served, events) as (client, _):
+                names = [t.name for t in (await client.list_tools()).tools]
+                assert "process" in names, names
+                await client.call_tool("exec", {"command": "echo tick-tock", "background": True})
+                await anyio.sleep(3)
+                exits = [m.data for m in events.messages if "exit" in str(m.data).lower()]
+                assert not exits, exits
+    finally:
+        subprocess.run([moat_bin, "sessions", "rm", "--purge", key], env=moat_env(home), capture_output=True)
+        stop_daemon(home)
