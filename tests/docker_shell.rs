@@ -117,12 +117,13 @@ async fn a_shell_without_a_terminal_is_refused_at_once() {
         return;
     }
     let home = TestHome::new("t-pipeshell");
-    let out = home.run(&["exec", "--", "true"]);
+    let key = home.key("s");
+    let out = home.run(&["exec", "--session", &key, "--", "true"]);
     assert!(out.status.success(), "{}", text(&out));
     let start = Instant::now();
     let mut child = home
         .moat()
-        .args(["shell"])
+        .args(["shell", "--session", &key])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

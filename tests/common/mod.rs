@@ -42,6 +42,16 @@ pub fn clean_up(prefix: &str, home: &std::path::Path) {
             "docker ps -aq --filter name=moat-{prefix}- | xargs -r docker rm -f >/dev/null 2>&1"
         ))
         .status();
+    // And any other container that mounts from this home (a session named without the
+    // prefix, such as the default `main`).
+    let _ = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(
+            "docker ps -aq --filter label=dev.moat.session | xargs -r docker inspect -f '{{.Id}} {{range .Mounts}}{{.Source}} {{end}}' 2>/dev/null | grep -F \"$1/\" | cut -d' ' -f1 | xargs -r docker rm -f >/dev/null 2>&1",
+        )
+        .arg("sh")
+        .arg(home)
+        .status();
     moat::session::disk_image::release_all_under(home);
 }
 
