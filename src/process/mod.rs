@@ -12,6 +12,7 @@ pub mod approved;
 mod events;
 mod executors;
 mod files;
+pub mod holes;
 pub mod limit;
 mod log_view;
 pub mod marked;

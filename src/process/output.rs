@@ -149,6 +149,18 @@ impl OutputState {
         }
     }
 
+    /// Jumps a hole in the log (`process::holes`): it holds no data, and read it would be
+    /// NULs the sanitizer drops, so nothing is emitted and lines keep their numbers.
+    /// The hole counts as output for the record's bound (it is part of the log's length), so
+    /// a mark is set at its end: once spill passes the hole, the record starts there, at a
+    /// known line, instead of inside it.
+    pub fn skip_hole_to(&mut self, offset: u64) {
+        if offset > self.bytes_read {
+            self.bytes_read = offset;
+            self.marks.push_back(self.mark());
+        }
+    }
+
     /// Adds moat's own remark to the output (it is not part of the log, so the read offset
     /// does not move).
     pub fn note(&mut self, text: &str) {

@@ -40,6 +40,8 @@ const KILL_RETRY: Duration = Duration::from_secs(30);
 const READ_CHUNK: usize = 1 << 20;
 /// Log polling interval bounds: eager while somebody waits on the process, lazy otherwise.
 const EAGER_INTERVAL: Duration = Duration::from_millis(10);
+/// Most log bytes one read of the follow loop takes before it lets other tasks run.
+const READ_PER_CALL: usize = 8 << 20;
 const LAZY_INTERVAL: Duration = Duration::from_millis(200);
 
 /// How the supervisor learns that the command ended.
@@ -374,7 +376,10 @@ impl Supervisor {
             )
             .await;
         let leftovers_ended = group_ended || marked_ended;
-        self.read_available(&mut f.buf);
+        // All of it now, a bounded read at a time, letting the daemon's other tasks run.
+        while self.read_available(&mut f.buf) > 0 {
+            tokio::task::yield_now().await;
+        }
         // A command that ended before the loop ever ran still keeps only its bound on disk.
         self.free_old_bytes(f.punched_to);
         let exit_file = self.files.read_exit();
@@ -454,11 +459,21 @@ impl Supervisor {
         self.proc.changed.send_modify(|v| *v += 1);
     }
 
-    /// Reads everything the log has past our offset; returns the byte count.
+    /// Reads what the log has past our offset, at most [`READ_PER_CALL`] bytes, jumping holes
+    /// (`process::holes`); returns the byte count. The caller comes back for the rest, so no
+    /// log however large holds a daemon thread.
     fn read_available(&self, buf: &mut [u8]) -> usize {
         let mut total = 0;
-        loop {
-            let offset = self.proc.lock().output.bytes_read;
+        while total < READ_PER_CALL {
+            let mut offset = self.proc.lock().output.bytes_read;
+            match super::holes::next_data(&self.log, offset) {
+                Some(data) if data > offset => {
+                    self.proc.lock().output.skip_hole_to(data);
+                    offset = data;
+                }
+                Some(_) => {}
+                None => break,
+            }
             let n = match self.log.read_at(buf, offset) {
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,

@@ -16,7 +16,6 @@
 //! client that goes away ends the command.
 
 use std::fs::File;
-use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +42,8 @@ use crate::server::ServerState;
 const POLL: Duration = Duration::from_millis(50);
 /// The most read from one file at a time, so one line of JSON stays bounded.
 const CHUNK: usize = 256 << 10;
+/// Most bytes one [`Tail::read`] takes.
+const READ_PER_CALL: u64 = 4 << 20;
 
 pub async fn run(
     State(state): State<Arc<ServerState>>,
@@ -127,6 +128,8 @@ pub(super) struct Tail {
     /// For the log (stdout): the process, told how far the stream got, so the spill bound
     /// frees nothing not yet passed on (`ProcState::stream_hold`).
     holds: Option<Arc<crate::process::Proc>>,
+    /// The last read stopped at its bound with more to read.
+    behind: bool,
 }
 
 impl Tail {
@@ -143,29 +146,37 @@ impl Tail {
             offset: 0,
             text: LiveText::new(secrets),
             holds,
+            behind: false,
         }
     }
 
     /// The lines of JSON for what was written since the last call.
+    /// At most [`READ_PER_CALL`] bytes a call, so what is held in memory is bounded whatever
+    /// the command wrote; the caller comes back for the rest.
     fn read(&mut self) -> Vec<Bytes> {
         let mut lines = Vec::new();
         let mut buf = vec![0u8; CHUNK];
+        let began = self.offset;
+        self.behind = false;
         loop {
+            if self.offset - began >= READ_PER_CALL {
+                self.behind = true;
+                break;
+            }
             // Bytes the log's spill bound freed before they were read are said, not shown as
             // zeros (docs/ARCHITECTURE.md, "moat run").
-            if let Ok(data) = nix::unistd::lseek(
-                self.file.as_fd(),
-                self.offset as i64,
-                nix::unistd::Whence::SeekData,
-            ) {
-                let data = data as u64;
-                if data > self.offset {
+            // A hole the command made (a sparse stdout) is jumped the same way, and never read
+            // (`process::holes`).
+            match crate::process::holes::next_data(&self.file, self.offset) {
+                Some(data) if data > self.offset => {
                     lines.push(line(json!({ "stderr": format!(
-                        "\n[moat] {} bytes of {} were freed (exec.spill_max_bytes) before they could be passed on\n",
+                        "\n[moat] {} bytes of {} were skipped: freed past exec.spill_max_bytes before they could be passed on, or a hole the command left in its output\n",
                         data - self.offset, self.key
                     )})));
                     self.offset = data;
                 }
+                Some(_) => {}
+                None => break,
             }
             let n = match self.file.read_at(&mut buf, self.offset) {
                 Ok(0) | Err(_) => break,
@@ -245,12 +256,19 @@ pub(super) async fn pass_on(
     loop {
         // Read after seeing the end: what the command wrote last is read in this round.
         let ended = *done.borrow();
+        let mut behind = false;
         for t in tails.iter_mut() {
             for l in t.read() {
                 if tx.send(l).await.is_err() {
                     return;
                 }
             }
+            behind |= t.behind;
+        }
+        if behind {
+            // A bounded read left more: come back at once, after the others had their turn.
+            tokio::task::yield_now().await;
+            continue;
         }
         if ended {
             for t in tails.iter_mut() {
