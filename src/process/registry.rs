@@ -825,14 +825,8 @@ fn replay(log: &std::fs::File, output: &mut OutputState, drained: u64, recorded:
     };
     output.bytes_read = start;
     let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let offset = match super::holes::next_data(log, output.bytes_read) {
-            Some(data) => {
-                output.skip_hole_to(data);
-                data
-            }
-            None => break,
-        };
+    while let Some(offset) = super::holes::next_data(log, output.bytes_read) {
+        output.skip_hole_to(offset);
         let n = match log.read_at(&mut buf, offset) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
