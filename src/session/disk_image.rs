@@ -320,12 +320,6 @@ impl DiskImage {
             available: st.blocks_available() * block,
         })
     }
-
-    /// The image's size as made (its length): a later `sandbox.workspace_max_bytes` applies
-    /// only to a disk made after it.
-    pub fn made_size(&self) -> Option<u64> {
-        std::fs::metadata(&self.image).ok().map(|m| m.len())
-    }
 }
 
 /// Unmounts every mount at or under `root` (deepest first, detached): what a removed moat
