@@ -2,7 +2,8 @@
 //! Docker engine: sign in, watch a session appear live, follow a process's output, decide
 //! host approvals from the page (and see decisions made elsewhere arrive), read the audit log;
 //! hostile commands and output render inert, with their bidi override visible; agent tokens
-//! and forms without a CSRF token are refused. Takes the screenshots in docs/console/.
+//! and forms without a CSRF token are refused. Takes the screenshots of docs/console/ (under
+//! target/console-screenshots/; scripts/console-screenshots copies them into the docs).
 
 mod common;
 

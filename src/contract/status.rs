@@ -87,16 +87,16 @@ mod tests {
             );
             assert_eq!(format!("{s:<17}|"), format!("{:<17}|", s.as_str()));
         }
-        for k in [
-            LimitKind::Memory,
-            LimitKind::Pids,
-            LimitKind::ContainerRemoved,
-            LimitKind::ContainerStopped,
-            LimitKind::ContainerRestarted,
+        for (k, wire) in [
+            (LimitKind::Memory, "memory"),
+            (LimitKind::Pids, "pids"),
+            (LimitKind::ContainerRemoved, "container-removed"),
+            (LimitKind::ContainerStopped, "container-stopped"),
+            (LimitKind::ContainerRestarted, "container-restarted"),
         ] {
             assert_eq!(
                 serde_json::to_value(Limit::from(k)).unwrap(),
-                serde_json::json!(k.as_str())
+                serde_json::json!(wire)
             );
         }
     }

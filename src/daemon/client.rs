@@ -79,10 +79,6 @@ impl DaemonClient {
         }
     }
 
-    pub fn socket(&self) -> &Path {
-        &self.socket
-    }
-
     pub fn fingerprint(&self) -> &str {
         &self.fingerprint
     }

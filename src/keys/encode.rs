@@ -155,17 +155,6 @@ pub fn encode_key(key: &str, app_cursor: bool) -> Result<Vec<u8>, KeyError> {
     Ok(out)
 }
 
-/// Whether any of `keys` is an unmodified arrow, Home or End: the keys whose bytes depend on
-/// the cursor key mode, so a caller can refuse to guess while the mode is unknown.
-pub fn depends_on_cursor_mode(keys: &[String]) -> bool {
-    keys.iter().any(|key| {
-        let (mods, base) = split_modifiers(key.trim());
-        !mods.any()
-            && base.chars().count() > 1
-            && matches!(lookup(&base.to_ascii_lowercase()), Some(Named::Cursor(_)))
-    })
-}
-
 /// The only char of `s`, if it has exactly one.
 fn single_char(s: &str) -> Option<char> {
     let mut chars = s.chars();

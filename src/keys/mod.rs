@@ -7,7 +7,7 @@ mod hex;
 mod modes;
 mod paste;
 
-pub use encode::{depends_on_cursor_mode, encode_key, encode_keys};
+pub use encode::{encode_key, encode_keys};
 pub use error::KeyError;
 pub use hex::decode_hex;
 pub use modes::{cursor_position_report, TermModes};

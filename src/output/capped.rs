@@ -58,11 +58,6 @@ impl CappedText {
         }
     }
 
-    /// The cap this view was created with.
-    pub fn max_chars(&self) -> usize {
-        self.max_chars
-    }
-
     /// Appends `s`.
     pub fn push_str(&mut self, s: &str) {
         if s.is_empty() {

@@ -14,18 +14,6 @@ use std::collections::BTreeMap;
 use super::env_names::{self, Judge};
 use super::explain::escape_display;
 
-/// Names a request may always set in allowlist mode: they change how output looks, never what
-/// runs. The names of [`env_names::BUILT_IN`], whose values are checked too.
-pub const DEFAULT_ENV_ALLOW: &[&str] = &{
-    let mut names = [""; env_names::BUILT_IN.len()];
-    let mut i = 0;
-    while i < names.len() {
-        names[i] = env_names::BUILT_IN[i].0;
-        i += 1;
-    }
-    names
-};
-
 /// Why `name` can never be set by a request in allowlist mode, if it is in a forbidden family.
 pub(crate) fn forbidden(name: &str) -> Option<&'static str> {
     let refused = env_names::refusal(name, Judge::Policy)?;

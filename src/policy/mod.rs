@@ -45,7 +45,7 @@ pub use bin_profiles::BinProfile;
 pub use bounds::{check as check_bounds, Bounds, BoundsError, BOUNDS};
 pub use compose::{compose, reads_entries, with_entries, Layers, RequestLevels, SessionOverride};
 pub use entry_advice::{entry_warning, policy_warnings, EntryPlace};
-pub use env::{findings as env_findings, DEFAULT_ENV_ALLOW};
+pub use env::findings as env_findings;
 pub(crate) use env::{forbidden as env_forbidden, is_valid_name as is_env_name};
 pub use error::PolicyError;
 pub use evaluate::{command_names, evaluate, evaluate_parsed, pattern_words, source_words};

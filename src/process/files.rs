@@ -32,8 +32,6 @@ const WRAPPER_WRITES: [&str; 3] = ["pid", "exit", "ready"];
 /// One process's files, relative to an open run directory.
 #[derive(Debug, Clone)]
 pub struct RunFiles {
-    /// The run directory's path, only for messages (never resolved again).
-    dir: PathBuf,
     /// The run directory, opened once; every operation is relative to it, so a path swapped
     /// in later cannot redirect anything.
     fd: Arc<OwnedFd>,
@@ -59,15 +57,10 @@ impl RunFiles {
         let dir = dir.into();
         let fd = open_run_dir(&dir)?;
         Ok(Self {
-            dir,
             fd: Arc::new(fd),
             id: id.to_string(),
             owner,
         })
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// The run directory's (device, inode): what a container's processes must see at

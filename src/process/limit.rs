@@ -26,17 +26,6 @@ pub enum LimitKind {
 }
 
 impl LimitKind {
-    /// The value of `details.limit`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LimitKind::Memory => "memory",
-            LimitKind::Pids => "pids",
-            LimitKind::ContainerRemoved => "container-removed",
-            LimitKind::ContainerStopped => "container-stopped",
-            LimitKind::ContainerRestarted => "container-restarted",
-        }
-    }
-
     /// The container itself ended under the command (removed, stopped, restarted), and with
     /// it every process in it.
     pub fn ends_the_container(self) -> bool {

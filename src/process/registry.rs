@@ -102,9 +102,6 @@ pub struct Registry {
     /// The argv prefix that starts host commands as `elevated.user` (empty: moat's own user).
     /// Set once by the app.
     host_user: Mutex<Vec<String>>,
-    /// Foreground processes whose call was cancelled, being ended; a CLI that was
-    /// interrupted waits for them before it exits.
-    cancelled: Mutex<Vec<Arc<Proc>>>,
     /// When `start` last swept each session (`list` always does). Per session, so a busy
     /// session never keeps another's finished processes (and their open logs) from eviction.
     last_sweep_ms: Mutex<HashMap<String, i64>>,
@@ -135,7 +132,6 @@ impl Registry {
             limits,
             events,
             procs: Mutex::new(HashMap::new()),
-            cancelled: Mutex::new(Vec::new()),
             last_sweep_ms: Mutex::new(HashMap::new()),
             scope: Mutex::new(Scope::Session),
             sandbox_owner,
@@ -187,10 +183,6 @@ impl Registry {
 
     pub fn events(&self) -> &EventBus {
         &self.events
-    }
-
-    pub fn limits(&self) -> &Limits {
-        &self.limits
     }
 
     /// The cgroups of container `name`, when this moat can read them from the host
@@ -458,22 +450,6 @@ impl Registry {
         self.set_background(proc);
         let (tx, _) = tokio::sync::oneshot::channel();
         let _ = proc.control.send(Control::Kill(tx));
-        // Only the ones still being ended are kept: a daemon never drains this list.
-        let mut cancelled = self.cancelled.lock().unwrap();
-        cancelled.retain(|p| p.exit().is_none());
-        cancelled.push(proc.clone());
-    }
-
-    /// Waits until every cancelled process has ended and its exit is recorded, at most
-    /// `timeout`; returns their ids.
-    pub async fn wait_cancelled(&self, timeout: std::time::Duration) -> Vec<String> {
-        let procs = std::mem::take(&mut *self.cancelled.lock().unwrap());
-        let deadline = tokio::time::Instant::now() + timeout;
-        for p in &procs {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            p.wait_exit(left).await;
-        }
-        procs.iter().map(|p| p.info.id.clone()).collect()
     }
 
     /// Records that a poll handed out everything up to the current read position.

@@ -86,14 +86,6 @@ impl FakeRuntime {
         Self::default()
     }
 
-    /// Runs `handler` synchronously for every `exec`, before it reports "finished".
-    pub fn with_exec_handler(self, handler: impl Fn(&ExecSpec) + Send + Sync + 'static) -> Self {
-        self.with_exec_task(move |spec| {
-            handler(spec);
-            Box::pin(async {})
-        })
-    }
-
     /// Starts the task `handler` returns for every `exec` (on its own tokio task); the exec
     /// reports "finished" when the task ends. For commands that take time, or run until
     /// they are killed, as moat's wrapper would.

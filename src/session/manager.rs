@@ -170,16 +170,6 @@ impl Sessions {
         }
     }
 
-    /// How the disk bound is held here.
-    pub fn disk_plan(&self) -> &DiskPlan {
-        &self.disks
-    }
-
-    /// The engine: containers, images and networks.
-    pub fn engine(&self) -> &Arc<dyn Engine> {
-        &self.runtime
-    }
-
     /// What runs commands in session containers.
     pub fn commands(&self) -> &Arc<dyn Executor> {
         &self.commands
@@ -187,10 +177,6 @@ impl Sessions {
 
     pub fn store(&self) -> &Arc<Store> {
         &self.store
-    }
-
-    pub fn config(&self) -> &Config {
-        &self.config
     }
 
     /// The names a session's container has, whether or not it exists yet.

@@ -77,21 +77,6 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ApprovalRow> {
 }
 
 impl Store {
-    pub fn insert_approval(&self, a: &ApprovalRow) -> Result<(), StoreError> {
-        self.conn()
-            .execute(
-                &format!("INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"),
-                params![
-                    a.id, a.session, a.requester, a.agent, a.target, a.command, a.plan, a.binding,
-                    a.request, a.reason, a.allowed, a.persist, a.covered, a.created_at_ms,
-                    a.expires_at_ms, a.status, a.decision, a.decided_by, a.decided_at_ms,
-                    a.used_at_ms, a.process_id
-                ],
-            )
-            .ctx("record approval")?;
-        Ok(())
-    }
-
     /// Records `a` only while its session has fewer than `max_pending` pending approvals that
     /// have not expired; false when the session is at the cap. One statement, so two requests
     /// racing cannot both take the last place.

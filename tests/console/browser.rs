@@ -193,13 +193,26 @@ impl Browser {
         self.client.execute_async(&wrapped, vec![]).await.unwrap()
     }
 
-    /// Saves a PNG of the viewport to `docs/console/NAME.png`.
+    /// Saves a PNG of the viewport to `NAME.png` in [`screenshot_dir`].
     pub async fn screenshot(&self, name: &str) {
         // Let fonts and the live script settle before the picture.
         tokio::time::sleep(Duration::from_millis(300)).await;
         let png = self.client.screenshot().await.unwrap();
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/console");
+        let dir = screenshot_dir();
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
     }
+}
+
+/// Where the screenshots go: under the build's target directory, so that running the tests
+/// leaves the checkout as it was. `scripts/console-screenshots` copies them into
+/// docs/console/ when the docs' pictures are refreshed.
+pub fn screenshot_dir() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // A relative CARGO_TARGET_DIR is taken from the manifest's directory, where the scripts
+    // run cargo.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| manifest.join("target"), |d| manifest.join(d));
+    target.join("console-screenshots")
 }

@@ -258,24 +258,3 @@ fn encode_list() {
         KeyError::Unknown { key: "Nope".into() }
     );
 }
-
-#[test]
-fn cursor_mode_dependence() {
-    let rows: &[(&[&str], bool)] = &[
-        (&[], false),
-        (&["Enter"], false),
-        (&["Up"], true),
-        (&["q", "left"], true),
-        (&[" Home "], true),
-        (&["End"], true),
-        (&["C-Up"], false),
-        (&["M-Left", "S-End"], false),
-        (&["PageUp", "F1", "Insert"], false),
-        (&["U"], false),
-        (&["Nope"], false),
-    ];
-    for (keys, expected) in rows {
-        let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
-        assert_eq!(depends_on_cursor_mode(&keys), *expected, "{keys:?}");
-    }
-}
