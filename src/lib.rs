@@ -11,7 +11,7 @@
 //!   in-container helper, a fake for tests) or `host` (an `Executor` for this machine).
 //!
 //! `config`, `home`, `store`, `secrets` and `skills` are shared foundations; `policy`,
-//! `output`, `keys`, `names` and `session_key` are pure and synchronous.
+//! `output`, `terminal_keys`, `names` and `session_key` are pure and synchronous.
 
 pub mod app;
 pub mod approvals;
@@ -28,7 +28,6 @@ pub mod files;
 pub mod home;
 pub mod host;
 pub mod image;
-pub mod keys;
 pub mod mcp;
 pub mod names;
 pub mod output;
@@ -41,4 +40,5 @@ pub mod session;
 pub mod session_key;
 pub mod skills;
 pub mod store;
+pub mod terminal_keys;
 pub mod tools;

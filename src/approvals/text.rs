@@ -33,8 +33,8 @@ pub fn pending_result(row: &ApprovalRow, display: &str, cwd: &str) -> ToolResult
         "Approval required (id {slug}). Approve to run; updates will arrive after completion.\n\
          Host: {host}\nCWD: {}\nCommand: {display}\nReason: {}\n\
          An operator decides with `moat approvals approve {slug}` (or `deny`); this tool cannot.",
-        crate::policy::escape_display(cwd),
-        crate::policy::escape_display(&row.reason),
+        crate::output::escape_display(cwd),
+        crate::output::escape_display(&row.reason),
     );
     ToolResult::new(
         text,

@@ -109,7 +109,7 @@ fn entry_warnings(c: &moat::config::Config) {
     {
         say!(
             "info  {key}.allowlist {}",
-            moat::policy::escape_display(warning)
+            moat::output::escape_display(warning)
         );
     }
 }

@@ -20,7 +20,8 @@ use super::{
     Verdict,
 };
 use crate::approvals::{ApprovalDecision, Approvals, Binding, NewApproval};
-use crate::store::{now_ms, ApprovalStatus, ApprovalTarget, RecordedDecision, Store};
+use crate::contract::ApprovalTarget;
+use crate::store::{now_ms, ApprovalStatus, RecordedDecision, Store};
 
 /// How long a message may take to arrive once the proxy connected.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use super::env_names::{self, Judge};
-use super::explain::escape_display;
+use crate::output::escape_display;
 
 /// Names a request may always set in allowlist mode: they change how output looks, never what
 /// runs. The names of [`env_names::BUILT_IN`], whose values are checked too.

@@ -16,8 +16,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::files::RunFiles;
-use super::place::Place;
 use super::script::{sweep_argv, PROCESS_MARKER};
+use crate::contract::Place;
 use crate::runtime::Executor;
 use crate::session::cgroup::CgroupDirs;
 

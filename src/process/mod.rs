@@ -4,7 +4,7 @@
 //! and status files, `approved` the read-only copies of the files an approved sandbox plan
 //! runs, `supervisor` is the owner task per process, `registry` keeps them all
 //! (and re-attaches them after a restart), `output` is the in-memory view of the output.
-//! `place` says where a process runs and `executors` what runs it there (handed over by the
+//! `executors` says what runs a process at its place (`contract::Place`; handed over by the
 //! app; docs/ARCHITECTURE.md, "Seams"). `marked` ends what a container command started by its
 //! marker, including what left its process group.
 
@@ -16,7 +16,6 @@ pub mod limit;
 mod log_view;
 pub mod marked;
 mod output;
-mod place;
 mod proc;
 mod registry;
 pub mod script;
@@ -32,7 +31,6 @@ pub use files::{open_dir, open_run_dir, Created, RunFiles};
 pub use limit::{LimitHit, LimitKind};
 pub use log_view::{page as page_log, LogPage, Source as LogSource};
 pub use output::LineMark;
-pub use place::Place;
 pub use proc::{ExitInfo, Proc, ProcInfo, ProcState};
 pub use registry::{Limits, ProcessError, Registry, SecretSource, StartSpec};
 pub use status::{signal_number, split_status};

@@ -16,7 +16,7 @@ pub struct ProcInfo {
     pub session: String,
     /// Where it runs: a container by name (stable across its recreation, unlike ids), or
     /// the host.
-    pub place: super::place::Place,
+    pub place: crate::contract::Place,
     pub command: String,
     /// Container path the command runs in.
     pub cwd: String,
@@ -54,7 +54,7 @@ pub struct ProcState {
     /// moat ended processes this foreground command left running in its group.
     pub leftovers_ended: bool,
     /// Terminal modes seen in a PTY's output (application cursor keys).
-    pub term: crate::keys::TermModes,
+    pub term: crate::terminal_keys::TermModes,
     pub stdin_open: bool,
     /// Whether the supervisor publishes the exit event of a background run.
     pub notify_exit: bool,

@@ -15,11 +15,11 @@ use super::events::EventBus;
 use super::executors::Executors;
 use super::files::{Created, RunFiles};
 use super::output::{LineMark, OutputState};
-use super::place::Place;
 use super::proc::{Control, ExitInfo, Proc, ProcInfo, ProcState};
 use super::script::{self, PTY_SIZE};
 use super::supervisor::{ExitWatch, LimitWatch, Supervisor};
 use crate::config::Scope;
+use crate::contract::Place;
 use crate::runtime::{ExecSpec, RuntimeError, Wrapped};
 use crate::session::cgroup::CgroupDirs;
 use crate::session::container_key;
@@ -762,7 +762,7 @@ fn new_proc(
             exit: None,
             background,
             empty_polls: 0,
-            term: crate::keys::TermModes::new(),
+            term: crate::terminal_keys::TermModes::new(),
             stdin_open,
             notify_exit: true,
             log: None,

@@ -20,9 +20,9 @@ use super::files::RunFiles;
 use super::limit::{classify, ContainerFate, Evidence, LimitHit};
 use super::marked;
 use super::output::LineMark;
-use super::place::Place;
 use super::proc::{Control, ExitInfo, Proc};
 use super::script::kill_group_argv;
+use crate::contract::Place;
 use crate::runtime::{ExecTty, Executor};
 use crate::session::cgroup::{CgroupDirs, Counters};
 use crate::store::{now_ms, ProcessStatus, Store};
@@ -290,7 +290,7 @@ impl Supervisor {
         if let (Some(w), true) = (f.tty_in.as_mut(), cpr > 0) {
             for _ in 0..cpr {
                 let _ = w
-                    .write_all(&crate::keys::cursor_position_report(1, 1))
+                    .write_all(&crate::terminal_keys::cursor_position_report(1, 1))
                     .await;
             }
         }

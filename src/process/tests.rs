@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::script::{kill_group_argv, Shell};
-use super::{EventBus, Executors, Limits, Place, Proc, Registry, StartSpec, KILL_GRACE_MS};
+use super::{EventBus, Executors, Limits, Proc, Registry, StartSpec, KILL_GRACE_MS};
+use crate::contract::Place;
 use crate::host::HostExecutor;
 use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::fake_wrapper::{Play, Wrapper};
