@@ -1,8 +1,8 @@
 //! What agents and session streams are told about approvals (docs/approvals.md, "Approvals").
 
 use super::ApprovalDecision;
+use crate::contract::ExitInfo;
 use crate::contract::{Decision, Details, Machine, Pending, Status, ToolResult};
-use crate::process::ExitInfo;
 use crate::store::ApprovalRow;
 
 /// The decision as `details.allowedDecisions` spells it: the same three words.

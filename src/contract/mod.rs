@@ -5,6 +5,7 @@ mod arg_limits;
 mod details;
 mod elevated;
 mod env;
+mod exit;
 mod failure;
 mod read;
 mod request;
@@ -26,6 +27,7 @@ pub use details::{
 };
 pub use elevated::{target, Caller, ElevatedError, GateError};
 pub use env::{merge_env, request_path, validate_env, with_pagers_neutered, EnvError, PAGER_ENV};
+pub use exit::{ExitInfo, LimitHit, LimitKind};
 pub use failure::{Edges, FailureKind};
 pub use request::{ExecRequest, HostChoice, RequestError};
 pub use result::{

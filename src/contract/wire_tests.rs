@@ -7,7 +7,7 @@
 
 use super::*;
 use crate::contract::ApprovalTarget;
-use crate::process::{ExitInfo, LimitHit, LimitKind};
+use crate::contract::{ExitInfo, LimitHit, LimitKind};
 use crate::store::{ApprovalRow, ApprovalStatus};
 
 fn exit(code: Option<i64>, signal: Option<&str>, timed_out: bool) -> ExitInfo {

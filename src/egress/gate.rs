@@ -121,9 +121,9 @@ impl Gate {
         }
         // Read from the kernel once per question (Docker adds an address with every
         // network); addresses that cannot be read count every answer as the host's own.
-        let local = crate::server::local_addrs::interface_addrs().ok();
+        let local = crate::host::local_addrs::interface_addrs().ok();
         let own = |ip| match &local {
-            Some(list) => crate::server::local_addrs::is_own(ip, list),
+            Some(list) => crate::host::local_addrs::is_own(ip, list),
             None => true,
         };
         match decide(&self.policy(), &self.grants(), &host, port, addrs, own) {
@@ -336,7 +336,7 @@ pub fn listen(
 mod tests {
     use super::*;
     use crate::approvals::Decider;
-    use crate::egress::EgressAsk;
+    use crate::config::EgressAsk;
 
     fn gate(ask: EgressAsk) -> Gate {
         let store = Arc::new(Store::in_memory().unwrap());

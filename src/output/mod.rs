@@ -1,6 +1,7 @@
 //! Output pipeline pieces: sanitizing, capping, redacting and paging process output, and the
 //! escaping every displayed text goes through (escape.rs).
 
+mod bytes;
 mod capped;
 mod display;
 mod escape;
@@ -9,6 +10,7 @@ mod live;
 mod redact;
 mod sanitize;
 
+pub use bytes::human_bytes;
 pub use capped::{clamp_max_chars, CappedText, DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS};
 pub use display::{escape_json_text, escape_terminal};
 pub use escape::{display_argv, escape_display, is_deceptive, quote};

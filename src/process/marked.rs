@@ -31,7 +31,7 @@ const MAX_ENVIRON: u64 = 1 << 20;
 /// time) is cheaper than moat's reading.
 const MAX_LOOK_BYTES: u64 = 16 << 20;
 /// Where a container's processes see the run directory, relative to their root
-/// (`process::script::RUN_DIR`).
+/// (`process::crate::wrapper::RUN_DIR`).
 const RUN_MOUNT: &str = "run/moat";
 
 /// Kills every process in `container` that carries process `id`'s marker (five passes at

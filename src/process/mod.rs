@@ -27,11 +27,10 @@ mod tests;
 
 pub use events::{exit_event, EventBus, EventKind, EventOutcome, SessionEvent};
 pub use executors::Executors;
-pub use files::{open_dir, open_run_dir, Created, RunFiles};
-pub use limit::{LimitHit, LimitKind};
+pub use files::{Created, RunFiles};
 pub use log_view::{page as page_log, LogPage, Source as LogSource};
 pub use output::LineMark;
-pub use proc::{ExitInfo, Proc, ProcInfo, ProcState};
-pub use registry::{Limits, ProcessError, Registry, SecretSource, StartSpec};
+pub use proc::{Proc, ProcInfo, ProcState};
+pub use registry::{Limits, ProcessError, Registry, StartSpec};
 pub use status::{signal_number, split_status};
 pub use supervisor::{signal_name, KILL_GRACE_MS};

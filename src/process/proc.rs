@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::output::OutputState;
+use crate::contract::{ExitInfo, LimitHit};
 
 /// Fixed facts about a process.
 #[derive(Debug, Clone)]
@@ -25,22 +26,6 @@ pub struct ProcInfo {
     pub timeout_secs: Option<u64>,
 }
 
-/// How a process ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExitInfo {
-    pub code: Option<i64>,
-    /// `SIGTERM`, `SIGKILL`, … when moat's signal ended it.
-    pub signal: Option<String>,
-    pub timed_out: bool,
-    pub finished_at_ms: i64,
-}
-
-impl ExitInfo {
-    pub fn success(&self) -> bool {
-        self.code == Some(0) && self.signal.is_none() && !self.timed_out
-    }
-}
-
 pub struct ProcState {
     pub output: OutputState,
     pub exit: Option<ExitInfo>,
@@ -50,7 +35,7 @@ pub struct ProcState {
     pub empty_polls: usize,
     /// The sandbox limit that cut the command short, when the moat that watched it end could
     /// tell (docs/mcp.md, "Limits in results").
-    pub limit: Option<super::LimitHit>,
+    pub limit: Option<LimitHit>,
     /// moat ended processes this foreground command left running in its group.
     pub leftovers_ended: bool,
     /// Terminal modes seen in a PTY's output (application cursor keys).
@@ -100,7 +85,7 @@ impl Proc {
     }
 
     /// The limit that cut the command short, if any.
-    pub fn limit(&self) -> Option<super::LimitHit> {
+    pub fn limit(&self) -> Option<LimitHit> {
         self.lock().limit
     }
 

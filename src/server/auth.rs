@@ -77,7 +77,7 @@ impl Identity {
 }
 
 /// Which listener the request came in on: the unix socket or TCP (docs/http-api.md). Not
-/// `runtime::Transport`, which is how moat reaches a sandbox's commands.
+/// `config::Transport`, which is how moat reaches a sandbox's commands.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Channel {
     Unix,

@@ -16,8 +16,8 @@ use crate::store::SessionPolicy;
 
 use super::error::ExecError;
 use super::tool::ExecTool;
+use crate::config::Shell;
 use crate::contract::ApprovalTarget;
-use crate::process::script::Shell;
 
 /// Resolves command words in the sandbox: `$1` is the working directory, then the words. A bare
 /// name is looked up by walking the login PATH for an executable file; a path is taken relative
@@ -72,7 +72,7 @@ done"#;
 
 /// The resolve script with the run's PATH prelude in place.
 fn resolve_script() -> String {
-    RESOLVE_SCRIPT.replacen("@PRELUDE@", crate::process::script::PRELUDE, 1)
+    RESOLVE_SCRIPT.replacen("@PRELUDE@", crate::wrapper::PRELUDE, 1)
 }
 
 /// Reads the resolve script's output: only words that were asked about, only absolute paths.

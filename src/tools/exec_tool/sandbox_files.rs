@@ -186,7 +186,7 @@ impl ExecTool {
             FETCH_SCRIPT.to_string(),
             "moat-bind".to_string(),
             f.path.display().to_string(),
-            format!("{}/{id}.bind", crate::process::script::RUN_DIR),
+            format!("{}/{id}.bind", crate::wrapper::RUN_DIR),
             (MAX_BOUND_BYTES + 1).to_string(),
         ];
         let ran = tokio::time::timeout(
