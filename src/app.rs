@@ -70,7 +70,7 @@ impl App {
     /// measures both side by side).
     pub async fn open_with(
         home: Home,
-        transport: Option<crate::runtime::Transport>,
+        transport: Option<crate::config::Transport>,
     ) -> Result<Self, AppError> {
         let (mut config, source) = config::load(&home.config_file())?;
         if let Some(t) = transport {
@@ -178,12 +178,12 @@ impl App {
 /// helper (falling back to the engine's exec), or the engine's exec alone (docs/helper.md).
 pub fn with_transport(engine: Arc<dyn Runtime>, home: &Home, config: &Config) -> Arc<dyn Executor> {
     match config.sandbox.transport {
-        crate::runtime::Transport::Helper => Arc::new(crate::runtime::helper::HelperExecutor::new(
+        crate::config::Transport::Helper => Arc::new(crate::runtime::helper::HelperExecutor::new(
             engine,
             home.clone(),
             config.sandbox.uid_gid(),
         )),
-        crate::runtime::Transport::Exec => engine,
+        crate::config::Transport::Exec => engine,
     }
 }
 

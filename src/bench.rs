@@ -12,9 +12,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::app::{App, AppError};
+use crate::config::Transport;
 use crate::contract::ExecRequest;
 use crate::home::Home;
-use crate::runtime::Transport;
 use crate::tools::ExecError;
 
 #[derive(Debug, thiserror::Error)]

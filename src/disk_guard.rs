@@ -320,7 +320,7 @@ fn doctor_lines(
             !over,
             format!(
                 "disk bound: stopped the session {ago} s ago: {}",
-                crate::policy::escape_display(&row.detail)
+                crate::output::escape_display(&row.detail)
             ),
         ));
     }

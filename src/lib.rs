@@ -1,17 +1,28 @@
 //! moat: a container sandbox runner for AI agents.
 //!
-//! Layers, top to bottom (data flows down, only results and events flow back up; the map
-//! with every module is docs/ARCHITECTURE.md):
-//! - edges: `cli` and `mcp` (stdio) reach the daemon through `daemon`; `server` (HTTP, with
-//!   `mcp` over HTTP and the `console`) serves one `app`;
-//! - orchestration: `tools` (exec, process), `files`, `approvals`, checking requests against
-//!   `contract` (what an exec call is: request, result, env rules, failure kinds) and `policy`;
-//! - `process` (registry, supervisor, run files) → `session` (containers) and `egress` →
-//!   `runtime` (the seams: `Engine` for containers, `Executor` for commands — Docker, the
-//!   in-container helper, a fake for tests) or `host` (an `Executor` for this machine).
-//!
-//! `config`, `home`, `store`, `secrets` and `skills` are shared foundations; `policy`,
-//! `output`, `keys`, `names` and `session_key` are pure and synchronous.
+//! Layers of the top-level modules, top to bottom: a module uses modules on its own layer or
+//! below, never above (data flows down, only results and events flow back up).
+//! `scripts/layers` checks it over the `crate::` paths and names the few arrows still known to
+//! run up; the map with every module is docs/ARCHITECTURE.md.
+//! 1. edges: `cli`, `mcp`, `server` (HTTP, with `mcp` over HTTP and the `console`), `daemon`
+//!    (how the CLI reaches the daemon), `bench`, `bench_runtimes`;
+//! 2. `app`: assembles one moat;
+//! 3. `tools`: the agent's tools;
+//! 4. `disk_guard`, the watchdog over the sessions' disks;
+//! 5. `process` (registry, supervisor, run files);
+//! 6. `session` (containers);
+//! 7. `egress` (network egress);
+//! 8. `host` (an `Executor` for this machine) and `image`;
+//! 9. `runtime` (the seams: `Engine` for containers, `Executor` for commands — Docker, the
+//!    in-container helper, a fake for tests);
+//! 10. services over the store: `approvals`, `secrets`, `skills`;
+//! 11. foundations: `config`, `store`, `home`;
+//! 12. `files`: confined file access beneath a root;
+//! 13. the wire: `contract` (what a tool call is: request, result, env rules, failure kinds,
+//!     where a command runs), `error_chain`;
+//! 14. pure leaves, synchronous and without I/O but for `descriptors`: `policy`, `output`,
+//!     `terminal_keys`, `names`, `session_key`, `wrapper` (the command wrapper's vocabulary),
+//!     `descriptors` (opening directories without following links).
 
 pub mod app;
 pub mod approvals;
@@ -21,6 +32,7 @@ pub mod config;
 pub mod console;
 pub mod contract;
 pub mod daemon;
+pub mod descriptors;
 pub mod disk_guard;
 pub mod egress;
 pub mod error_chain;
@@ -28,7 +40,6 @@ pub mod files;
 pub mod home;
 pub mod host;
 pub mod image;
-pub mod keys;
 pub mod mcp;
 pub mod names;
 pub mod output;
@@ -41,4 +52,6 @@ pub mod session;
 pub mod session_key;
 pub mod skills;
 pub mod store;
+pub mod terminal_keys;
 pub mod tools;
+pub mod wrapper;

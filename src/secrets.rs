@@ -7,6 +7,9 @@ use std::sync::Arc;
 
 use crate::config::{Config, Scope, SecretConfig};
 
+/// Secret `(name, value)` pairs for a session, on the host (`true`) or in its sandbox.
+pub type SecretSource = Arc<dyn Fn(&str, bool) -> Vec<(String, String)> + Send + Sync>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum SecretsError {
     #[error("read secret {name}: moat's environment has no variable `{var}`")]
@@ -141,7 +144,7 @@ impl Secrets {
     }
 
     /// A source the process registry uses for processes re-attached after a restart.
-    pub fn source(self: &Arc<Self>) -> crate::process::SecretSource {
+    pub fn source(self: &Arc<Self>) -> SecretSource {
         let me = self.clone();
         Arc::new(move |session, on_host| me.for_target(session, on_host))
     }

@@ -22,7 +22,7 @@ pub fn validate_key(key: &str) -> Result<(), KeyError> {
     if ok {
         Ok(())
     } else {
-        Err(KeyError::Invalid(crate::policy::escape_display(
+        Err(KeyError::Invalid(crate::output::escape_display(
             &key.chars().take(160).collect::<String>(),
         )))
     }

@@ -33,7 +33,7 @@ fn pending(home: &std::path::Path, command: &str) -> String {
             agent: None,
             command: command.into(),
             binding: Binding {
-                target: moat::store::ApprovalTarget::Host,
+                target: moat::contract::ApprovalTarget::Host,
                 plan: command.into(),
                 argv: vec![],
                 resolved: vec![],

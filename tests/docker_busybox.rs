@@ -87,8 +87,8 @@ async fn output_exit_codes_env_and_workdir() {
         r.details
     );
     let expected = match common::test_transport().unwrap_or_default() {
-        moat::runtime::Transport::Helper => "helper",
-        moat::runtime::Transport::Exec => "exec",
+        moat::config::Transport::Helper => "helper",
+        moat::config::Transport::Exec => "exec",
     };
     assert_eq!(m.app.commands.transport_of(&m.container("a")), expected);
 }

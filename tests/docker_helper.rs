@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use moat::config::Config;
+use moat::config::Transport;
 use moat::contract::Status;
-use moat::runtime::Transport;
 use moat::tools::ProcessRequest;
 
 fn helper_config() -> Config {

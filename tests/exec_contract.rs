@@ -7,9 +7,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::process::Command;
 
+use moat::config::Shell;
 use moat::config::{Config, ElevatedLevel};
 use moat::contract::{ExecRequest, Status};
-use moat::process::script::Shell;
 
 fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

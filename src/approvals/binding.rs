@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::contract::ApprovalTarget;
 use crate::policy::Evaluation;
-use crate::store::ApprovalTarget;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Binding {
@@ -87,7 +87,7 @@ impl Binding {
                 .iter()
                 .zip(&other.files)
                 .find(|(a, b)| a != b)
-                .map(|(a, _)| format!("content of {}", crate::policy::escape_display(&a.operand)))
+                .map(|(a, _)| format!("content of {}", crate::output::escape_display(&a.operand)))
         }
     }
 }

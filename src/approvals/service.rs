@@ -10,8 +10,7 @@ use super::binding::Binding;
 use super::error::ApprovalError;
 use super::persist::{is_interpreter, PersistEntry};
 use super::wake::Wakeups;
-use crate::output::Redactor;
-use crate::policy::escape_display;
+use crate::output::{escape_display, Redactor};
 use crate::store::{
     now_ms, AllowlistRow, ApprovalRow, ApprovalStatus, AuditRow, RecordedDecision, Store,
 };

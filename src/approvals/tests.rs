@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::store::{ApprovalStatus, ApprovalTarget, RecordedDecision, Store};
+use crate::contract::ApprovalTarget;
+use crate::store::{ApprovalStatus, RecordedDecision, Store};
 
 fn binding(cwd: &str, env: &[&str], argv: &[&str]) -> Binding {
     let env: Vec<String> = env.iter().map(|s| s.to_string()).collect();

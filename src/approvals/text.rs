@@ -1,8 +1,8 @@
 //! What agents and session streams are told about approvals (docs/approvals.md, "Approvals").
 
 use super::ApprovalDecision;
+use crate::contract::ExitInfo;
 use crate::contract::{Decision, Details, Machine, Pending, Status, ToolResult};
-use crate::process::ExitInfo;
 use crate::store::ApprovalRow;
 
 /// The decision as `details.allowedDecisions` spells it: the same three words.
@@ -33,8 +33,8 @@ pub fn pending_result(row: &ApprovalRow, display: &str, cwd: &str) -> ToolResult
         "Approval required (id {slug}). Approve to run; updates will arrive after completion.\n\
          Host: {host}\nCWD: {}\nCommand: {display}\nReason: {}\n\
          An operator decides with `moat approvals approve {slug}` (or `deny`); this tool cannot.",
-        crate::policy::escape_display(cwd),
-        crate::policy::escape_display(&row.reason),
+        crate::output::escape_display(cwd),
+        crate::output::escape_display(&row.reason),
     );
     ToolResult::new(
         text,

@@ -38,14 +38,14 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
                         (Some(c), Some(s), Some(d)) => format!(
                             "exact command: {} (session {}, cwd {})",
                             a.display(c),
-                            moat::policy::escape_display(s),
-                            moat::policy::escape_display(d)
+                            moat::output::escape_display(s),
+                            moat::output::escape_display(d)
                         ),
                         (Some(c), _, _) => format!(
                             "exact command (unscoped, from an older moat; matches nothing): {}",
                             a.display(c)
                         ),
-                        (None, _, _) => moat::policy::escape_display(&e.entry),
+                        (None, _, _) => moat::output::escape_display(&e.entry),
                     };
                     say!(
                         "{:>4}  {:<7}  {shown}  ({} by {})",
@@ -70,7 +70,7 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
                 let session = session.unwrap_or_default();
                 let wd = workdir.unwrap_or_default();
                 let cwd = std::fs::canonicalize(&wd).map_err(|e| {
-                    anyhow::anyhow!("use workdir `{}`: {e}", moat::policy::escape_display(&wd))
+                    anyhow::anyhow!("use workdir `{}`: {e}", moat::output::escape_display(&wd))
                 })?;
                 a.allowlist_add_command(t, &entry, &session, &cwd.display().to_string(), &d)?
             } else {
@@ -101,7 +101,7 @@ pub fn run(home: Home, cmd: AllowlistCommand) -> anyhow::Result<ExitCode> {
             if n == 0 {
                 bail!(
                     "remove allowlist entry `{}`: no such entry",
-                    moat::policy::escape_display(&entry)
+                    moat::output::escape_display(&entry)
                 );
             }
             say!("removed {n} entr{}", if n == 1 { "y" } else { "ies" });

@@ -117,11 +117,11 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
                         .map(|g| format!(" (agent {g})"))
                         .unwrap_or_default()
                 );
-                say!("reason:    {}", moat::policy::escape_display(&r.reason));
+                say!("reason:    {}", moat::output::escape_display(&r.reason));
                 say!("command:   {}", a.display(&r.command));
                 say!("plan:      {}", a.display(&r.plan));
                 if let Ok(b) = serde_json::from_str::<moat::approvals::Binding>(&r.binding) {
-                    say!("cwd:       {}", moat::policy::escape_display(&b.cwd));
+                    say!("cwd:       {}", moat::output::escape_display(&b.cwd));
                     say!("env hash:  {}", b.env_hash);
                     // Every variable the command gets, as bound (secret values redacted).
                     say!("env:       {} variables", b.env.len());
@@ -131,8 +131,8 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
                     for f in &b.files {
                         say!(
                             "file:      {} ({}, {} bytes, sha256 {})",
-                            moat::policy::escape_display(&f.operand),
-                            moat::policy::escape_display(&f.path),
+                            moat::output::escape_display(&f.operand),
+                            moat::output::escape_display(&f.path),
                             f.size,
                             f.sha256
                         );
@@ -141,7 +141,7 @@ pub fn run(home: Home, cmd: ApprovalsCommand) -> anyhow::Result<ExitCode> {
                         say!(
                             "segment {}: {} → {}",
                             i + 1,
-                            moat::policy::display_argv(argv),
+                            moat::output::display_argv(argv),
                             res.as_deref().unwrap_or("(unresolved)")
                         );
                     }

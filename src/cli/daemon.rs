@@ -175,7 +175,7 @@ async fn status(home: &Home, json: bool) -> anyhow::Result<ExitCode> {
         if sessions.is_empty() {
             "none".to_string()
         } else {
-            moat::policy::escape_display(&sessions.join(", "))
+            moat::output::escape_display(&sessions.join(", "))
         }
     );
     say!("owns:        {}", moat::daemon::describe_owned(owns));

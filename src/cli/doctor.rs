@@ -109,7 +109,7 @@ fn entry_warnings(c: &moat::config::Config) {
     {
         say!(
             "info  {key}.allowlist {}",
-            moat::policy::escape_display(warning)
+            moat::output::escape_display(warning)
         );
     }
 }
@@ -195,7 +195,7 @@ async fn session_health(
 /// Which shell the image's `sh` is, whether it has bash, and so whether `sandbox.shell` can
 /// work; false only when the configured shell is missing.
 async fn shells(rt: &moat::runtime::docker::DockerRuntime, c: &moat::config::Config) -> bool {
-    use moat::process::script::Shell;
+    use moat::config::Shell;
     match moat::image::probe_shells(rt, &c.sandbox.image, &c.sandbox.user).await {
         Ok(s) => {
             let sh = if s.sh.is_empty() { "unknown" } else { &s.sh };
@@ -226,7 +226,7 @@ async fn transports(
     let Ok(containers) = rt.list_containers(moat::session::MOAT_LABEL).await else {
         return;
     };
-    let helper = c.sandbox.transport == moat::runtime::Transport::Helper;
+    let helper = c.sandbox.transport == moat::config::Transport::Helper;
     // Only this home's containers: another home's run directories are not ours to probe.
     let ours = |name: &str| {
         name.strip_prefix("moat-")

@@ -269,7 +269,7 @@ mod tests {
     use moat::contract::{
         finished_result, running_result, with_limit, Denied, Details, Limit, NotStarted,
     };
-    use moat::process::{ExitInfo, LimitHit, LimitKind};
+    use moat::contract::{ExitInfo, LimitHit, LimitKind};
 
     fn finished(code: Option<i64>, signal: Option<&str>, timed_out: bool) -> ToolResult {
         let exit = ExitInfo {

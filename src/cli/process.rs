@@ -98,7 +98,7 @@ fn refusal(e: &CallError) -> String {
     match e {
         CallError::UnknownAction(action) => format!(
             "failed to run `moat process {}`: there is no such action; use one of {}.",
-            moat::policy::escape_display(action),
+            moat::output::escape_display(action),
             ACTIONS.join(", ")
         ),
         CallError::MissingId => "failed to run the process action: give the process with --id ID \

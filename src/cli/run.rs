@@ -200,7 +200,7 @@ mod tests {
     #[test]
     fn exit_codes_by_shape() {
         use moat::contract::{finished_result, with_limit, Denied, Details};
-        use moat::process::{ExitInfo, LimitHit, LimitKind};
+        use moat::contract::{ExitInfo, LimitHit, LimitKind};
         let finished = |code: Option<i64>, signal: Option<&str>, timed_out: bool| {
             let exit = ExitInfo {
                 code,

@@ -47,7 +47,7 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                         r["state"].as_str().unwrap_or(""),
                         ago(r["createdAtMs"].as_i64()),
                         ago(r["lastUsedAtMs"].as_i64()),
-                        moat::policy::escape_display(r["workspace"].as_str().unwrap_or("")),
+                        moat::output::escape_display(r["workspace"].as_str().unwrap_or("")),
                         workspace_note(&r, " (ro)", " (git rw)", ""),
                     );
                 }
@@ -105,7 +105,7 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             say!(
                 "session {key}: container {}, workspace {}{}",
                 v["container"].as_str().unwrap_or(""),
-                moat::policy::escape_display(v["workspace"].as_str().unwrap_or("")),
+                moat::output::escape_display(v["workspace"].as_str().unwrap_or("")),
                 workspace_note(&v, " (read-only)", " (git writable)", " (git read-only)")
             );
             if let Some(w) = v["warning"].as_str() {

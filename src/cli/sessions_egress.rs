@@ -5,7 +5,8 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use moat::egress::{EgressAsk, Rule};
+use moat::config::EgressAsk;
+use moat::egress::Rule;
 use moat::home::Home;
 use moat::store::{SessionEgress, Store};
 

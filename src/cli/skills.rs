@@ -45,7 +45,7 @@ pub fn run(home: Home, cmd: SkillsCommand) -> anyhow::Result<ExitCode> {
         {
             bail!(
                 "switch skill `{}`: no [skills.{}] in the config",
-                moat::policy::escape_display(&name),
+                moat::output::escape_display(&name),
                 name.escape_debug()
             );
         }

@@ -3,7 +3,35 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::egress::EgressAsk;
+/// What happens to a host no entry covers.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum EgressAsk {
+    /// Refused.
+    #[default]
+    Off,
+    /// Refused now, and a pending approval of kind network asks an operator.
+    OnMiss,
+}
+
+impl EgressAsk {
+    /// As written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EgressAsk::Off => "off",
+            EgressAsk::OnMiss => "on-miss",
+        }
+    }
+
+    /// Reads `off` or `on-miss`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "off" => Some(EgressAsk::Off),
+            "on-miss" => Some(EgressAsk::OnMiss),
+            _ => None,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]

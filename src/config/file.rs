@@ -234,7 +234,7 @@ pub struct SandboxConfig {
     /// group, run files and PATH prelude stay (README, "Configuration").
     /// Last on purpose (with `egress` and `transport`): it shapes no container, and
     /// `config_hash` leaves it out.
-    pub shell: crate::process::script::Shell,
+    pub shell: crate::config::Shell,
     /// Let sandboxes write the git metadata of every host workspace (`.git`, mounted
     /// read-only by default, because the operator's git on the host runs hooks and config
     /// found there: docs/security.md, "Host workspaces"); one session at a time with `moat
@@ -248,7 +248,7 @@ pub struct SandboxConfig {
     /// to `exec` when it cannot be used) or `exec` (one engine exec per command). After
     /// `shell` and `egress` so `config_hash` leaves it out too: it shapes no container
     /// (docs/helper.md).
-    pub transport: crate::runtime::Transport,
+    pub transport: crate::config::Transport,
     /// How `workspace_max_bytes` is held: `auto`, `image` or `watch` (docs/security.md,
     /// "Disk bound"). After `shell` so `config_hash` leaves it out: what it resolves to on
     /// this host goes into the container's hash instead (`Sessions`).

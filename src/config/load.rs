@@ -295,7 +295,7 @@ enabled = true
 
     #[test]
     fn shells_are_sh_or_bash() {
-        use crate::process::script::Shell;
+        use crate::config::Shell;
         let c = load(
             "[sandbox]\nshell = \"bash\"\n[elevated]\nshell = \"sh\"\n",
             &[],

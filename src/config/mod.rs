@@ -9,11 +9,13 @@ mod error;
 mod file;
 mod load;
 mod sections;
+mod shell;
 mod size;
 mod tmpfs;
+mod transport;
 mod validate;
 
-pub use egress::EgressConfig;
+pub use egress::{EgressAsk, EgressConfig};
 pub use error::ConfigError;
 pub use file::{
     AgentToken, Config, DiskBound, ExecConfig, PolicyConfig, ProcessConfig, SandboxConfig, Scope,
@@ -21,6 +23,8 @@ pub use file::{
 };
 pub use load::{load, load_from_str, ConfigSource};
 pub use sections::{ApprovalsConfig, ElevatedConfig, ElevatedLevel, SecretConfig, SkillConfig};
+pub use shell::Shell;
 pub use size::parse_size;
-pub use tmpfs::{human_bytes, plan as tmpfs_plan, TmpfsMount, TmpfsPlan};
+pub use tmpfs::{plan as tmpfs_plan, TmpfsMount, TmpfsPlan};
+pub use transport::Transport;
 pub use validate::check_host_path;

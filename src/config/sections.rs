@@ -36,7 +36,7 @@ pub struct ElevatedConfig {
     /// Host directories put in front of the login-shell PATH.
     pub path_prepend: Vec<String>,
     /// The login shell host commands run in: `sh` or `bash` (like `sandbox.shell`).
-    pub shell: crate::process::script::Shell,
+    pub shell: crate::config::Shell,
     /// Variable names host commands may receive beyond the built-in list (locale, TZ, TERM,
     /// COLUMNS/LINES, colour settings), from a request or moat's own environment. Names that
     /// change what a program runs are refused at load (docs/security.md, "Host commands").

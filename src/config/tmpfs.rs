@@ -9,6 +9,7 @@
 //! (docs/security.md, "Sandbox limits").
 
 use super::parse_size;
+use crate::output::human_bytes;
 
 /// What `sandbox.tmpfs_max_bytes = "auto"` gives: this fraction (1/N) of the memory limit.
 const AUTO_DIVISOR: u64 = 2;
@@ -176,28 +177,6 @@ pub fn plan(memory: u64, total: &str, entries: &[String]) -> Result<TmpfsPlan, T
         shm: Some(shm),
         total: Some(total),
     })
-}
-
-/// `2 GiB`, `512 MiB`, `64 KiB`, or plain bytes: how a limit reads in results and docs.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1 << 40, "TiB"),
-        (1 << 30, "GiB"),
-        (1 << 20, "MiB"),
-        (1 << 10, "KiB"),
-    ];
-    for (unit, name) in UNITS {
-        if bytes >= unit {
-            let whole = bytes / unit;
-            let tenths = (bytes % unit) * 10 / unit;
-            return if tenths == 0 {
-                format!("{whole} {name}")
-            } else {
-                format!("{whole}.{tenths} {name}")
-            };
-        }
-    }
-    format!("{bytes} bytes")
 }
 
 #[cfg(test)]

@@ -19,8 +19,9 @@ use super::sign_in::Operator;
 use super::text::{has_hidden, Piece};
 use super::time::When;
 use crate::approvals::{ApprovalDecision, Approvals, Binding, Decider, PersistEntry};
+use crate::contract::ApprovalTarget;
 use crate::server::ServerState;
-use crate::store::{now_ms, ApprovalRow, ApprovalStatus, ApprovalTarget, RecordedDecision};
+use crate::store::{now_ms, ApprovalRow, ApprovalStatus, RecordedDecision};
 
 /// Statuses the lower list can be narrowed to.
 pub const FILTERS: &[&str] = &["all", "approved", "used", "denied", "expired"];

@@ -79,7 +79,7 @@ impl IntoResponse for ConsoleError {
         // does, and HTML-escaped by the template.
         let message = format!(
             "failed to {}",
-            crate::policy::escape_display(&self.to_string())
+            crate::output::escape_display(&self.to_string())
         );
         let page = ErrorPage {
             status: status.as_u16(),

@@ -11,7 +11,7 @@ use axum::Extension;
 
 use super::error::ConsoleError;
 use super::sign_in::signed_in;
-use crate::server::{identify, Identity, ServerState, Transport};
+use crate::server::{identify, Channel, Identity, ServerState};
 use crate::store::now_ms;
 
 /// The policy: scripts and styles from the console's own compiled-in assets only (no inline
@@ -37,11 +37,11 @@ pub const HEADERS: &[(&str, &str)] = &[
 /// See the module docs.
 pub async fn guard(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
+    Extension(channel): Extension<Channel>,
     req: Request,
     next: Next,
 ) -> Response {
-    let mut response = match refuse_agent(&state, transport, &req) {
+    let mut response = match refuse_agent(&state, channel, &req) {
         Some(refusal) => refusal.into_response(),
         None => next.run(req).await,
     };
@@ -63,9 +63,9 @@ pub async fn guard(
 }
 
 /// A request whose bearer token is an agent's: 403, and the attempt is in the audit log.
-fn refuse_agent(state: &ServerState, transport: Transport, req: &Request) -> Option<ConsoleError> {
+fn refuse_agent(state: &ServerState, channel: Channel, req: &Request) -> Option<ConsoleError> {
     req.headers().get(axum::http::header::AUTHORIZATION)?;
-    match identify(transport, req.headers(), &state.app.config.serve) {
+    match identify(channel, req.headers(), &state.app.config.serve) {
         Ok(Identity::Agent(a)) => Some(refused(state, &a, req.uri().path())),
         _ => None,
     }
@@ -80,7 +80,7 @@ pub fn refused(state: &ServerState, agent: &crate::config::AgentToken, path: &st
         &format!("agent:{}", agent.agent),
         &format!(
             "an agent token tried {}: the console is the operator's",
-            crate::policy::escape_display(path)
+            crate::output::escape_display(path)
         ),
     );
     ConsoleError::Forbidden("open the console: only the operator may; agent tokens cannot".into())

@@ -19,7 +19,7 @@ use super::auth::{
 use super::error::ConsoleError;
 use super::guard::refused;
 use super::page::{form, html};
-use crate::server::{identify, Identity, ServerState, Transport};
+use crate::server::{identify, Channel, Identity, ServerState};
 use crate::store::now_ms;
 
 /// Longest token the form accepts; configured tokens are far shorter.
@@ -73,16 +73,16 @@ struct SignInPage {
 }
 
 /// `GET /ui/sign-in`: the form, with a fresh CSRF token bound to a short-lived cookie.
-pub async fn page(Extension(transport): Extension<Transport>) -> Response {
-    sign_in_page(transport, None, StatusCode::OK)
+pub async fn page(Extension(channel): Extension<Channel>) -> Response {
+    sign_in_page(channel, None, StatusCode::OK)
 }
 
-fn sign_in_page(transport: Transport, error: Option<String>, status: StatusCode) -> Response {
+fn sign_in_page(channel: Channel, error: Option<String>, status: StatusCode) -> Response {
     let csrf = random_token();
     let page = SignInPage {
         csrf: csrf.clone(),
         error,
-        socket: transport == Transport::Unix,
+        socket: channel == Channel::Unix,
     };
     let mut response = html(status, page.render());
     if let Ok(v) = HeaderValue::from_str(&set_cookie(SIGN_IN_COOKIE, &csrf, SIGN_IN_SECS)) {
@@ -105,7 +105,7 @@ pub struct SignInForm {
 /// and audited; an unknown one shows the form again.
 pub async fn submit(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
+    Extension(channel): Extension<Channel>,
     headers: HeaderMap,
     body: Result<Form<SignInForm>, FormRejection>,
 ) -> Result<Response, ConsoleError> {
@@ -127,12 +127,12 @@ pub async fn submit(
         })?;
         as_bearer.insert(header::AUTHORIZATION, value);
     }
-    match identify(transport, &as_bearer, &state.app.config.serve) {
+    match identify(channel, &as_bearer, &state.app.config.serve) {
         Ok(Identity::Operator) => {}
         Ok(Identity::Agent(a)) => return Err(refused(&state, &a, "/ui/sign-in")),
         Err(_) => {
             return Ok(sign_in_page(
-                transport,
+                channel,
                 Some("That is not the operator token.".into()),
                 StatusCode::UNAUTHORIZED,
             ))

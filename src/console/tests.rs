@@ -8,7 +8,8 @@ use askama::Template;
 
 use super::approvals::{approval_view, ApprovalView};
 use crate::approvals::{Approvals, Binding, PersistEntry};
-use crate::store::{ApprovalRow, ApprovalStatus, ApprovalTarget, Store};
+use crate::contract::ApprovalTarget;
+use crate::store::{ApprovalRow, ApprovalStatus, Store};
 
 /// The approval as the approvals page and the allow-always page show it.
 #[derive(Template)]
@@ -104,7 +105,7 @@ fn hostile_approvals_render_inert_whole_and_redacted() {
         }
         for c in html.chars() {
             assert!(
-                c == '\n' || !crate::policy::is_deceptive(c),
+                c == '\n' || !crate::output::is_deceptive(c),
                 "a raw U+{:04X} made it into the page",
                 c as u32
             );

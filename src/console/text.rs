@@ -5,7 +5,7 @@
 //! that the page shows as a visible badge (`U+202E`), so an operator reads the characters
 //! that are really there, in the order they are stored. Nothing is ever cut.
 
-use crate::policy::is_deceptive;
+use crate::output::is_deceptive;
 
 /// One run of text on a page.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -50,7 +50,7 @@ pub fn check_exec(script: &str, env: &[String], what: &'static str) -> Result<()
         if len > MAX_ARG_BYTES {
             let name = entry.split('=').next().unwrap_or_default();
             return Err(ArgLimitError::EnvVar {
-                name: crate::policy::escape_display(name),
+                name: crate::output::escape_display(name),
                 len,
             });
         }

@@ -3,9 +3,9 @@
 //! (CLI).
 
 use crate::config::{ElevatedConfig, ElevatedLevel};
-use crate::store::ApprovalTarget;
 
 use super::request::{ExecRequest, HostChoice, RequestError};
+use super::target::Target;
 
 /// Who is calling `exec`. Agents carry the identity of their token; the CLI is the local
 /// operator account.
@@ -57,47 +57,6 @@ impl Caller {
             self.provider.as_deref().unwrap_or("-"),
             self.sender.as_deref().unwrap_or("-")
         )
-    }
-}
-
-/// Where a request runs and under which policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    Sandbox,
-    /// On the host; `full` skips the policy's allowlist and approvals (default_level full).
-    Host {
-        full: bool,
-    },
-}
-
-impl Target {
-    /// `sandbox` or `host`: the machine named in denial texts and the run-time allowlist's
-    /// target (docs/approvals.md).
-    pub fn machine(self) -> &'static str {
-        match self {
-            Target::Sandbox => "sandbox",
-            Target::Host { .. } => "host",
-        }
-    }
-
-    /// Where a stored approval's command runs; a network approval is the sandbox's.
-    pub fn of_approval(target: ApprovalTarget) -> Self {
-        match target {
-            ApprovalTarget::Host => Target::Host { full: false },
-            ApprovalTarget::HostFull => Target::Host { full: true },
-            ApprovalTarget::Sandbox | ApprovalTarget::Network => Target::Sandbox,
-        }
-    }
-}
-
-/// What an approval for a command at this target is bound to (docs/approvals.md).
-impl From<Target> for ApprovalTarget {
-    fn from(target: Target) -> Self {
-        match target {
-            Target::Sandbox => ApprovalTarget::Sandbox,
-            Target::Host { full: false } => ApprovalTarget::Host,
-            Target::Host { full: true } => ApprovalTarget::HostFull,
-        }
     }
 }
 
@@ -185,30 +144,6 @@ fn failing_gates(cfg: &ElevatedConfig, caller: &Caller) -> Vec<String> {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
-
-    /// The one mapping between where a command runs and what its approval is bound to: every
-    /// target goes to its own approval target and back, and a network approval is the
-    /// sandbox's.
-    #[test]
-    fn targets_and_approval_targets_map_one_to_one() {
-        for (target, approval, machine) in [
-            (Target::Sandbox, ApprovalTarget::Sandbox, "sandbox"),
-            (Target::Host { full: false }, ApprovalTarget::Host, "host"),
-            (
-                Target::Host { full: true },
-                ApprovalTarget::HostFull,
-                "host",
-            ),
-        ] {
-            assert_eq!(ApprovalTarget::from(target), approval);
-            assert_eq!(Target::of_approval(approval), target);
-            assert_eq!(target.machine(), machine);
-        }
-        assert_eq!(
-            Target::of_approval(ApprovalTarget::Network),
-            Target::Sandbox
-        );
-    }
 
     fn cfg(enabled: bool, allow: &[(&str, &str)], level: ElevatedLevel) -> ElevatedConfig {
         let mut allow_from: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -158,14 +158,14 @@ pub fn merge_env(
     if !path_prepend.is_empty() {
         out.push(format!(
             "{}={}",
-            crate::process::script::PATH_PREPEND_VAR,
+            crate::wrapper::PATH_PREPEND_VAR,
             path_prepend.join(":")
         ));
     }
     if !request_path.is_empty() {
         out.push(format!(
             "{}={}",
-            crate::process::script::PATH_REQUEST_VAR,
+            crate::wrapper::PATH_REQUEST_VAR,
             request_path.join(":")
         ));
     }

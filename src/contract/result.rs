@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::details::{Details, Finished, Running};
+use super::exit::{ExitInfo, LimitHit};
 use super::status::{Limit, Status};
-use crate::process::{ExitInfo, LimitHit};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolResult {
@@ -288,7 +288,7 @@ mod tests {
         };
         let plain = finished_result(&exit, "x\n".into(), false, 7, "/w", None);
         let hit = LimitHit {
-            kind: crate::process::LimitKind::Memory,
+            kind: crate::contract::LimitKind::Memory,
             value: Some(2 << 30),
         };
         let r = with_limit(plain.clone(), &hit);
@@ -315,7 +315,7 @@ mod tests {
         let r = with_limit(
             finished_result(&ok, String::new(), false, 1, "/w", None),
             &LimitHit {
-                kind: crate::process::LimitKind::Pids,
+                kind: crate::contract::LimitKind::Pids,
                 value: Some(512),
             },
         );

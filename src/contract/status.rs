@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::process::LimitKind;
+use super::exit::LimitKind;
 
 /// How a tool call ended, as `details.status` spells it. The edges map it: `failed` is MCP
 /// `isError` and a non-zero CLI exit (docs/mcp.md, "Results").

@@ -6,8 +6,9 @@
 //! fake engine in `tools/wire_tests.rs`.
 
 use super::*;
-use crate::process::{ExitInfo, LimitHit, LimitKind};
-use crate::store::{ApprovalRow, ApprovalStatus, ApprovalTarget};
+use crate::contract::ApprovalTarget;
+use crate::contract::{ExitInfo, LimitHit, LimitKind};
+use crate::store::{ApprovalRow, ApprovalStatus};
 
 fn exit(code: Option<i64>, signal: Option<&str>, timed_out: bool) -> ExitInfo {
     ExitInfo {

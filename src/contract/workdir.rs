@@ -39,7 +39,7 @@ pub fn map_workdir(requested: Option<&str>, host_workspace: &Path) -> Result<Str
     let root = WORKSPACE_MOUNT.to_string();
     let host_root = host_workspace.display().to_string();
     // The request is quoted in the error: its control and bidi characters are shown escaped.
-    let shown = crate::policy::escape_display(req);
+    let shown = crate::output::escape_display(req);
     let escapes = || WorkdirError::Escapes {
         requested: shown.clone(),
         root: root.clone(),
@@ -190,7 +190,7 @@ mod tests {
                     assert!(msg.contains(w), "{req:?}: {msg}");
                     assert!(msg.contains("allowed root: /workspace"), "{msg}");
                     assert!(
-                        !msg.chars().any(crate::policy::is_deceptive),
+                        !msg.chars().any(crate::output::is_deceptive),
                         "{req:?}: raw control or bidi character in {msg:?}"
                     );
                 }

@@ -32,8 +32,8 @@ pub fn describe(owns: &Value) -> String {
                 let id = e["id"].as_str().unwrap_or("?");
                 format!(
                     "{} in session {}",
-                    crate::policy::escape_display(&id[..8.min(id.len())]),
-                    crate::policy::escape_display(e["session"].as_str().unwrap_or("?"))
+                    crate::output::escape_display(&id[..8.min(id.len())]),
+                    crate::output::escape_display(e["session"].as_str().unwrap_or("?"))
                 )
             })
             .collect();

@@ -10,33 +10,11 @@
 
 use std::net::IpAddr;
 
-use serde::{Deserialize, Serialize};
-
 use super::addr::is_public;
 use super::host::Host;
 use super::rules::Rule;
 use super::EgressError;
-
-/// What happens to a host no entry covers.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum EgressAsk {
-    /// Refused.
-    #[default]
-    Off,
-    /// Refused now, and a pending approval of kind network asks an operator.
-    OnMiss,
-}
-
-impl EgressAsk {
-    /// As written in the config.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EgressAsk::Off => "off",
-            EgressAsk::OnMiss => "on-miss",
-        }
-    }
-}
+use crate::config::EgressAsk;
 
 /// The parsed policy of one session.
 #[derive(Debug, Clone, Default)]
@@ -58,17 +36,6 @@ impl EgressPolicy {
             deny: parse(deny)?,
             ask,
         })
-    }
-}
-
-impl EgressAsk {
-    /// Reads `off` or `on-miss`.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.trim() {
-            "off" => Some(EgressAsk::Off),
-            "on-miss" => Some(EgressAsk::OnMiss),
-            _ => None,
-        }
     }
 }
 

@@ -20,7 +20,8 @@ use super::{
     Verdict,
 };
 use crate::approvals::{ApprovalDecision, Approvals, Binding, NewApproval};
-use crate::store::{now_ms, ApprovalStatus, ApprovalTarget, RecordedDecision, Store};
+use crate::contract::ApprovalTarget;
+use crate::store::{now_ms, ApprovalStatus, RecordedDecision, Store};
 
 /// How long a message may take to arrive once the proxy connected.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -120,9 +121,9 @@ impl Gate {
         }
         // Read from the kernel once per question (Docker adds an address with every
         // network); addresses that cannot be read count every answer as the host's own.
-        let local = crate::server::local_addrs::interface_addrs().ok();
+        let local = crate::host::local_addrs::interface_addrs().ok();
         let own = |ip| match &local {
-            Some(list) => crate::server::local_addrs::is_own(ip, list),
+            Some(list) => crate::host::local_addrs::is_own(ip, list),
             None => true,
         };
         match decide(&self.policy(), &self.grants(), &host, port, addrs, own) {
@@ -335,7 +336,7 @@ pub fn listen(
 mod tests {
     use super::*;
     use crate::approvals::Decider;
-    use crate::egress::EgressAsk;
+    use crate::config::EgressAsk;
 
     fn gate(ask: EgressAsk) -> Gate {
         let store = Arc::new(Store::in_memory().unwrap());

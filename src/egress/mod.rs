@@ -20,9 +20,7 @@ pub mod proxy;
 mod rules;
 
 pub use addr::is_public;
-pub use decide::{
-    decide, decide_name, Answers, EgressAsk, EgressPolicy, NameVerdict, Refusal, Verdict,
-};
+pub use decide::{decide, decide_name, Answers, EgressPolicy, NameVerdict, Refusal, Verdict};
 pub use error::EgressError;
 pub use host::{split_authority, Host};
 pub use rules::{grant_entry, Rule};

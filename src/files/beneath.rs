@@ -48,7 +48,7 @@ impl BeneathError {
 
 /// Opens the directory `path` to resolve beneath, without following a symlink in its place.
 pub fn open_root(path: &Path) -> io::Result<OwnedFd> {
-    crate::process::open_dir(path)
+    crate::descriptors::open_dir(path)
 }
 
 /// Opens `rel` beneath `root` with `flags` (`O_CLOEXEC` added; `O_NOCTTY` too unless

@@ -130,7 +130,7 @@ impl Workspace {
         match self.read_only.iter().find(|p| full.starts_with(p)) {
             Some(part) => Err(ConfineError::ReadOnlyPart {
                 path: shown.to_string(),
-                part: crate::policy::escape_display(&part.display().to_string()),
+                part: crate::output::escape_display(&part.display().to_string()),
             }),
             None => Ok(()),
         }
@@ -173,7 +173,7 @@ impl Workspace {
     /// absolute under `/workspace` or under the host workspace. Only the text is looked at
     /// here; whether it stays inside is the kernel's to say when it is opened.
     pub fn relative(&self, requested: &str) -> Result<PathBuf, ConfineError> {
-        let shown = crate::policy::escape_display(requested);
+        let shown = crate::output::escape_display(requested);
         let invalid = |reason| ConfineError::Invalid {
             path: shown.clone(),
             reason,
@@ -228,7 +228,7 @@ impl Workspace {
     /// regular file is refused.
     pub fn open_file(&self, requested: &str) -> Result<(File, FileStat), ConfineError> {
         let rel = self.relative(requested)?;
-        let shown = crate::policy::escape_display(requested);
+        let shown = crate::output::escape_display(requested);
         let fd = self.open_beneath(&rel, OFlag::O_RDONLY | OFlag::O_NONBLOCK, &shown)?;
         let st = fstat(&fd).map_err(|e| io_err("inspect", &shown, e))?;
         match kind(&st) {
@@ -241,7 +241,7 @@ impl Workspace {
     /// Opens a directory for listing.
     pub fn open_dir(&self, requested: &str) -> Result<OwnedFd, ConfineError> {
         let rel = self.relative(requested)?;
-        let shown = crate::policy::escape_display(requested);
+        let shown = crate::output::escape_display(requested);
         self.open_beneath(&rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY, &shown)
             .map_err(|e| match e {
                 ConfineError::Io { source, .. }
@@ -259,7 +259,7 @@ impl Workspace {
     /// `create_dirs`, missing directories on the way are made (owned like the sandbox's own).
     pub fn entry(&self, requested: &str, create_dirs: bool) -> Result<Entry, ConfineError> {
         let rel = self.relative(requested)?;
-        let shown = crate::policy::escape_display(requested);
+        let shown = crate::output::escape_display(requested);
         let name = match rel.components().next_back() {
             Some(Component::Normal(n)) => n.to_os_string(),
             _ => {
@@ -300,7 +300,7 @@ impl Workspace {
     /// asks this before it writes anything, so a path refused here fails the whole patch.
     pub fn check_creatable(&self, requested: &str) -> Result<(), ConfineError> {
         let rel = self.relative(requested)?;
-        let shown = crate::policy::escape_display(requested);
+        let shown = crate::output::escape_display(requested);
         let parent = rel.parent().unwrap_or(Path::new(""));
         self.missing_tail(parent, &shown).map(|_| ())
     }
@@ -376,7 +376,7 @@ impl Workspace {
     /// `createDirs` makes a file's parents): `moat cp` unpacking a directory entry.
     pub fn make_dir(&self, requested: &str) -> Result<(), ConfineError> {
         let rel = self.relative(requested)?;
-        let shown = crate::policy::escape_display(requested);
+        let shown = crate::output::escape_display(requested);
         self.make_dirs(&rel, &shown)
     }
 

@@ -64,7 +64,7 @@ pub fn list(dir: &OwnedFd, limit: usize, max_scan: usize) -> io::Result<Listing>
                 Err(_) => (EntryKind::Other, 0),
             };
             DirEntry {
-                name: crate::policy::escape_display(&String::from_utf8_lossy(name.to_bytes())),
+                name: crate::output::escape_display(&String::from_utf8_lossy(name.to_bytes())),
                 kind,
                 size,
             }

@@ -100,7 +100,7 @@ impl Patch {
     ) -> Result<BTreeMap<String, Option<String>>, PatchError> {
         let mut state = current.clone();
         let file_err = |path: &str, reason: &str| PatchError::File {
-            path: crate::policy::escape_display(path),
+            path: crate::output::escape_display(path),
             reason: reason.to_string(),
         };
         for op in &self.ops {
@@ -424,7 +424,7 @@ fn apply_hunks(path: &str, text: &str, hunks: &[Hunk]) -> Result<String, PatchEr
     let mut edits: Vec<(usize, usize, Vec<String>)> = Vec::new();
     for (n, hunk) in hunks.iter().enumerate() {
         let fail = |reason: String| PatchError::Hunk {
-            path: crate::policy::escape_display(path),
+            path: crate::output::escape_display(path),
             hunk: n + 1,
             reason,
         };
@@ -435,7 +435,7 @@ fn apply_hunks(path: &str, text: &str, hunks: &[Hunk]) -> Result<String, PatchEr
                 None => {
                     return Err(fail(format!(
                         "its @@ line `{}` was not found in the file",
-                        crate::policy::escape_display(hint)
+                        crate::output::escape_display(hint)
                     )))
                 }
             }
@@ -481,7 +481,7 @@ fn apply_hunks(path: &str, text: &str, hunks: &[Hunk]) -> Result<String, PatchEr
             return Err(fail(format!(
                 "its {} context and removed lines (starting with `{}`) were not found{place}; the file is unchanged — read it again and patch its current text",
                 old.len(),
-                crate::policy::escape_display(first)
+                crate::output::escape_display(first)
             )));
         };
         // Context lines keep the file's own text (they matched perhaps only up to

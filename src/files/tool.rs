@@ -16,8 +16,8 @@ use crate::contract::{
     BinaryFile, Denied, Details, DirListing, EntryKind, FileBytes, FileLines, FileWritten, Patched,
     Status, ToolResult,
 };
-use crate::output::{Redactor, Sanitizer};
-use crate::policy::{compose, escape_display, Layers, Security};
+use crate::output::{escape_display, Redactor, Sanitizer};
+use crate::policy::{compose, Layers, Security};
 use crate::secrets::Secrets;
 use crate::session::{SessionError, Sessions};
 

@@ -179,7 +179,7 @@ fn make_all(
                 Checked::Skipped(path, _) if path == "." => {}
                 Checked::Skipped(path, why) => done
                     .skipped
-                    .push(format!("{} ({why})", crate::policy::escape_display(&path))),
+                    .push(format!("{} ({why})", crate::output::escape_display(&path))),
             }
             Ok(())
         },

@@ -150,8 +150,8 @@ pub fn scan_script(
             let operands =
                 operands_of(&layer, &names).map_err(|(at, reason)| BindError::NotRewritable {
                     place,
-                    operand: crate::policy::escape_display(&layer[at]),
-                    reason: crate::policy::escape_display(&reason),
+                    operand: crate::output::escape_display(&layer[at]),
+                    reason: crate::output::escape_display(&reason),
                 })?;
             at.extend(
                 operands
@@ -219,7 +219,7 @@ pub fn scan_script(
 fn read(f: &Found) -> Result<Vec<u8>, BindError> {
     let unusable = |reason: String| BindError::Unusable {
         place: "host",
-        operand: crate::policy::escape_display(&f.operand),
+        operand: crate::output::escape_display(&f.operand),
         reason,
     };
     let file = std::fs::OpenOptions::new()
@@ -229,7 +229,7 @@ fn read(f: &Found) -> Result<Vec<u8>, BindError> {
         .map_err(|e| {
             unusable(format!(
                 "open {}: {e}",
-                crate::policy::escape_display(&f.path.display().to_string())
+                crate::output::escape_display(&f.path.display().to_string())
             ))
         })?;
     let meta = file
@@ -304,7 +304,7 @@ pub struct Snapshot {
 /// run the copies. What runs is exactly what was hashed.
 pub fn snapshot(plan: &str, found: &[Found], dir: &Path) -> Result<Snapshot, BindError> {
     let copy_err = |f: &Found, source: std::io::Error| BindError::Copy {
-        operand: crate::policy::escape_display(&f.operand),
+        operand: crate::output::escape_display(&f.operand),
         dir: dir.display().to_string(),
         source,
     };

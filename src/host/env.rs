@@ -49,7 +49,7 @@ pub fn check_request(
                 }
             }
             None if extra.iter().any(|e| e == k) => {}
-            None => unlisted.push(format!("`{}`", crate::policy::escape_display(k))),
+            None => unlisted.push(format!("`{}`", crate::output::escape_display(k))),
         }
     }
     let mut parts: Vec<String> = Vec::new();
@@ -105,7 +105,7 @@ pub fn check_operator_name(name: &str) -> Result<(), String> {
     if !syntax {
         return Err(format!(
             "`{}` is not a variable name (^[A-Za-z_][A-Za-z0-9_]*$)",
-            crate::policy::escape_display(name)
+            crate::output::escape_display(name)
         ));
     }
     if rule(&name.to_ascii_uppercase()).is_some() {

@@ -34,7 +34,7 @@ struct Started {
 /// operator channel, whatever the env policy above let through.
 const MOAT_VARS_PASSED: &[&str] = &[
     "MOAT_SHELL",
-    crate::process::script::PATH_PREPEND_VAR,
+    crate::wrapper::PATH_PREPEND_VAR,
     super::lineage::HOST_MARKER,
 ];
 

@@ -7,13 +7,15 @@
 //! [`Executor`](crate::runtime::Executor) that lets the process registry run host commands
 //! through the same wrapper, log and supervisor as container ones, `pty` terminals, `lineage`
 //! tells whether a process descends from a host command, `operator` refuses such a process
-//! operator rights and audits the attempt, and `run_as` is `elevated.user` (docs/security.md,
-//! "The operator channel").
+//! operator rights and audits the attempt, `run_as` is `elevated.user` (docs/security.md,
+//! "The operator channel"), and `local_addrs` this machine's own addresses (the server's
+//! TCP peer check and the egress gate both ask it).
 
 mod bound;
 mod env;
 mod executor;
 mod lineage;
+pub(crate) mod local_addrs;
 mod operator;
 mod path;
 mod pty;

@@ -38,7 +38,7 @@ fn describe(pid: u32, o: &HostOrigin) -> String {
     };
     format!(
         "pid {pid} runs inside host command `{}` ({how})",
-        crate::policy::escape_display(&o.process_id)
+        crate::output::escape_display(&o.process_id)
     )
 }
 
@@ -109,7 +109,7 @@ pub fn audit_refusal(
         .map(|o| {
             format!(
                 " host-process={}",
-                crate::policy::escape_display(&o.process_id)
+                crate::output::escape_display(&o.process_id)
             )
         })
         .unwrap_or_default();
@@ -120,7 +120,7 @@ pub fn audit_refusal(
         &format!("{channel}:pid {}", r.pid),
         &format!(
             "{}{host_process}: {}",
-            crate::policy::escape_display(what),
+            crate::output::escape_display(what),
             r.reason
         ),
     )

@@ -144,21 +144,21 @@ impl WritableRoots {
         if let Some(unknown) = &self.unknown {
             return Some(format!(
                 "moat could not learn every directory a sandbox can write ({}), so any directory may be one: {why}",
-                crate::policy::escape_display(unknown)
+                crate::output::escape_display(unknown)
             ));
         }
         if let Some((what, root)) = self.containing(cwd) {
             return Some(format!(
                 "the workdir {} is inside {what} ({}), which a sandbox can write: {why}",
-                crate::policy::escape_display(&cwd.display().to_string()),
-                crate::policy::escape_display(&root.display().to_string())
+                crate::output::escape_display(&cwd.display().to_string()),
+                crate::output::escape_display(&root.display().to_string())
             ));
         }
         for word in words(plan) {
             if word.contains('$') || word.contains('`') {
                 return Some(format!(
                     "`{}` has an expansion moat cannot resolve, so it may name a directory a sandbox can write: {why}",
-                    crate::policy::escape_display(&word)
+                    crate::output::escape_display(&word)
                 ));
             }
             for candidate in candidates(&word) {
@@ -175,9 +175,9 @@ impl WritableRoots {
                 if let Some((what, root)) = self.containing(&full) {
                     return Some(format!(
                         "`{}` names {}, inside {what} ({}), which a sandbox can write: {why}",
-                        crate::policy::escape_display(&word),
-                        crate::policy::escape_display(&full.display().to_string()),
-                        crate::policy::escape_display(&root.display().to_string())
+                        crate::output::escape_display(&word),
+                        crate::output::escape_display(&full.display().to_string()),
+                        crate::output::escape_display(&root.display().to_string())
                     ));
                 }
             }

@@ -4,7 +4,7 @@
 //! what the operator reads. Every line the CLI prints goes through one of these two functions
 //! (docs/security.md, "Operator-facing text").
 
-use crate::policy::is_deceptive;
+use super::escape::is_deceptive;
 
 /// Escapes text for a terminal the way `moat approvals list` shows a command (control, bidi and
 /// invisible characters as `\u{…}`, `\r` as `\r`), but keeps line breaks and tabs so multi-line

@@ -140,7 +140,7 @@ impl BinProfile {
             if !self.subcommands.is_empty() && !self.subcommands.iter().any(|w| w == first) {
                 return Err(format!(
                     "{} is not one of the profile's subcommands ({})",
-                    crate::policy::escape_display(first),
+                    crate::output::escape_display(first),
                     self.subcommands.join(", ")
                 ));
             }

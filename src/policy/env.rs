@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use super::env_names::{self, Judge};
-use super::explain::escape_display;
+use crate::output::escape_display;
 
 /// Why `name` can never be set by a request in allowlist mode, if it is in a forbidden family.
 pub(crate) fn forbidden(name: &str) -> Option<&'static str> {

@@ -8,7 +8,6 @@
 use super::allowlist::{Allowlist, Candidate};
 use super::analysis::{analyse, Parsed};
 use super::env;
-use super::explain::{display_argv, escape_display};
 use super::git;
 use super::inline_eval;
 use super::ir::{Redirect, Script, Segment, TimeKeyword};
@@ -27,6 +26,7 @@ use super::wrappers::{
     is_code_builtin, pattern_layers, runs_other_programs, unwrap, UnwrapError, WrapperUse,
     PRIVILEGE_WRAPPERS,
 };
+use crate::output::{display_argv, escape_display};
 
 /// The refusal for commands that would run `/approve`.
 const APPROVE_REASON: &str =

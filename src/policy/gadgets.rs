@@ -465,7 +465,7 @@ fn family<'t>(families: &'t [Gadget], args: &[String]) -> Option<(&'t Gadget, St
         families
             .iter()
             .find(|g| lower.contains(g.option))
-            .map(|g| (g, super::escape_display(arg)))
+            .map(|g| (g, crate::output::escape_display(arg)))
     })
 }
 
@@ -492,7 +492,7 @@ fn operand_miss(name: &str, args: &[String]) -> Option<String> {
         _ => operands.iter().find(|o| o.contains('=')).map(|o| {
             format!(
                 "sysctl {} changes the system (a NAME=VALUE operand writes)",
-                super::escape_display(o)
+                crate::output::escape_display(o)
             )
         }),
     }
@@ -542,7 +542,7 @@ pub(crate) fn miss(inner: &[String], resolved: &str) -> Option<String> {
 
 /// `tar --checkpoint-act=exec=sh` → `tar --checkpoint-action runs a program (as --checkpoint-act=exec=sh)`.
 pub(crate) fn describe(program: &str, gadget: &Gadget, typed: &str) -> String {
-    let typed = super::escape_display(typed);
+    let typed = crate::output::escape_display(typed);
     if typed == gadget.option {
         format!("{program} {} {}", gadget.option, gadget.power.phrase())
     } else {

@@ -687,7 +687,7 @@ fn take_value(args: &[String], index: &mut usize, option: &str) -> Result<(), St
 }
 
 fn shown(word: &str) -> String {
-    super::escape_display(word)
+    crate::output::escape_display(word)
 }
 
 #[cfg(test)]

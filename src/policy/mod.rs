@@ -49,7 +49,7 @@ pub use env::findings as env_findings;
 pub(crate) use env::{forbidden as env_forbidden, is_valid_name as is_env_name};
 pub use error::PolicyError;
 pub use evaluate::{command_names, evaluate, evaluate_parsed, pattern_words, source_words};
-pub use explain::{display_argv, escape_display, explain_json, explain_text, is_deceptive};
+pub use explain::{explain_json, explain_text};
 pub(crate) use inline_eval::unreviewed_source;
 #[cfg(test)]
 pub(crate) use inline_eval::{
@@ -62,7 +62,7 @@ pub use levels::{Ask, Security};
 pub(crate) use parse::counted as parse_count;
 pub use parse::parse_script;
 pub use patterns::{ArgvPattern, PatternSet};
-pub use plan::{quote, render, Plan, PlannedSegment};
+pub use plan::{render, Plan, PlannedSegment};
 pub(crate) use resolve::check_trusted;
 pub use resolve::{MapResolver, Resolver};
 pub use settings::{Policy, DEFAULT_SAFE_BINS, DEFAULT_TRUSTED_DIRS};

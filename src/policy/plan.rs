@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::output::quote;
+
 /// What will run if the command is allowed (or approved).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
@@ -32,21 +34,6 @@ pub struct PlannedSegment {
     pub heredoc: Option<String>,
     /// The operator to the next segment (`|`, `&&`, `||`, `;`); `None` on the last one.
     pub joiner: Option<String>,
-}
-
-/// Quotes one word for a POSIX shell, always with single quotes so nothing inside expands.
-pub fn quote(word: &str) -> String {
-    let mut out = String::with_capacity(word.len() + 2);
-    out.push('\'');
-    for c in word.chars() {
-        if c == '\'' {
-            out.push_str("'\\''");
-        } else {
-            out.push(c);
-        }
-    }
-    out.push('\'');
-    out
 }
 
 /// A here-document delimiter that no body line equals.
@@ -110,23 +97,6 @@ mod tests {
             redirects: Vec::new(),
             heredoc: None,
             joiner: joiner.map(str::to_owned),
-        }
-    }
-
-    #[test]
-    fn quoting() {
-        let rows = [
-            ("ls", "'ls'"),
-            ("", "''"),
-            ("a b", "'a b'"),
-            ("it's", "'it'\\''s'"),
-            ("$HOME", "'$HOME'"),
-            ("`id`", "'`id`'"),
-            ("a\nb", "'a\nb'"),
-            ("\\", "'\\'"),
-        ];
-        for (word, want) in rows {
-            assert_eq!(quote(word), want, "word {word:?}");
         }
     }
 

@@ -20,7 +20,7 @@ use nix::sys::stat::{fchmod, fstat, mkdirat, Mode};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 
 use super::files::{at_error, open_run_dir, refused};
-use super::script::RUN_DIR;
+use crate::wrapper::RUN_DIR;
 
 /// Copies of one approval's files, being written.
 pub struct Copies {

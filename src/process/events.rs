@@ -3,7 +3,7 @@
 
 use tokio::sync::broadcast;
 
-use super::proc::ExitInfo;
+use crate::contract::ExitInfo;
 
 /// One event for one session.
 #[derive(Debug, Clone, PartialEq)]

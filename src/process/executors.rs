@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::place::Place;
+use crate::contract::Place;
 use crate::host::HostExecutor;
 use crate::runtime::{Engine, Executor};
 

@@ -12,13 +12,16 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use nix::errno::Errno;
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fchmod, fstat, FileStat, Mode, SFlag};
 use nix::unistd::{fchown, mkfifoat, unlinkat, Gid, Uid, UnlinkatFlags};
+
+pub(super) use crate::descriptors::open_run_dir;
+pub(super) use crate::descriptors::refused;
 
 /// Every file a process has, by extension: its log, stdin FIFO, the process-group id, exit
 /// status and readiness mark the wrapper writes (see `script`); and the files that pass data
@@ -304,53 +307,8 @@ impl RunFiles {
     }
 }
 
-/// Opens the run directory `dir`, which must be a real directory owned by moat's user and
-/// writable by no one else: then the sandbox cannot create, rename or unlink entries in it.
-pub fn open_run_dir(dir: &Path) -> io::Result<OwnedFd> {
-    let fd = open_dir(dir)?;
-    let st = fstat(&fd)?;
-    if st.st_uid != nix::unistd::geteuid().as_raw() {
-        return Err(refused(format!(
-            "run directory {} is owned by uid {}, not by moat's user",
-            dir.display(),
-            st.st_uid
-        )));
-    }
-    if st.st_mode & 0o022 != 0 {
-        return Err(refused(format!(
-            "run directory {} is writable by other users (mode {:o}); it must be 0755 or stricter",
-            dir.display(),
-            st.st_mode & 0o7777
-        )));
-    }
-    Ok(fd)
-}
-
-/// Opens a directory without following a symlink in its last component.
-pub fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
-    nix::fcntl::open(
-        dir,
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| match e {
-        Errno::ELOOP | Errno::ENOTDIR => refused(format!(
-            "{} is not a directory (a symbolic link or another file)",
-            dir.display()
-        )),
-        e => io::Error::new(
-            io::Error::from(e).kind(),
-            format!("open {}: {e}", dir.display()),
-        ),
-    })
-}
-
 fn kind(st: &FileStat) -> SFlag {
     SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits())
-}
-
-pub(super) fn refused(msg: String) -> io::Error {
-    io::Error::new(io::ErrorKind::PermissionDenied, msg)
 }
 
 /// Turns the errors a hostile directory provokes into messages naming the file.
@@ -382,7 +340,7 @@ mod tests {
         dir
     }
 
-    fn mode(p: &Path) -> (u32, u32) {
+    fn mode(p: &std::path::Path) -> (u32, u32) {
         let m = std::fs::symlink_metadata(p).unwrap();
         (m.uid(), m.mode() & 0o7777)
     }

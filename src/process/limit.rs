@@ -6,71 +6,8 @@
 //! before and after the command, whether moat had to end processes it left behind, and what
 //! the engine says about the container.
 
-use crate::config::human_bytes;
+use crate::contract::{LimitHit, LimitKind};
 use crate::session::cgroup::Counters;
-
-/// The limit that cut a command short.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LimitKind {
-    /// `sandbox.memory`: the OOM killer ended a process.
-    Memory,
-    /// `sandbox.pids_limit`: forks were refused.
-    Pids,
-    /// The container was removed (`docker rm -f`, `moat sessions rm`) while it ran.
-    ContainerRemoved,
-    /// The container stopped while it ran.
-    ContainerStopped,
-    /// The container was restarted while it ran (`docker restart`): it runs again, with none
-    /// of the processes it had.
-    ContainerRestarted,
-}
-
-impl LimitKind {
-    /// The container itself ended under the command (removed, stopped, restarted), and with
-    /// it every process in it.
-    pub fn ends_the_container(self) -> bool {
-        matches!(
-            self,
-            LimitKind::ContainerRemoved
-                | LimitKind::ContainerStopped
-                | LimitKind::ContainerRestarted
-        )
-    }
-}
-
-/// A limit hit, with the value in force when moat could read it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LimitHit {
-    /// Which limit.
-    pub kind: LimitKind,
-    /// Bytes for memory, processes for pids; `None` when unknown or not applicable.
-    pub value: Option<u64>,
-}
-
-impl LimitHit {
-    /// The sentence a result carries: what happened, in the terms of the config.
-    pub fn sentence(&self) -> String {
-        match (self.kind, self.value) {
-            (LimitKind::Memory, v) => format!(
-                "The sandbox's memory limit{} was reached: the kernel killed a process of this command to stay under it (sandbox.memory).",
-                v.map(|b| format!(" ({})", human_bytes(b))).unwrap_or_default()
-            ),
-            (LimitKind::Pids, v) => format!(
-                "The process limit{} was reached: the sandbox refused to start more processes while this command ran (sandbox.pids_limit).",
-                v.map(|n| format!(" ({n})")).unwrap_or_default()
-            ),
-            (LimitKind::ContainerRemoved, _) => {
-                "The session's container was removed while the command ran; the next command starts a new one (the workspace stays).".into()
-            }
-            (LimitKind::ContainerStopped, _) => {
-                "The session's container stopped while the command ran.".into()
-            }
-            (LimitKind::ContainerRestarted, _) => {
-                "The session's container was restarted while the command ran (docker restart), which ended every process in it, background ones included; the next command runs in the restarted container.".into()
-            }
-        }
-    }
-}
 
 /// What became of the container by the time the command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

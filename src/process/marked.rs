@@ -16,8 +16,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::files::RunFiles;
-use super::place::Place;
 use super::script::{sweep_argv, PROCESS_MARKER};
+use crate::contract::Place;
 use crate::runtime::Executor;
 use crate::session::cgroup::CgroupDirs;
 
@@ -31,7 +31,7 @@ const MAX_ENVIRON: u64 = 1 << 20;
 /// time) is cheaper than moat's reading.
 const MAX_LOOK_BYTES: u64 = 16 << 20;
 /// Where a container's processes see the run directory, relative to their root
-/// (`process::script::RUN_DIR`).
+/// (`process::crate::wrapper::RUN_DIR`).
 const RUN_MOUNT: &str = "run/moat";
 
 /// Kills every process in `container` that carries process `id`'s marker (five passes at

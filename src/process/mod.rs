@@ -4,7 +4,7 @@
 //! and status files, `approved` the read-only copies of the files an approved sandbox plan
 //! runs, `supervisor` is the owner task per process, `registry` keeps them all
 //! (and re-attaches them after a restart), `output` is the in-memory view of the output.
-//! `place` says where a process runs and `executors` what runs it there (handed over by the
+//! `executors` says what runs a process at its place (`contract::Place`; handed over by the
 //! app; docs/ARCHITECTURE.md, "Seams"). `marked` ends what a container command started by its
 //! marker, including what left its process group.
 
@@ -17,7 +17,6 @@ pub mod limit;
 mod log_view;
 pub mod marked;
 mod output;
-mod place;
 mod proc;
 mod registry;
 pub mod script;
@@ -29,12 +28,10 @@ mod tests;
 
 pub use events::{exit_event, EventBus, EventKind, EventOutcome, SessionEvent};
 pub use executors::Executors;
-pub use files::{open_dir, open_run_dir, Created, RunFiles};
-pub use limit::{LimitHit, LimitKind};
+pub use files::{Created, RunFiles};
 pub use log_view::{page as page_log, LogPage, Source as LogSource};
 pub use output::LineMark;
-pub use place::Place;
-pub use proc::{ExitInfo, Proc, ProcInfo, ProcState};
-pub use registry::{Limits, ProcessError, Registry, SecretSource, StartSpec};
+pub use proc::{Proc, ProcInfo, ProcState};
+pub use registry::{Limits, ProcessError, Registry, StartSpec};
 pub use status::{signal_number, split_status};
 pub use supervisor::{signal_name, KILL_GRACE_MS};

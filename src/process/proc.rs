@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::output::OutputState;
+use crate::contract::{ExitInfo, LimitHit};
 
 /// Fixed facts about a process.
 #[derive(Debug, Clone)]
@@ -16,29 +17,13 @@ pub struct ProcInfo {
     pub session: String,
     /// Where it runs: a container by name (stable across its recreation, unlike ids), or
     /// the host.
-    pub place: super::place::Place,
+    pub place: crate::contract::Place,
     pub command: String,
     /// Container path the command runs in.
     pub cwd: String,
     pub pty: bool,
     pub started_at_ms: i64,
     pub timeout_secs: Option<u64>,
-}
-
-/// How a process ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExitInfo {
-    pub code: Option<i64>,
-    /// `SIGTERM`, `SIGKILL`, … when moat's signal ended it.
-    pub signal: Option<String>,
-    pub timed_out: bool,
-    pub finished_at_ms: i64,
-}
-
-impl ExitInfo {
-    pub fn success(&self) -> bool {
-        self.code == Some(0) && self.signal.is_none() && !self.timed_out
-    }
 }
 
 pub struct ProcState {
@@ -50,11 +35,11 @@ pub struct ProcState {
     pub empty_polls: usize,
     /// The sandbox limit that cut the command short, when the moat that watched it end could
     /// tell (docs/mcp.md, "Limits in results").
-    pub limit: Option<super::LimitHit>,
+    pub limit: Option<LimitHit>,
     /// moat ended processes this foreground command left running in its group.
     pub leftovers_ended: bool,
     /// Terminal modes seen in a PTY's output (application cursor keys).
-    pub term: crate::keys::TermModes,
+    pub term: crate::terminal_keys::TermModes,
     pub stdin_open: bool,
     /// Whether the supervisor publishes the exit event of a background run.
     pub notify_exit: bool,
@@ -100,7 +85,7 @@ impl Proc {
     }
 
     /// The limit that cut the command short, if any.
-    pub fn limit(&self) -> Option<super::LimitHit> {
+    pub fn limit(&self) -> Option<LimitHit> {
         self.lock().limit
     }
 

@@ -15,12 +15,14 @@ use super::events::EventBus;
 use super::executors::Executors;
 use super::files::{Created, RunFiles};
 use super::output::{LineMark, OutputState};
-use super::place::Place;
-use super::proc::{Control, ExitInfo, Proc, ProcInfo, ProcState};
+use super::proc::{Control, Proc, ProcInfo, ProcState};
 use super::script::{self, PTY_SIZE};
 use super::supervisor::{ExitWatch, LimitWatch, Supervisor};
 use crate::config::Scope;
+use crate::contract::ExitInfo;
+use crate::contract::Place;
 use crate::runtime::{ExecSpec, RuntimeError, Wrapped};
+use crate::secrets::SecretSource;
 use crate::session::cgroup::CgroupDirs;
 use crate::session::container_key;
 use crate::store::{now_ms, ProcessRow, ProcessStatus, Store, StoreError};
@@ -50,9 +52,6 @@ pub struct Limits {
     pub max_finished: usize,
 }
 
-/// Secret `(name, value)` pairs for a session, on the host (`true`) or in its sandbox.
-pub type SecretSource = Arc<dyn Fn(&str, bool) -> Vec<(String, String)> + Send + Sync>;
-
 /// What to start.
 #[derive(Debug, Clone)]
 pub struct StartSpec {
@@ -76,7 +75,7 @@ pub struct StartSpec {
     /// plans, whose waiter reports `Exec finished …` itself.
     pub notify_exit: bool,
     /// The login shell (`sandbox.shell` or `elevated.shell`).
-    pub shell: script::Shell,
+    pub shell: crate::config::Shell,
     /// Keep stderr apart in `<id>.err` (`moat run`); the log then holds stdout only. Sandbox
     /// commands without a PTY only.
     pub split_stderr: bool,
@@ -738,7 +737,7 @@ fn new_proc(
             exit: None,
             background,
             empty_polls: 0,
-            term: crate::keys::TermModes::new(),
+            term: crate::terminal_keys::TermModes::new(),
             stdin_open,
             notify_exit: true,
             log: None,

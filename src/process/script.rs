@@ -18,46 +18,13 @@
 //!   outlives the command and still writes the exit status. (An *ignored* signal would be
 //!   inherited by the command and make it unkillable by TERM; a trap is reset in children.)
 //!
-//! The prelude prepends PATH entries *after* `/etc/profile` ran (it assigns PATH outright on
-//! Debian and Alpine), reading them from `MOAT_PATH_PREPEND` (the operator's `path_prepend`,
-//! always in front) and `MOAT_PATH_REQUEST` (a request's `env.PATH`: only the entries the PATH
-//! does not hold yet, in order, after the operator's): values are never pasted into the script
-//! text. The prelude is POSIX sh, so it reads the same in `sh` and `bash`.
-//!
-//! The login shell is `sh` unless the config says `bash` ([`Shell`]); the wrapper, the
+//! The prelude, the run directory's mount and the PATH variables are the wrapper's vocabulary
+//! (`crate::wrapper`), which the executors and the env rules share. The login shell is `sh`
+//! unless the config says `bash` (`config::Shell`); the wrapper, the
 //! process group, the run files and the prelude are the same for both.
 
-use serde::{Deserialize, Serialize};
-
-/// Env var carrying the PATH entries to prepend (colon-joined); unset by the prelude.
-pub const PATH_PREPEND_VAR: &str = "MOAT_PATH_PREPEND";
-/// Env var carrying a request's PATH entries (colon-joined, validated by
-/// `crate::contract::env::request_path`); unset by the prelude.
-pub const PATH_REQUEST_VAR: &str = "MOAT_PATH_REQUEST";
-
-/// The login shell a command runs in (`sandbox.shell`, `elevated.shell`). Only these two: the
-/// wrapper passes the command as `-lc` text, which both read the same way.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Shell {
-    /// `sh -lc`: whatever the image's `/bin/sh` is (dash on Debian).
-    #[default]
-    Sh,
-    /// `bash -lc`: arrays, `[[ ]]`, `set -o pipefail` and the rest agents expect.
-    Bash,
-}
-
-impl Shell {
-    /// The program name, looked up on the wrapper's PATH.
-    pub fn name(self) -> &'static str {
-        match self {
-            Shell::Sh => "sh",
-            Shell::Bash => "bash",
-        }
-    }
-}
-/// Where the run directory is mounted inside the container.
-pub const RUN_DIR: &str = "/run/moat";
+use crate::config::Shell;
+use crate::wrapper::{PRELUDE, RUN_DIR};
 
 const WRAPPER: &str = r#"trap ':' TERM INT HUP
 printf '%s' "$$" > "/run/moat/$1.pid"
@@ -97,13 +64,6 @@ exec sh -lc "$2""#;
 
 /// A PTY's initial size, rows × cols (docs/mcp.md, "Tools": 120 × 30).
 pub const PTY_SIZE: (u16, u16) = (30, 120);
-
-/// Runs before the command, on the same line count: the request's entries not yet on the PATH
-/// (nor in the operator's list) are picked first; then PATH becomes operator entries, those
-/// request entries, the login PATH, with every repeat after its first occurrence and every
-/// empty entry (which would search the working directory) removed. `case` patterns in double
-/// quotes are literal: an entry is compared, never expanded.
-pub const PRELUDE: &str = r#"moat_n=; moat_r=${MOAT_PATH_REQUEST-}; [ -n "$moat_r" ] && moat_r=$moat_r:; while [ -n "$moat_r" ]; do moat_d=${moat_r%%:*}; moat_r=${moat_r#*:}; case ":${MOAT_PATH_PREPEND-}:$moat_n$PATH:" in *":$moat_d:"*) ;; *) moat_n=$moat_n$moat_d: ;; esac; done; moat_r=${MOAT_PATH_PREPEND-}; [ -n "$moat_r" ] && moat_r=$moat_r:; moat_r=$moat_r$moat_n${PATH-}:; moat_n=; while [ -n "$moat_r" ]; do moat_d=${moat_r%%:*}; moat_r=${moat_r#*:}; case ":$moat_n" in *":$moat_d:"*) ;; *) [ -n "$moat_d" ] && moat_n=$moat_n$moat_d: ;; esac; done; PATH=${moat_n%:}; export PATH; unset moat_n moat_r moat_d MOAT_PATH_PREPEND MOAT_PATH_REQUEST"#;
 
 /// The script given to the login shell: the prelude, then the command on its own line.
 pub fn login_script(command: &str) -> String {
@@ -251,6 +211,7 @@ pub fn sweep_argv(id: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wrapper::{PATH_PREPEND_VAR, PATH_REQUEST_VAR};
 
     #[test]
     fn the_sweep_takes_plain_ids_only() {

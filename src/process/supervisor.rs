@@ -17,12 +17,14 @@ use tokio::sync::{mpsc, oneshot};
 use super::events::{exit_event, EventBus, EventKind, EventOutcome};
 use super::executors::Executors;
 use super::files::RunFiles;
-use super::limit::{classify, ContainerFate, Evidence, LimitHit};
+use super::limit::{classify, ContainerFate, Evidence};
 use super::marked;
 use super::output::LineMark;
-use super::place::Place;
-use super::proc::{Control, ExitInfo, Proc};
+use super::proc::{Control, Proc};
 use super::script::kill_group_argv;
+use crate::contract::ExitInfo;
+use crate::contract::LimitHit;
+use crate::contract::Place;
 use crate::runtime::{ExecTty, Executor};
 use crate::session::cgroup::{CgroupDirs, Counters};
 use crate::store::{now_ms, ProcessStatus, Store};
@@ -292,7 +294,7 @@ impl Supervisor {
         if let (Some(w), true) = (f.tty_in.as_mut(), cpr > 0) {
             for _ in 0..cpr {
                 let _ = w
-                    .write_all(&crate::keys::cursor_position_report(1, 1))
+                    .write_all(&crate::terminal_keys::cursor_position_report(1, 1))
                     .await;
             }
         }
@@ -863,7 +865,7 @@ pub fn signal_name(n: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::{exit_of, killed_with_container, signal_name, ExitInfo};
-    use crate::process::limit::{LimitHit, LimitKind};
+    use crate::contract::{LimitHit, LimitKind};
 
     /// A container's end reads as the SIGKILL it was, whether or not the engine kept the
     /// exec's status; a status it kept, and any other limit, are left alone.

@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::script::{kill_group_argv, Shell};
-use super::{EventBus, Executors, Limits, Place, Proc, Registry, StartSpec, KILL_GRACE_MS};
+use super::script::kill_group_argv;
+use super::{EventBus, Executors, Limits, Proc, Registry, StartSpec, KILL_GRACE_MS};
+use crate::config::Shell;
+use crate::contract::Place;
 use crate::host::HostExecutor;
 use crate::runtime::fake::{Call, FakeRuntime};
 use crate::runtime::fake_wrapper::{Play, Wrapper};
@@ -130,7 +132,7 @@ fn script(command: &str) -> Play {
     }
 }
 
-async fn ended(proc: &Proc) -> super::ExitInfo {
+async fn ended(proc: &Proc) -> crate::contract::ExitInfo {
     assert!(
         proc.wait_exit(Duration::from_secs(10)).await,
         "{} did not end",

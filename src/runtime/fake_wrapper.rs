@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::fake::{ExecTask, FakeRuntime};
 use super::ExecSpec;
-use crate::process::script::PRELUDE;
+use crate::wrapper::PRELUDE;
 
 /// What a played command does.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,11 +18,9 @@ pub mod fake;
 #[cfg(test)]
 pub mod fake_wrapper;
 pub mod helper;
-mod transport;
 mod types;
 
 pub use error::RuntimeError;
-pub use transport::Transport;
 pub use types::{
     ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, HostMount, Mount,
     Progress, WalledNetwork, Wrapped,
@@ -76,7 +74,7 @@ pub trait Executor: Send + Sync + 'static {
     /// transport layer says otherwise.
     fn transport_of(&self, container: &str) -> &'static str {
         let _ = container;
-        Transport::Exec.name()
+        crate::config::Transport::Exec.name()
     }
     /// `container` was removed: drop what this executor keeps for it (a helper connection),
     /// so a new container of the same name starts afresh.

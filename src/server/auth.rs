@@ -40,10 +40,10 @@ impl Identity {
     /// The identity the elevated gates see. The socket's operator is the local user, as for
     /// the CLI; a TCP operator token speaks for `http`/`operator`; an agent for its token's
     /// provider and sender.
-    pub fn exec_caller(&self, transport: Transport) -> Caller {
-        match (self, transport) {
-            (Identity::Operator, Transport::Unix) => Caller::cli(),
-            (Identity::Operator, Transport::Tcp) => Caller {
+    pub fn exec_caller(&self, channel: Channel) -> Caller {
+        match (self, channel) {
+            (Identity::Operator, Channel::Unix) => Caller::cli(),
+            (Identity::Operator, Channel::Tcp) => Caller {
                 provider: Some("http".into()),
                 sender: Some("operator".into()),
                 agent: None,
@@ -76,16 +76,17 @@ impl Identity {
     }
 }
 
-/// Where the request came in.
+/// Which listener the request came in on: the unix socket or TCP (docs/http-api.md). Not
+/// `config::Transport`, which is how moat reaches a sandbox's commands.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Transport {
+pub enum Channel {
     Unix,
     Tcp,
 }
 
 /// Resolves the caller. Tokens are compared in constant time.
 pub fn identify(
-    transport: Transport,
+    channel: Channel,
     headers: &HeaderMap,
     config: &ServeConfig,
 ) -> Result<Identity, ApiError> {
@@ -94,7 +95,7 @@ pub fn identify(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    match (transport, token) {
+    match (channel, token) {
         (_, Some(t)) if !config.operator_token.is_empty() && eq(t, &config.operator_token) => {
             Ok(Identity::Operator)
         }
@@ -107,8 +108,8 @@ pub fn identify(
                     StatusCode::UNAUTHORIZED,
                     "failed to identify the caller: unknown bearer token",
                 )),
-        (Transport::Unix, None) => Ok(Identity::Operator),
-        (Transport::Tcp, None) => Err(ApiError::new(
+        (Channel::Unix, None) => Ok(Identity::Operator),
+        (Channel::Tcp, None) => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "failed to identify the caller: a bearer token is required (Authorization: Bearer <token>)",
         )),
@@ -149,29 +150,29 @@ mod tests {
     fn identities() {
         let c = config();
         assert_eq!(
-            identify(Transport::Unix, &headers(None), &c).unwrap(),
+            identify(Channel::Unix, &headers(None), &c).unwrap(),
             Identity::Operator
         );
         assert_eq!(
-            identify(Transport::Tcp, &headers(None), &c)
+            identify(Channel::Tcp, &headers(None), &c)
                 .unwrap_err()
                 .status,
             StatusCode::UNAUTHORIZED
         );
         assert_eq!(
             identify(
-                Transport::Tcp,
+                Channel::Tcp,
                 &headers(Some("operator-token-0123456789")),
                 &c
             )
             .unwrap(),
             Identity::Operator
         );
-        let agent = identify(Transport::Tcp, &headers(Some("agent-token-0123456789")), &c).unwrap();
+        let agent = identify(Channel::Tcp, &headers(Some("agent-token-0123456789")), &c).unwrap();
         assert!(agent.may_use("s1") && !agent.may_use("s2"));
         assert!(agent.require_operator().is_err());
         assert_eq!(
-            identify(Transport::Tcp, &headers(Some("nope")), &c)
+            identify(Channel::Tcp, &headers(Some("nope")), &c)
                 .unwrap_err()
                 .status,
             StatusCode::UNAUTHORIZED
@@ -179,6 +180,6 @@ mod tests {
         // An empty operator token never matches an empty bearer.
         let mut c = config();
         c.operator_token.clear();
-        assert!(identify(Transport::Tcp, &headers(Some("")), &c).is_err());
+        assert!(identify(Channel::Tcp, &headers(Some("")), &c).is_err());
     }
 }

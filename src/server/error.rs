@@ -59,7 +59,7 @@ impl IntoResponse for ApiError {
     /// invisible characters in them are shown escaped (`\u{202e}`, `\n`), never passed on raw
     /// to whoever prints the error (docs/http-api.md, "Errors").
     fn into_response(self) -> Response {
-        let message = crate::policy::escape_display(&self.message);
+        let message = crate::output::escape_display(&self.message);
         let body = match self.kind {
             Some(kind) => json!({ "error": message, "kind": kind }),
             None => json!({ "error": message }),

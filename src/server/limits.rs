@@ -32,7 +32,7 @@ use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use super::auth::{identify, Identity, Transport};
+use super::auth::{identify, Channel, Identity};
 use super::routes::ServerState;
 use crate::config::ServeConfig;
 
@@ -163,10 +163,10 @@ enum Key {
 }
 
 impl Key {
-    fn of(transport: Transport, who: &Identity) -> Self {
-        match (transport, who) {
+    fn of(channel: Channel, who: &Identity) -> Self {
+        match (channel, who) {
             // The socket is the operator's, whatever token a request on it carries.
-            (Transport::Unix, _) | (_, Identity::Operator) => Key::Operator,
+            (Channel::Unix, _) | (_, Identity::Operator) => Key::Operator,
             (_, Identity::Agent(a)) => Key::Agent(a.token.clone()),
         }
     }
@@ -271,9 +271,9 @@ impl Tracker {
         })
     }
 
-    /// A new connection on `transport`: its slot, or why it is refused. Socket connections
+    /// A new connection on `channel`: its slot, or why it is refused. Socket connections
     /// are the operator's at once; TCP ones wait for their first request.
-    fn admit(self: &Arc<Self>, transport: Transport) -> Result<Arc<Slot>, Refusal> {
+    fn admit(self: &Arc<Self>, channel: Channel) -> Result<Arc<Slot>, Refusal> {
         let hard = self.budget.hard_cap();
         let mut c = self.counts.lock().unwrap();
         if c.total >= hard && !(c.total < hard + EVICT_SLACK && self.evict_oldest()) {
@@ -283,7 +283,7 @@ impl Tracker {
                 "connection",
             ));
         }
-        let operator = transport == Transport::Unix;
+        let operator = channel == Channel::Unix;
         if operator {
             let n = c.conns.get(&Key::Operator).copied().unwrap_or(0);
             if n >= self.budget.per_token {
@@ -529,15 +529,15 @@ impl RawAccept for tokio::net::UnixListener {
 pub struct Limited<L> {
     inner: L,
     tracker: Arc<Tracker>,
-    transport: Transport,
+    channel: Channel,
 }
 
 impl<L> Limited<L> {
-    pub fn new(inner: L, tracker: Arc<Tracker>, transport: Transport) -> Self {
+    pub fn new(inner: L, tracker: Arc<Tracker>, channel: Channel) -> Self {
         Self {
             inner,
             tracker,
-            transport,
+            channel,
         }
     }
 }
@@ -562,7 +562,7 @@ impl<L: RawAccept> Listener for Limited<L> {
                     continue;
                 }
             };
-            match self.tracker.admit(self.transport) {
+            match self.tracker.admit(self.channel) {
                 Ok(slot) => {
                     let peer = L::peer(&io, &addr);
                     return (LimitedIo::new(io, slot, peer), addr);
@@ -686,10 +686,10 @@ impl PerConnection {
         router: Router,
         state: Arc<ServerState>,
         tracker: Arc<Tracker>,
-        transport: Transport,
+        channel: Channel,
     ) -> Self {
         let router = router.layer(axum::middleware::from_fn_with_state(
-            (state, tracker, transport),
+            (state, tracker, channel),
             gate,
         ));
         Self { router }
@@ -752,18 +752,18 @@ fn is_stream(req: &Request) -> bool {
 /// a known identity passes through untouched: its handler answers 401, and the connection
 /// stays unidentified (and so closes after [`IDENTIFY_WITHIN`]).
 async fn gate(
-    State((state, tracker, transport)): State<(Arc<ServerState>, Arc<Tracker>, Transport)>,
+    State((state, tracker, channel)): State<(Arc<ServerState>, Arc<Tracker>, Channel)>,
     req: Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let who = match identify(transport, req.headers(), &state.app.config.serve) {
+    let who = match identify(channel, req.headers(), &state.app.config.serve) {
         Ok(who) => who,
-        Err(_) if transport == Transport::Unix => Identity::Operator,
+        Err(_) if channel == Channel::Unix => Identity::Operator,
         // A signed-in console session is the operator's (docs/console.md).
         Err(_) if crate::console::is_console_operator(&state, req.headers()) => Identity::Operator,
         Err(_) => return next.run(req).await,
     };
-    let key = Key::of(transport, &who);
+    let key = Key::of(channel, &who);
     if let Some(slot) = req.extensions().get::<Arc<Slot>>().cloned() {
         if let Err(refusal) = tracker.bind(&slot, &key) {
             return refusal.into_response();
@@ -882,7 +882,7 @@ mod tests {
             (Key::Operator, None),
             (Key::Operator, None),
         ] {
-            let slot = t.admit(Transport::Tcp).unwrap();
+            let slot = t.admit(Channel::Tcp).unwrap();
             let got = t.bind(&slot, &key).err().map(|r| r.status);
             assert_eq!(got, want, "{key:?}");
             held.push(slot);
@@ -891,7 +891,7 @@ mod tests {
         // (3 + 2 reserve = 5 held plus two refused) and evicts only unidentified ones.
         held.retain(|s| s.is_identified());
         assert_eq!(t.connections(), 5);
-        let err = t.admit(Transport::Tcp).err().unwrap();
+        let err = t.admit(Channel::Tcp).err().unwrap();
         assert_eq!(err.status, StatusCode::SERVICE_UNAVAILABLE);
         assert!(err.message.contains("serve.operator_reserve"), "{err:?}");
         drop(held);
@@ -901,9 +901,9 @@ mod tests {
     #[tokio::test]
     async fn unidentified_connections_make_room() {
         let t = tracker(3, 10, 3);
-        let idle: Vec<_> = (0..5).map(|_| t.admit(Transport::Tcp).unwrap()).collect();
+        let idle: Vec<_> = (0..5).map(|_| t.admit(Channel::Tcp).unwrap()).collect();
         // Full of sockets that said nothing: a new one closes the oldest of them.
-        let next = t.admit(Transport::Tcp).unwrap();
+        let next = t.admit(Channel::Tcp).unwrap();
         assert!(idle[0].evict.is_cancelled());
         assert!(!idle[1].evict.is_cancelled());
         t.bind(&next, &Key::Operator).unwrap();

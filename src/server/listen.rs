@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::auth::Transport;
+use super::auth::Channel;
 use super::limits;
 use super::routes::{router, ServerState};
 
@@ -87,7 +87,7 @@ pub async fn serve(
     tokio::spawn(async move { adopt.app.sessions.adopt_egress().await });
     // Every request on the socket first proves it does not come from a host command (the
     // peer is recorded at accept by `limits::Limited`).
-    let unix_router = router(state.clone(), Transport::Unix)
+    let unix_router = router(state.clone(), Channel::Unix)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             super::fit::guard,
@@ -97,8 +97,8 @@ pub async fn serve(
             super::peer::guard,
         ));
     let unix_app =
-        limits::PerConnection::new(unix_router, state.clone(), tracker.clone(), Transport::Unix);
-    let unix = limits::Limited::new(unix, tracker.clone(), Transport::Unix);
+        limits::PerConnection::new(unix_router, state.clone(), tracker.clone(), Channel::Unix);
+    let unix = limits::Limited::new(unix, tracker.clone(), Channel::Unix);
     let sd = shutdown.clone();
     tasks.push(tokio::spawn(async move {
         axum::serve(unix, unix_app)
@@ -119,12 +119,12 @@ pub async fn serve(
             .unwrap_or_default();
         where_.push_str(&format!(" tcp:{bound}"));
         // A local client inside a host command is refused whatever token it holds.
-        let tcp_router = router(state.clone(), Transport::Tcp).layer(
+        let tcp_router = router(state.clone(), Channel::Tcp).layer(
             axum::middleware::from_fn_with_state(state.clone(), super::tcp_peer::guard),
         );
         let tcp_app =
-            limits::PerConnection::new(tcp_router, state.clone(), tracker.clone(), Transport::Tcp);
-        let listener = limits::Limited::new(listener, tracker.clone(), Transport::Tcp);
+            limits::PerConnection::new(tcp_router, state.clone(), tracker.clone(), Channel::Tcp);
+        let listener = limits::Limited::new(listener, tracker.clone(), Channel::Tcp);
         let sd = shutdown.clone();
         tasks.push(tokio::spawn(async move {
             axum::serve(listener, tcp_app)

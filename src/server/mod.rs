@@ -3,7 +3,7 @@
 //! `auth` turns a request into an identity, `error` is the JSON error shape, `routes` maps
 //! paths to handlers, `handlers` holds one function per endpoint, `listen` owns the sockets,
 //! `limits` bounds the connections and event streams one client may hold, `peer` and
-//! `tcp_peer` refuse callers that run inside a host command (`local_addrs` says which TCP
+//! `tcp_peer` refuse callers that run inside a host command (`host::local_addrs` says which TCP
 //! clients are on this machine), `fit` refuses socket clients of another build or
 //! configuration, `idle` stops a daemon that has nothing left to own.
 
@@ -14,11 +14,11 @@ mod handlers;
 mod idle;
 mod limits;
 mod listen;
-pub(crate) mod local_addrs;
+
 mod peer;
 mod routes;
 mod tcp_peer;
 
-pub use auth::{identify, Identity, Transport};
+pub use auth::{identify, Channel, Identity};
 pub use listen::{serve, ServeError};
 pub use routes::{router, DaemonInfo, ServerState};

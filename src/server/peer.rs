@@ -199,7 +199,7 @@ mod tests {
         let state = ServerState::new(app, shutdown.clone());
         let sock = dir.path().join("t.sock");
         let listener = UnixListener::bind(&sock).unwrap();
-        let app = super::super::router(state.clone(), super::super::Transport::Unix)
+        let app = super::super::router(state.clone(), super::super::Channel::Unix)
             .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
             .into_make_service_with_connect_info::<UnixPeer>();
         let sd = shutdown.clone();

@@ -7,7 +7,7 @@ use axum::{Extension, Router};
 use axum::response::IntoResponse;
 use tokio_util::sync::CancellationToken;
 
-use super::auth::{identify, Identity, Transport};
+use super::auth::{identify, Channel, Identity};
 use super::error::ApiError;
 use super::handlers;
 use crate::app::App;
@@ -92,11 +92,11 @@ fn mcp_identity(parts: &axum::http::request::Parts) -> Result<(String, Caller), 
         .extensions
         .get::<Identity>()
         .ok_or("This request carries no identity, so it names no session.")?;
-    let transport = parts
+    let channel = parts
         .extensions
-        .get::<Transport>()
+        .get::<Channel>()
         .copied()
-        .unwrap_or(Transport::Tcp);
+        .unwrap_or(Channel::Tcp);
     let session = match who {
         Identity::Agent(a) => a.session.clone(),
         Identity::Operator => parts
@@ -106,18 +106,18 @@ fn mcp_identity(parts: &axum::http::request::Parts) -> Result<(String, Caller), 
             .map(str::to_string)
             .ok_or("Name the session with an X-Moat-Session header: the operator's token reaches every session.")?,
     };
-    Ok((session, who.exec_caller(transport)))
+    Ok((session, who.exec_caller(channel)))
 }
 
 /// Identifies every `/mcp` request before rmcp sees it (rmcp serves GET and DELETE itself),
 /// so an unknown token is a 401 and the identity travels in the request's extensions.
 async fn identify_mcp(
     axum::extract::State(state): axum::extract::State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
+    Extension(channel): Extension<Channel>,
     mut req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let who = match identify(transport, req.headers(), &state.app.config.serve) {
+    let who = match identify(channel, req.headers(), &state.app.config.serve) {
         Ok(who) => who,
         Err(e) => return e.into_response(),
     };
@@ -139,7 +139,7 @@ async fn identify_mcp(
     }
     let deleting = req.method() == axum::http::Method::DELETE;
     req.extensions_mut().insert(who.clone());
-    req.extensions_mut().insert(transport);
+    req.extensions_mut().insert(channel);
     let response = next.run(req).await;
     let opened = sid.is_none() && response.headers().contains_key(SESSION_HEADER);
     // A new session is the moment to forget the owners of sessions rmcp dropped since (on
@@ -173,8 +173,8 @@ async fn identify_mcp(
     response
 }
 
-/// The API for one listener; `transport` decides how callers are identified.
-pub fn router(state: Arc<ServerState>, transport: Transport) -> Router {
+/// The API for one listener; `channel` decides how callers are identified.
+pub fn router(state: Arc<ServerState>, channel: Channel) -> Router {
     let mcp = Router::new().nest_service("/mcp", state.mcp.clone()).layer(
         axum::middleware::from_fn_with_state(state.clone(), identify_mcp),
     );
@@ -233,7 +233,7 @@ pub fn router(state: Arc<ServerState>, transport: Transport) -> Router {
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(Extension(transport))
+        .layer(Extension(channel))
         .with_state(state)
 }
 
@@ -266,7 +266,7 @@ mod tests {
             .header("x-moat-session", "s")
             .body(axum::body::Body::from(body.to_string()))
             .unwrap();
-        let resp = router(state.clone(), Transport::Unix)
+        let resp = router(state.clone(), Channel::Unix)
             .oneshot(req)
             .await
             .unwrap();

@@ -1,6 +1,6 @@
 //! Who is at the other end of a TCP connection from this machine (docs/security.md, "The
 //! operator channel"). TCP carries no peer credentials, but a client at one of this machine's
-//! own addresses (`local_addrs`: loopback, the host's main address, a Docker network's gateway,
+//! own addresses (`host::local_addrs`: loopback, the host's main address, a Docker network's gateway,
 //! IPv4 and IPv6) is a socket in moat's own network namespace: `/proc/net/tcp{,6}` gives its
 //! inode (also when the kernel's NAT rewrote the client's address on the way, as Docker's
 //! `MASQUERADE` rule does for a host process that connects to a bridge gateway address), and
@@ -23,8 +23,8 @@ use axum::response::Response;
 use axum::serve::IncomingStream;
 use tokio::net::TcpListener;
 
-use super::local_addrs::canonical;
 use super::routes::ServerState;
+use crate::host::local_addrs::canonical;
 use crate::host::Refusal;
 
 /// One row of `/proc/net/tcp{,6}`: local and remote address, socket inode.
@@ -197,7 +197,7 @@ fn judge(
     server: Option<SocketAddr>,
     known: &dyn Fn(u32) -> Option<String>,
 ) -> Result<(), Refusal> {
-    if !super::local_addrs::is_local(client.ip()) {
+    if !crate::host::local_addrs::is_local(client.ip()) {
         return Ok(());
     }
     let refused = |reason: String| Refusal {
@@ -325,7 +325,7 @@ mod tests {
     fn finds_the_process_at_the_other_end() {
         let mut addrs = vec!["127.0.0.1".parse().unwrap()];
         addrs.extend(
-            crate::server::local_addrs::interface_addrs()
+            crate::host::local_addrs::interface_addrs()
                 .unwrap()
                 .into_iter()
                 .find(|a| a.is_ipv4() && !a.is_loopback()),

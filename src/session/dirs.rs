@@ -19,7 +19,7 @@ use nix::errno::Errno;
 use nix::sys::stat::{fchmod, fstat, mkdirat, Mode};
 use nix::unistd::{fchown, Gid, Uid};
 
-use crate::process::open_dir;
+use crate::descriptors::open_dir;
 
 /// Creates (if needed) and opens `dir`, whose parent is created by path (it is not shared
 /// with any sandbox) and whose last component must not be a symlink.

@@ -37,7 +37,7 @@ pub struct WalkLimits {
 
 /// Allocated bytes under `dir` (the directory itself included).
 pub fn allocated(dir: &Path, limits: WalkLimits) -> io::Result<Usage> {
-    let root = crate::process::open_dir(dir)?;
+    let root = crate::descriptors::open_dir(dir)?;
     let st = fstat(&root)?;
     let dev = st.st_dev;
     let deadline = Instant::now() + limits.max_time;

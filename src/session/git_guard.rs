@@ -153,7 +153,7 @@ pub fn scan(root: &Path) -> Result<GitGuard, GuardError> {
         None => return Ok(GitGuard::default()),
         Some(Kind::Dir) => {
             s.read_only(&git)?;
-            Place::Inside(git)
+            Located::Inside(git)
         }
         Some(Kind::File) => {
             s.read_only(&git)?;
@@ -180,7 +180,7 @@ enum Kind {
 
 /// Where a path git's metadata names lies.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Place {
+enum Located {
     /// In the workspace: relative to it, free of `.` and `..`.
     Inside(PathBuf),
     /// Elsewhere on the host, out of the sandbox's reach: absolute.
@@ -198,11 +198,11 @@ struct Scan<'a> {
 
 impl Scan<'_> {
     fn shown(&self, rel: &Path) -> String {
-        crate::policy::escape_display(&self.root.join(rel).display().to_string())
+        crate::output::escape_display(&self.root.join(rel).display().to_string())
     }
 
     fn root_text(&self) -> String {
-        crate::policy::escape_display(&self.root.display().to_string())
+        crate::output::escape_display(&self.root.display().to_string())
     }
 
     fn symlink(&self, rel: &Path) -> GuardError {
@@ -355,23 +355,23 @@ impl Scan<'_> {
     /// `file` of the git directory `dir`.
     fn read_git_file(
         &self,
-        dir: &Place,
+        dir: &Located,
         file: &str,
         max: u64,
     ) -> Result<Option<Vec<u8>>, GuardError> {
         match dir {
-            Place::Inside(rel) => self.read_inside(&rel.join(file), max),
-            Place::Outside(abs) => self.read_outside(&abs.join(file), max),
+            Located::Inside(rel) => self.read_inside(&rel.join(file), max),
+            Located::Outside(abs) => self.read_outside(&abs.join(file), max),
         }
     }
 
     /// Where `raw` (a path from git's metadata) leads from `base` (absolute, on the host).
     /// Inside the workspace every `..` must climb out of a real directory, not a link.
-    fn place(&self, base: &Path, raw: &str) -> Result<Place, GuardError> {
+    fn place(&self, base: &Path, raw: &str) -> Result<Located, GuardError> {
         let raw_path = Path::new(raw);
         if raw.starts_with('~') {
             // The home directory: never inside a workspace (setup refuses one holding it).
-            return Ok(Place::Outside(raw_path.to_path_buf()));
+            return Ok(Located::Outside(raw_path.to_path_buf()));
         }
         let mut abs = if raw_path.is_absolute() {
             PathBuf::from("/")
@@ -397,7 +397,7 @@ impl Scan<'_> {
             }
         }
         if let Ok(rel) = abs.strip_prefix(self.root) {
-            return Ok(Place::Inside(rel.to_path_buf()));
+            return Ok(Located::Inside(rel.to_path_buf()));
         }
         // Outside by name; a link outside (the operator's) may still lead back in, which
         // moat could not follow without following the sandbox's links too. The nearest part
@@ -415,13 +415,13 @@ impl Scan<'_> {
                 None => break,
             }
         }
-        Ok(Place::Outside(abs))
+        Ok(Located::Outside(abs))
     }
 
-    fn absolute(&self, place: &Place) -> PathBuf {
+    fn absolute(&self, place: &Located) -> PathBuf {
         match place {
-            Place::Inside(rel) => self.root.join(rel),
-            Place::Outside(abs) => abs.clone(),
+            Located::Inside(rel) => self.root.join(rel),
+            Located::Outside(abs) => abs.clone(),
         }
     }
 
@@ -463,8 +463,8 @@ impl Scan<'_> {
 
     /// Protects what `place` names when it is in the workspace: it must exist (`what` says
     /// who names it) and is mounted read-only.
-    fn protect(&mut self, place: &Place, what: &str) -> Result<(), GuardError> {
-        let Place::Inside(rel) = place else {
+    fn protect(&mut self, place: &Located, what: &str) -> Result<(), GuardError> {
+        let Located::Inside(rel) = place else {
             return Ok(());
         };
         if rel.as_os_str().is_empty() {
@@ -487,7 +487,7 @@ impl Scan<'_> {
     /// The git directory a `gitdir:` file at `file` names, protected when it lies in the
     /// workspace; `worktree` is where the file is. `None` for a file that names none: git
     /// refuses such a repository, so nothing is read from it.
-    fn gitdir_of(&mut self, file: &Path, worktree: &Path) -> Result<Option<Place>, GuardError> {
+    fn gitdir_of(&mut self, file: &Path, worktree: &Path) -> Result<Option<Located>, GuardError> {
         let bytes = self.read_inside(file, MAX_TEXT_BYTES)?.unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes);
         let Some(raw) = text
@@ -507,7 +507,7 @@ impl Scan<'_> {
     /// names, its submodules and its linked worktrees.
     fn repository(
         &mut self,
-        gitdir: &Place,
+        gitdir: &Located,
         worktree: &Path,
         depth: usize,
     ) -> Result<(), GuardError> {
@@ -576,7 +576,7 @@ impl Scan<'_> {
         for include in git_config::includes(entries) {
             let place = self.place(base, include)?;
             self.protect(&place, "include.path")?;
-            let Place::Inside(rel) = &place else {
+            let Located::Inside(rel) = &place else {
                 continue;
             };
             let Some(bytes) = self.read_inside(rel, MAX_TEXT_BYTES)? else {
@@ -594,7 +594,7 @@ impl Scan<'_> {
     }
 
     /// The gitlinks of `gitdir`'s index (and its shared index, when split).
-    fn gitlinks(&self, gitdir: &Place, hash_len: usize) -> Result<Vec<PathBuf>, GuardError> {
+    fn gitlinks(&self, gitdir: &Located, hash_len: usize) -> Result<Vec<PathBuf>, GuardError> {
         let Some(bytes) = self.read_git_file(gitdir, "index", MAX_INDEX_BYTES)? else {
             return Ok(Vec::new());
         };
@@ -648,7 +648,7 @@ impl Scan<'_> {
             None => self.read_only(sub),
             Some(Kind::Dir) => {
                 self.read_only(&git)?;
-                self.repository(&Place::Inside(git), sub, depth + 1)
+                self.repository(&Located::Inside(git), sub, depth + 1)
             }
             Some(Kind::File) => {
                 self.read_only(&git)?;
@@ -665,9 +665,9 @@ impl Scan<'_> {
     /// Linked worktrees of `dir` whose `.git` file is in the workspace: that file read-only.
     /// One that is missing is left: the sandbox making it is making a repository of its own
     /// in a directory, which is what any `.git` it creates is (see the docs).
-    fn worktrees(&mut self, dir: &Place) -> Result<(), GuardError> {
+    fn worktrees(&mut self, dir: &Located) -> Result<(), GuardError> {
         let names = match dir {
-            Place::Inside(rel) => {
+            Located::Inside(rel) => {
                 let Some(fd) = self.open_dir(&rel.join("worktrees"))? else {
                     return Ok(());
                 };
@@ -688,7 +688,7 @@ impl Scan<'_> {
                     .take(MAX_WORKTREES)
                     .collect::<Vec<_>>()
             }
-            Place::Outside(abs) => match std::fs::read_dir(abs.join("worktrees")) {
+            Located::Outside(abs) => match std::fs::read_dir(abs.join("worktrees")) {
                 Ok(rd) => rd
                     .filter_map(|e| e.ok())
                     .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -704,7 +704,7 @@ impl Scan<'_> {
             };
             let raw = String::from_utf8_lossy(&bytes).trim().to_string();
             let base = self.absolute(dir).join("worktrees").join(&name);
-            if let Place::Inside(rel) = self.place(&base, &raw)? {
+            if let Located::Inside(rel) = self.place(&base, &raw)? {
                 match self.lookup(&rel)? {
                     Some(Kind::File) => self.read_only(&rel)?,
                     Some(Kind::Symlink) => return Err(self.symlink(&rel)),

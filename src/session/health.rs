@@ -6,7 +6,7 @@
 use crate::runtime::Runtime;
 
 use super::cgroup::{CgroupDirs, Counters, Usage};
-use crate::config::human_bytes;
+use crate::output::human_bytes;
 
 /// Room a new command needs below the memory limit: a login shell and the wrapper take a few
 /// MiB; less than this left means the next one is likely OOM-killed as it starts.

@@ -15,8 +15,8 @@ use crate::home::Home;
 use crate::runtime::{Engine, Executor, RuntimeError};
 use crate::store::{now_ms, Store, StoreError};
 
+use super::container_name::{container_key, ContainerName};
 use super::disk_image::{DiskError, DiskImage, DiskPlan};
-use super::key::{container_key, ContainerName};
 use super::spec::{
     build_spec, config_hash, GitMode, DISK_LABEL, GIT_LABEL, HASH_LABEL, MOAT_LABEL,
 };

@@ -2,6 +2,7 @@
 //! manager that creates, reuses, adopts and recreates them.
 
 pub mod cgroup;
+mod container_name;
 mod dirs;
 pub mod disk;
 pub mod disk_image;
@@ -10,7 +11,6 @@ mod git_config;
 pub mod git_guard;
 mod git_index;
 pub mod health;
-mod key;
 mod manager;
 mod prune;
 pub mod setup;
@@ -18,7 +18,7 @@ mod spec;
 mod writable_roots;
 
 pub use crate::session_key::{validate_key, KeyError};
-pub use key::{container_key, ContainerName};
+pub use container_name::{container_key, ContainerName};
 pub use manager::{SessionContainer, SessionError, Sessions};
 pub use prune::{prune_once, prune_reason};
 pub use setup::SetupError;

@@ -151,7 +151,7 @@ pub fn check_image(image: &str) -> Result<(), SetupError> {
     if ok {
         Ok(())
     } else {
-        Err(SetupError::Image(crate::policy::escape_display(
+        Err(SetupError::Image(crate::output::escape_display(
             &image.chars().take(300).collect::<String>(),
         )))
     }
@@ -162,7 +162,7 @@ pub fn check_image(image: &str) -> Result<(), SetupError> {
 pub fn check_network(network: &str) -> Result<(), SetupError> {
     match network {
         "none" | "bridge" => Ok(()),
-        other => Err(SetupError::Network(crate::policy::escape_display(
+        other => Err(SetupError::Network(crate::output::escape_display(
             &other.chars().take(100).collect::<String>(),
         ))),
     }

@@ -208,7 +208,7 @@ mod tests {
 
     #[test]
     fn the_shell_does_not_change_the_hash_but_the_rest_does() {
-        use crate::process::script::Shell;
+        use crate::config::Shell;
         let base = SandboxConfig::default();
         let json = serde_json::to_string(&base).unwrap();
         assert!(
@@ -223,7 +223,7 @@ mod tests {
         bash.shell = Shell::Bash;
         assert_eq!(config_hash(&bash), config_hash(&base));
         let mut exec = base.clone();
-        exec.transport = crate::runtime::Transport::Exec;
+        exec.transport = crate::config::Transport::Exec;
         assert_eq!(config_hash(&exec), config_hash(&base));
         // What it resolves to on this host is the container's `dev.moat.disk` label instead.
         let mut watch = base.clone();

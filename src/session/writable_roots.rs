@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use crate::host::WritableRoots;
 use crate::runtime::HostMount;
 
-use super::key::ContainerName;
+use super::container_name::ContainerName;
 use super::manager::Sessions;
 use super::spec::{MOAT_LABEL, RUN_MOUNT, WORKSPACE_MOUNT};
 

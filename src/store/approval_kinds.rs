@@ -1,85 +1,9 @@
-//! The closed sets an approval row is described by: its status, its target (kind) and the
-//! decision recorded on it. Each has exactly one text form, the one the wire (docs/http-api.md,
+//! The closed sets an approval row is described by: its status and the decision recorded on
+//! it (its target, a wire type, is `contract::ApprovalTarget`). Each has exactly one text form, the one the wire (docs/http-api.md,
 //! docs/approvals.md) and the `approvals` table both use; the text is turned into the enum at
 //! the store's edge, so a value moat does not know is an error there, never a silent default.
 
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
-use serde::{Deserialize, Serialize};
-
-/// A stored text that names no value of its set (a damaged or newer database).
-#[derive(Debug, thiserror::Error)]
-#[error("read the approval {what}: `{value}` is not one of {expected}")]
-pub struct UnknownValue {
-    /// Which set was read (`status`, `target`, `decision`).
-    pub what: &'static str,
-    /// The text found, escaped for display: it came from a file anyone with the home could edit.
-    pub value: String,
-    /// The accepted texts, comma-separated, so the message says what would have been read.
-    pub expected: String,
-}
-
-/// Declares a closed set with one text form per value: `as_str`, `parse`, `Display`, serde
-/// (through the same texts) and the SQLite conversions.
-macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident, $what:literal, { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        pub enum $name {
-            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
-        }
-
-        impl $name {
-            /// Every value, in declaration order (tables and tests walk it).
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The one text form: on the wire and in the `approvals` table.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-
-            /// The value `text` names exactly (case matters, as it does in SQL), if any.
-            pub fn parse(text: &str) -> Option<Self> {
-                match text {
-                    $($text => Some($name::$variant),)+
-                    _ => None,
-                }
-            }
-
-            /// Like [`Self::parse`], with an error that names the set and its values.
-            pub fn parse_stored(text: &str) -> Result<Self, UnknownValue> {
-                Self::parse(text).ok_or_else(|| UnknownValue {
-                    what: $what,
-                    value: text.escape_debug().to_string(),
-                    expected: Self::ALL
-                        .iter()
-                        .map(|v| v.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                })
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl ToSql for $name {
-            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-                Ok(ToSqlOutput::Borrowed(ValueRef::Text(self.as_str().as_bytes())))
-            }
-        }
-
-        impl FromSql for $name {
-            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-                Self::parse_stored(value.as_str()?).map_err(|e| FromSqlError::Other(Box::new(e)))
-            }
-        }
-    };
-}
+use crate::contract::text_enum;
 
 text_enum!(
     /// Where an approval stands. Only `pending` can be decided; only `approved` can run.
@@ -96,37 +20,6 @@ text_enum!(
         Used => "used",
     }
 );
-
-text_enum!(
-    /// What an approval is for: where the command runs, or a connection out of the sandbox.
-    ApprovalTarget, "target", {
-        /// A command in the session's container.
-        Sandbox => "sandbox",
-        /// A command on moat's machine under the host policy.
-        Host => "host",
-        /// A command on moat's machine with `default_level = full`.
-        HostFull => "host-full",
-        /// A connection the egress proxy asked about (docs/security.md, "Network egress").
-        Network => "network",
-    }
-);
-
-impl ApprovalTarget {
-    /// Whether the command runs on moat's own machine, outside any container.
-    pub fn on_host(self) -> bool {
-        matches!(self, Self::Host | Self::HostFull)
-    }
-
-    /// `host` for both host targets, `sandbox` otherwise: how agents and events name the
-    /// machine, and which allowlist (per machine) allow-always writes to.
-    pub fn machine(self) -> &'static str {
-        if self.on_host() {
-            "host"
-        } else {
-            "sandbox"
-        }
-    }
-}
 
 text_enum!(
     /// The decision recorded on an approval: an operator's answer, or what moat decided itself.
@@ -152,7 +45,9 @@ text_enum!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::ApprovalTarget;
     use crate::store::Store;
+    use serde::{Deserialize, Serialize};
 
     /// Every value's text: the wire and the table must keep exactly these.
     #[test]

@@ -4,9 +4,10 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::approval_kinds::{ApprovalStatus, ApprovalTarget, RecordedDecision};
+use super::approval_kinds::{ApprovalStatus, RecordedDecision};
 use super::error::SqlContext;
 use super::{Store, StoreError};
+use crate::contract::ApprovalTarget;
 
 /// One approval as stored. The plan binding, the request and the allow-always entries are
 /// JSON documents owned by `approvals`.

@@ -17,7 +17,7 @@ mod setup;
 mod sticky;
 
 pub use allowlist::AllowlistRow;
-pub use approval_kinds::{ApprovalStatus, ApprovalTarget, RecordedDecision, UnknownValue};
+pub use approval_kinds::{ApprovalStatus, RecordedDecision};
 pub use approvals::ApprovalRow;
 pub use audit::AuditRow;
 pub use db::{now_ms, Store};

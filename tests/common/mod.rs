@@ -124,10 +124,10 @@ pub async fn moat_as_configured(prefix: &str, mut config: Config) -> Option<Test
 }
 
 /// The transport MOAT_TEST_TRANSPORT names (`helper`, `exec`); unset keeps the default.
-pub fn test_transport() -> Option<moat::runtime::Transport> {
+pub fn test_transport() -> Option<moat::config::Transport> {
     match std::env::var("MOAT_TEST_TRANSPORT").ok()?.as_str() {
-        "helper" => Some(moat::runtime::Transport::Helper),
-        "exec" => Some(moat::runtime::Transport::Exec),
+        "helper" => Some(moat::config::Transport::Helper),
+        "exec" => Some(moat::config::Transport::Exec),
         other => panic!("MOAT_TEST_TRANSPORT={other}: expected helper or exec"),
     }
 }

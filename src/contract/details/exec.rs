@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::contract::status::{Limit, Status};
-use crate::store::ApprovalTarget;
+use crate::contract::target::Machine;
 
 /// [`Details::Finished`](super::Details::Finished).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,44 +113,6 @@ pub struct NotStarted {
     pub status: Status,
 }
 
-/// The machine a command runs on, as `details.host` (and the approval text's `Host:`) name
-/// it: a host-full approval is on the host too, a network approval is the sandbox's
-/// (`ApprovalTarget::machine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Machine {
-    /// The session's container.
-    Sandbox,
-    /// moat's own machine.
-    Host,
-}
-
-impl Machine {
-    /// The word as the wire writes it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Machine::Sandbox => "sandbox",
-            Machine::Host => "host",
-        }
-    }
-}
-
-impl From<ApprovalTarget> for Machine {
-    fn from(target: ApprovalTarget) -> Self {
-        if target.on_host() {
-            Machine::Host
-        } else {
-            Machine::Sandbox
-        }
-    }
-}
-
-impl std::fmt::Display for Machine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A decision an operator may give on a pending approval, as `details.allowedDecisions`
 /// spells it (docs/approvals.md). `approvals::ApprovalDecision` has the same words; this one
 /// lives here because the contract sits below the approvals service.
@@ -169,14 +131,9 @@ pub enum Decision {
 mod tests {
     use super::*;
 
-    /// The words are the store's and the approvals service's, as the wire pins them.
+    /// The words are the approvals service's, as the wire pins them.
     #[test]
     fn words_are_the_wires() {
-        for target in ApprovalTarget::ALL {
-            let machine = Machine::from(*target);
-            assert_eq!(machine.as_str(), target.machine());
-            assert_eq!(serde_json::to_value(machine).unwrap(), target.machine());
-        }
         for (d, word) in [
             (Decision::AllowOnce, "allow-once"),
             (Decision::AllowAlways, "allow-always"),

@@ -7,7 +7,7 @@ mod files;
 mod process;
 
 pub use any::{Bare, Details, Other};
-pub use exec::{Decision, Denied, Finished, Machine, NotStarted, Pending, Running};
+pub use exec::{Decision, Denied, Finished, NotStarted, Pending, Running};
 pub use files::{
     BinaryFile, DirEntry, DirListing, EntryKind, FileBytes, FileLines, FileWritten, Patched,
 };

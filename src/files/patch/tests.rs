@@ -295,7 +295,7 @@ fn patches_that_fail_name_the_place() {
             assert!(err.contains(w), "{what}: {err:?} lacks {w:?}");
         }
         assert!(
-            !err.chars().any(crate::policy::is_deceptive),
+            !err.chars().any(crate::output::is_deceptive),
             "{what}: raw control character in {err:?}"
         );
     }

@@ -147,7 +147,7 @@ pub(super) fn walk<R: Read>(
             .or(pending.long_name.take())
             .unwrap_or(header_name);
         pending.any = false;
-        let shown = crate::policy::escape_display(&String::from_utf8_lossy(&raw));
+        let shown = crate::output::escape_display(&String::from_utf8_lossy(&raw));
         let checked =
             check_entry(&raw, kind).map_err(|why| UnpackError::Refused { entry: shown, why })?;
         each(checked, &mut entry)?;

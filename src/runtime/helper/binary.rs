@@ -103,7 +103,7 @@ mod tests {
     #[test]
     fn install_writes_replaces_and_keeps_the_helper() {
         let dir = tempfile::tempdir().unwrap();
-        let fd = crate::process::open_dir(dir.path()).unwrap();
+        let fd = crate::descriptors::open_dir(dir.path()).unwrap();
         install(&fd).unwrap();
         let path = dir.path().join(FILE_NAME);
         assert_eq!(std::fs::read(&path).unwrap(), HELPER);

@@ -26,9 +26,10 @@ use tokio::sync::{mpsc, oneshot};
 use super::conn::{Conn, Event};
 use super::frame::{Msg, Spawn, MAX_CHUNK};
 use super::{binary, socket, target, HelperError};
+use crate::config::Transport;
 use crate::home::Home;
-use crate::process::script::RUN_DIR;
-use crate::runtime::{ExecSpec, ExecStarted, ExecTty, Executor, Runtime, RuntimeError, Transport};
+use crate::runtime::{ExecSpec, ExecStarted, ExecTty, Executor, Runtime, RuntimeError};
+use crate::wrapper::RUN_DIR;
 
 /// How long a container whose helper could not be started uses the engine before moat tries
 /// the helper again.
@@ -88,7 +89,7 @@ pub async fn probe(home: &Home, container: &str, owner: (u32, u32)) -> bool {
     let Some(slug) = target::slug_of(container) else {
         return false;
     };
-    let Ok(dir) = crate::process::open_dir(&home.run_dir(slug)) else {
+    let Ok(dir) = crate::descriptors::open_dir(&home.run_dir(slug)) else {
         return false;
     };
     let Some(pid) = socket::read_pid(&dir) else {
@@ -167,7 +168,7 @@ impl HelperExecutor {
     /// Connects to the running helper moat recorded, or starts a new one.
     async fn attach(&self, container: &str, slug: &str) -> Result<Arc<Conn>, HelperError> {
         let run_dir = self.home.run_dir(slug);
-        let dir = crate::process::open_dir(&run_dir)
+        let dir = crate::descriptors::open_dir(&run_dir)
             .map_err(HelperError::io("open the run directory"))?;
         if let Some(pid) = socket::read_pid(&dir) {
             if let Ok(stream) = socket::connect(&dir, self.owner.0, pid).await {

@@ -181,7 +181,7 @@ mod tests {
     async fn a_symlinked_socket_or_a_strangers_listener_is_refused() {
         let me = nix::unistd::geteuid().as_raw();
         let root = tempfile::tempdir().unwrap();
-        let run = crate::process::open_dir(root.path()).unwrap();
+        let run = crate::descriptors::open_dir(root.path()).unwrap();
         std::fs::create_dir(root.path().join(DIR)).unwrap();
         // A listener elsewhere, reached through a symlink in the helper's place.
         let elsewhere = root.path().join("elsewhere.sock");
@@ -206,7 +206,7 @@ mod tests {
     #[test]
     fn the_pid_record_is_moats_own_file() {
         let root = tempfile::tempdir().unwrap();
-        let run = crate::process::open_dir(root.path()).unwrap();
+        let run = crate::descriptors::open_dir(root.path()).unwrap();
         assert_eq!(read_pid(&run), None);
         write_pid(&run, 4242).unwrap();
         assert_eq!(read_pid(&run), Some(4242));

@@ -1,5 +1,5 @@
 //! Which containers the helper serves: session containers, named `moat-<slug>`, whose run
-//! directory is `$MOAT_HOME/run/<slug>` (`session::key`). Anything else (an image probe's
+//! directory is `$MOAT_HOME/run/<slug>` (`session::container_name`). Anything else (an image probe's
 //! container, an id) goes through the engine's exec.
 
 /// The run-directory slug of a session container's name; `None` for any other name, and for

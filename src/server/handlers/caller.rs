@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use super::PathParam;
 use crate::contract::Caller;
 use crate::daemon::CALLER_HEADER;
-use crate::server::auth::{identify, Identity, Transport};
+use crate::server::auth::{identify, Channel, Identity};
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 
@@ -26,19 +26,15 @@ impl FromRequestParts<Arc<ServerState>> for Who {
         parts: &mut Parts,
         state: &Arc<ServerState>,
     ) -> Result<Self, Self::Rejection> {
-        // The router adds the listener's transport to every request; without it nobody can
+        // The router adds the listener's channel to every request; without it nobody can
         // say how the caller is identified.
-        let transport = parts
-            .extensions
-            .get::<Transport>()
-            .copied()
-            .ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "failed to identify the caller: the request carries no transport",
-                )
-            })?;
-        identify(transport, &parts.headers, &state.app.config.serve).map(Self)
+        let channel = parts.extensions.get::<Channel>().copied().ok_or_else(|| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "failed to identify the caller: the request carries no transport",
+            )
+        })?;
+        identify(channel, &parts.headers, &state.app.config.serve).map(Self)
     }
 }
 
@@ -73,14 +69,14 @@ impl FromRequestParts<Arc<ServerState>> for InSession {
 /// narrows the operator's identity, and is refused anywhere else.
 pub fn exec_caller(
     who: &Identity,
-    transport: Transport,
+    channel: Channel,
     headers: &HeaderMap,
     session: &str,
 ) -> Result<Caller, ApiError> {
     let Some(value) = headers.get(CALLER_HEADER) else {
-        return Ok(who.exec_caller(transport));
+        return Ok(who.exec_caller(channel));
     };
-    if transport != Transport::Unix {
+    if channel != Channel::Unix {
         return Err(ApiError::bad_request(format!(
             "failed to identify the caller: {CALLER_HEADER} is accepted on the unix socket only"
         )));
@@ -109,8 +105,8 @@ mod tests {
     const OPERATOR: &str = "operator-token-0123456789";
     const AGENT: &str = "agent-token-0123456789";
 
-    /// Two probe routes over the extractors, on a listener of `transport` (none: no transport).
-    fn router(dir: &std::path::Path, transport: Option<Transport>) -> Router {
+    /// Two probe routes over the extractors, on a listener of `channel` (none: no channel).
+    fn router(dir: &std::path::Path, channel: Option<Channel>) -> Router {
         let mut app = App::on_fake_engine(dir);
         let mut config = (*app.config).clone();
         config.serve.operator_token = OPERATOR.into();
@@ -130,7 +126,7 @@ mod tests {
                 "/s/{session}",
                 get(|InSession { session, .. }: InSession| async move { session }),
             );
-        match transport {
+        match channel {
             Some(t) => r.layer(Extension(t)).with_state(state),
             None => r.with_state(state),
         }
@@ -153,8 +149,8 @@ mod tests {
     #[tokio::test]
     async fn refusals_keep_their_statuses_and_order() {
         let dir = tempfile::tempdir().unwrap();
-        let tcp = router(dir.path(), Some(Transport::Tcp));
-        let unix = router(dir.path(), Some(Transport::Unix));
+        let tcp = router(dir.path(), Some(Channel::Tcp));
+        let unix = router(dir.path(), Some(Channel::Unix));
         let rows: &[(&Router, &str, Option<&str>, u16)] = &[
             (&tcp, "/who", None, 401),
             (&tcp, "/who", Some("nobody-0123456789"), 401),

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{json_body, Who};
-use crate::server::auth::Transport;
+use crate::server::auth::Channel;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 
@@ -19,10 +19,10 @@ use crate::server::ServerState;
 /// commands) learn which daemon it is, to decide whether it may act for them.
 pub async fn health(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
+    Extension(channel): Extension<Channel>,
 ) -> Json<Value> {
     let mut v = json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") });
-    if transport == Transport::Unix {
+    if channel == Channel::Unix {
         let d = &state.daemon;
         v["pid"] = json!(std::process::id());
         v["fingerprint"] = json!(d.fingerprint);
@@ -85,12 +85,12 @@ struct StopRequest {
 /// SIGTERM).
 pub async fn stop(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
+    Extension(channel): Extension<Channel>,
     Who(who): Who,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     who.require_operator()?;
-    if transport != Transport::Unix {
+    if channel != Channel::Unix {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "stop the daemon from its unix socket, not over TCP",

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::{exec_caller, json_body, InSession};
 use crate::contract::{ExecRequest, RequestError, ToolResult};
-use crate::server::auth::Transport;
+use crate::server::auth::Channel;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 use crate::tools::ExecError;
@@ -20,14 +20,14 @@ use crate::tools::ExecError;
 /// JSON instead (see `exec_wait`).
 pub async fn exec(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
+    Extension(channel): Extension<Channel>,
     InSession { who, session }: InSession,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let req: ExecRequest = json_body(body)?;
-    let exec_caller = exec_caller(&who, transport, &headers, &session)?;
-    if super::exec_wait::wanted(transport, &headers)? {
+    let exec_caller = exec_caller(&who, channel, &headers, &session)?;
+    if super::exec_wait::wanted(channel, &headers)? {
         return Ok(super::exec_wait::answer(state, exec_caller, session, req));
     }
     match state

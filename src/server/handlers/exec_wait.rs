@@ -32,17 +32,17 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::contract::{Caller, ExecRequest};
 use crate::daemon::WAIT_HEADER;
 use crate::process::{EventKind, SessionEvent};
-use crate::server::auth::Transport;
+use crate::server::auth::Channel;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 use crate::tools::{ProcessAction, ProcessCall};
 
 /// Whether the request asks to wait for the end (and may).
-pub fn wanted(transport: Transport, headers: &HeaderMap) -> Result<bool, ApiError> {
+pub fn wanted(channel: Channel, headers: &HeaderMap) -> Result<bool, ApiError> {
     let Some(v) = headers.get(WAIT_HEADER) else {
         return Ok(false);
     };
-    if transport != Transport::Unix {
+    if channel != Channel::Unix {
         return Err(ApiError::bad_request(format!(
             "failed to wait for the command's end: {WAIT_HEADER} is accepted on the unix socket only"
         )));

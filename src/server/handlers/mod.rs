@@ -38,7 +38,7 @@ pub async fn method_not_allowed(method: axum::http::Method) -> ApiError {
         StatusCode::METHOD_NOT_ALLOWED,
         format!(
             "failed to call this endpoint with {m}: it does not serve {m} (the Allow header lists the methods it serves; see docs/http-api.md)",
-            m = crate::policy::escape_display(method.as_str())
+            m = crate::output::escape_display(method.as_str())
         ),
     )
 }

@@ -26,7 +26,7 @@ pub async fn process(
     let call = req.parse().map_err(|e| match e {
         CallError::UnknownAction(action) => ApiError::bad_request(format!(
             "failed to run the process action: `action` is {}, not one of {}",
-            crate::policy::escape_display(&action),
+            crate::output::escape_display(&action),
             ACTIONS.join(", ")
         )),
         CallError::MissingId => ApiError::bad_request(format!(

@@ -34,7 +34,7 @@ use super::{exec_caller, json_body, InSession};
 use crate::contract::{Caller, ExecRequest};
 use crate::output::LiveText;
 use crate::process::RunFiles;
-use crate::server::auth::Transport;
+use crate::server::auth::Channel;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 
@@ -47,13 +47,13 @@ const READ_PER_CALL: u64 = 4 << 20;
 
 pub async fn run(
     State(state): State<Arc<ServerState>>,
-    Extension(transport): Extension<Transport>,
+    Extension(channel): Extension<Channel>,
     InSession { who, session }: InSession,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     who.require_operator()?;
-    if transport != Transport::Unix {
+    if channel != Channel::Unix {
         return Err(ApiError::bad_request(
             "failed to run: moat run is served on the unix socket only",
         ));
@@ -64,7 +64,7 @@ pub async fn run(
             "failed to run: a run is in the foreground without a terminal (no background, yieldMs or pty)",
         ));
     }
-    let caller = exec_caller(&who, transport, &headers, &session)?;
+    let caller = exec_caller(&who, channel, &headers, &session)?;
     Ok(answer(state, caller, session, req))
 }
 

@@ -3,11 +3,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::contract::Place;
 use crate::contract::{
     finished_result, running_result, with_limit, with_note, with_record, ExecRequest, ToolResult,
 };
 use crate::process::limit::LEFTOVERS_NOTE;
-use crate::process::{Place, Proc, ProcessError, RunFiles, StartSpec};
+use crate::process::{Proc, ProcessError, RunFiles, StartSpec};
 
 use super::error::ExecError;
 use super::prepare::Prepared;

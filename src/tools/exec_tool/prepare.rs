@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::contract::Place;
 use crate::contract::{map_workdir, merge_env, ExecRequest, Target};
 use crate::host;
 use crate::policy::{
@@ -11,13 +12,12 @@ use crate::policy::{
     Ask, Decision, Evaluation, Layers, MapResolver, Parsed, Policy, Request as PolicyRequest,
     RequestLevels, Security, Standing,
 };
-use crate::process::Place;
 use crate::store::SessionPolicy;
 
 use super::error::ExecError;
 use super::tool::ExecTool;
-use crate::process::script::Shell;
-use crate::store::ApprovalTarget;
+use crate::config::Shell;
+use crate::contract::ApprovalTarget;
 
 /// Resolves command words in the sandbox: `$1` is the working directory, then the words. A bare
 /// name is looked up by walking the login PATH for an executable file; a path is taken relative
@@ -72,7 +72,7 @@ done"#;
 
 /// The resolve script with the run's PATH prelude in place.
 fn resolve_script() -> String {
-    RESOLVE_SCRIPT.replacen("@PRELUDE@", crate::process::script::PRELUDE, 1)
+    RESOLVE_SCRIPT.replacen("@PRELUDE@", crate::wrapper::PRELUDE, 1)
 }
 
 /// Reads the resolve script's output: only words that were asked about, only absolute paths.
@@ -618,8 +618,8 @@ fn check_host_workdir(
         return Ok(());
     }
     Err(ExecError::HostWorkdirRefused {
-        dir: crate::policy::escape_display(cwd),
-        base: crate::policy::escape_display(&base.display().to_string()),
+        dir: crate::output::escape_display(cwd),
+        base: crate::output::escape_display(&base.display().to_string()),
     })
 }
 
@@ -632,12 +632,12 @@ fn host_workdir(workdir: Option<&str>, base: &std::path::Path) -> Result<String,
         Some(w) => base.join(w),
     };
     let real = std::fs::canonicalize(&wanted).map_err(|e| ExecError::HostWorkdir {
-        dir: crate::policy::escape_display(&wanted.display().to_string()),
+        dir: crate::output::escape_display(&wanted.display().to_string()),
         reason: e.to_string(),
     })?;
     if !real.is_dir() {
         return Err(ExecError::HostWorkdir {
-            dir: crate::policy::escape_display(&wanted.display().to_string()),
+            dir: crate::output::escape_display(&wanted.display().to_string()),
             reason: "not a directory".into(),
         });
     }

@@ -28,10 +28,12 @@ use std::time::Duration;
 use super::prepare::Prepared;
 use super::tool::ExecTool;
 use crate::approvals::BoundFile;
+use crate::contract::Place;
 use crate::host::{BindError, Found, Snapshot, MAX_BOUND_BYTES};
-use crate::policy::{check_trusted, escape_display, Parsed, Resolver};
+use crate::output::escape_display;
+use crate::policy::{check_trusted, Parsed, Resolver};
 use crate::process::approved::{self, Copies};
-use crate::process::{Place, RunFiles};
+use crate::process::RunFiles;
 
 /// Copies the file `$1` into the run file `$2`, at most `$3` bytes. Exit 3: not a regular
 /// file (or missing); 4: unreadable. `[ -f ]` and the redirection follow symlinks: the read is
@@ -184,7 +186,7 @@ impl ExecTool {
             FETCH_SCRIPT.to_string(),
             "moat-bind".to_string(),
             f.path.display().to_string(),
-            format!("{}/{id}.bind", crate::process::script::RUN_DIR),
+            format!("{}/{id}.bind", crate::wrapper::RUN_DIR),
             (MAX_BOUND_BYTES + 1).to_string(),
         ];
         let ran = tokio::time::timeout(

@@ -178,7 +178,7 @@ impl ExecTool {
                 format!(
                     "Exec denied ({}, {}): {}",
                     prepared.target.machine(),
-                    crate::policy::escape_display(&reason),
+                    crate::output::escape_display(&reason),
                     self.approvals.display(&req.command)
                 ),
                 Details::Denied(Denied::new(reason)),

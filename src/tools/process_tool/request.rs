@@ -126,7 +126,7 @@ pub enum ProcessCall {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
     /// The action as sent; shown with its control and bidi characters escaped.
-    #[error("Unknown action {}", crate::policy::escape_display(.0))]
+    #[error("Unknown action {}", crate::output::escape_display(.0))]
     UnknownAction(String),
     #[error("sessionId is required for this action.")]
     MissingId,

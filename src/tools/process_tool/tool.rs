@@ -7,7 +7,7 @@ use super::log::read_log;
 use super::request::{ProcessAction, ProcessCall, ProcessRequest};
 use super::shape::{exit_line, failed, runtime_text, status_of};
 use crate::contract::{Details, Killed, Poll, ProcessList, ProcessRow, Sent, Status, ToolResult};
-use crate::policy::escape_display;
+use crate::output::escape_display;
 use crate::process::{Proc, Registry};
 use crate::store::now_ms;
 
@@ -107,14 +107,14 @@ impl ProcessTool {
             bytes.extend_from_slice(l.as_bytes());
         }
         if let Some(h) = &hex {
-            match crate::keys::decode_hex(h) {
+            match crate::terminal_keys::decode_hex(h) {
                 Ok(b) => bytes.extend(b),
                 Err(e) => return failed(format!("Failed to {e}")),
             }
         }
         if let Some(k) = &keys {
             let app = p.lock().term.app_cursor();
-            match crate::keys::encode_keys(k, app) {
+            match crate::terminal_keys::encode_keys(k, app) {
                 Ok(b) => bytes.extend(b),
                 Err(e) => return failed(format!("Failed to {e}")),
             }
@@ -142,7 +142,7 @@ impl ProcessTool {
         if text.is_empty() {
             return failed("No paste text provided.");
         }
-        let bytes = crate::keys::paste(text, bracketed);
+        let bytes = crate::terminal_keys::paste(text, bracketed);
         if let Some(r) = self.input(p, bytes).await {
             return r;
         }
