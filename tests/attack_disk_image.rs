@@ -104,6 +104,29 @@ async fn no_writer_gets_past_the_bound_however_it_writes() {
         .await;
     assert!(r.text().contains("freed"), "{}", r.text());
 
+    // The helper's directory is the one place under /run/moat the sandbox may make entries:
+    // filled, with a grabber taking back every inode freed, the run filesystem still has room
+    // for moat (the directory lives on the workspace's filesystem).
+    let grab = m
+        .background(
+            "a",
+            "cd /run/moat/helper && i=0; while :; do i=$((i+1)); : > f$i 2>/dev/null || { i=$((i-1)); sleep 0.01; }; done",
+        )
+        .await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let r = m.exec("a", "echo alive").await;
+    assert!(r.text().contains("alive"), "{}", r.text());
+    let kill = moat::tools::ProcessRequest {
+        action: "kill".into(),
+        process_id: Some(grab),
+        ..Default::default()
+    };
+    m.process("a", &kill).await;
+    let r = m
+        .exec("a", "rm -rf /run/moat/helper/f* && echo freed")
+        .await;
+    assert!(r.text().contains("freed"), "{}", r.text());
+
     // 2. Bursts, one per command, faster than any measuring interval.
     for i in 0..8 {
         let r = m
@@ -208,6 +231,18 @@ async fn removing_the_session_removes_its_disk_and_older_sessions_keep_their_fil
         "kept"
     );
     assert!(image(&m, "a").is_file());
+    // The disk's block devices count as places the sandbox writes, for the host gates.
+    let disks = m.dir.path().join("disks");
+    let devices = moat::session::disk_image::loop_devices_under(&disks);
+    assert_eq!(devices.len(), 2, "{devices:?}");
+    let roots = m.app.sessions.writable_roots().await;
+    for dev in &devices {
+        assert!(
+            roots.roots().iter().any(|(_, p)| p == dev),
+            "{dev:?} is not a writable root: {:?}",
+            roots.roots()
+        );
+    }
     m.app.sessions.remove_with(&m.key("a"), true).await.unwrap();
     assert!(!image(&m, "a").exists(), "the image is deleted");
     assert!(!image(&m, "a").with_extension("run.ext4").exists());
@@ -300,4 +335,45 @@ async fn the_cli_purges_a_session_with_its_disks() {
         "{text}"
     );
     assert!(images().is_empty(), "{:?}", images());
+}
+
+/// A purge through the API (as `moat sessions rm --purge`) forgets the session's process
+/// records, whose open logs would keep its run filesystem alive, and readable, after the purge.
+#[tokio::test]
+async fn a_purge_leaves_no_filesystem_alive() {
+    if !disks_here() || common::engine().await.is_none() {
+        return;
+    }
+    let home = common::cli_home::TestHome::configured(
+        "t-dimg-purge",
+        &format!("[sandbox]\nworkspace_max_bytes = \"{BOUND_MB}m\"\ndisk_bound = \"image\"\n"),
+    );
+    let key = home.key("a");
+    let out = home.run(&[
+        "exec",
+        "--session",
+        &key,
+        "--background",
+        "--",
+        "echo SANDBOX-MARKER",
+    ]);
+    assert!(out.status.success(), "{}", common::cli_home::text(&out));
+    let out = home.run(&["exec", "--session", &key, "--", "sleep 1; echo done"]);
+    assert!(out.status.success(), "{}", common::cli_home::text(&out));
+    let disks = home.path().join("disks");
+    assert_eq!(
+        moat::session::disk_image::loop_devices_under(&disks).len(),
+        2
+    );
+    let out = home.run(&["sessions", "rm", "--purge", &key]);
+    assert!(out.status.success(), "{}", common::cli_home::text(&out));
+    let mut left = moat::session::disk_image::loop_devices_under(&disks);
+    for _ in 0..50 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        left = moat::session::disk_image::loop_devices_under(&disks);
+    }
+    assert!(left.is_empty(), "still attached after the purge: {left:?}");
 }

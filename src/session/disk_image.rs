@@ -31,6 +31,9 @@ use nix::mount::{mount, umount2, MntFlags, MsFlags};
 
 use crate::config::DiskBound;
 
+/// The helper's directory under the run directory (`runtime::helper::socket::DIR`).
+const HELPER_DIR: &str = crate::runtime::helper::socket::DIR;
+
 /// The directory of the disks in a moat home.
 pub const DISKS_DIR: &str = "disks";
 
@@ -323,6 +326,15 @@ impl DiskImage {
         self.run.dir()
     }
 
+    /// The helper's directory (`/run/moat/helper`), the one place under `/run/moat` where the
+    /// sandbox may make entries (its socket): on the workspace's filesystem, so that however
+    /// many files the sandbox makes there, the run filesystem keeps its inodes for moat. A full
+    /// workspace then only keeps the helper from starting, and commands go through the
+    /// engine's exec instead (docs/helper.md, "Fallback").
+    pub fn helper(&self) -> PathBuf {
+        self.workspace.mount.join(HELPER_DIR)
+    }
+
     /// Makes the disk (each filesystem `bytes` large) if there is none, and mounts it if it is
     /// not; then its two directories exist. Blocking: runs `mkfs.ext4`, `tune2fs` and `mount`.
     pub fn ensure(&self, bytes: u64) -> Result<(), DiskError> {
@@ -341,14 +353,28 @@ impl DiskImage {
         })?;
         // The run filesystem first: the workspace's image is what says a disk exists.
         self.run.ensure(bytes, true)?;
-        self.workspace.ensure(bytes, false)
+        self.workspace.ensure(bytes, false)?;
+        let helper = self.helper();
+        match std::fs::create_dir(&helper) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+            Err(source) => Err(DiskError::Io {
+                path: helper,
+                source,
+            }),
+        }
     }
 
     /// Bind-mounts the disk's directories onto `workspace` and `run_dir` (made if missing)
     /// unless they already are. A directory there that holds anything is left alone and the
     /// call fails: it is a session's data from before it had a disk.
     pub fn bind(&self, workspace: &Path, run_dir: &Path) -> Result<(), DiskError> {
-        for (inner, outer) in [(self.workspace(), workspace), (self.run(), run_dir)] {
+        let helper = run_dir.join(HELPER_DIR);
+        for (inner, outer) in [
+            (self.workspace(), workspace),
+            (self.run(), run_dir),
+            (self.helper(), helper.as_path()),
+        ] {
             let io = |source| DiskError::Io {
                 path: outer.to_path_buf(),
                 source,
@@ -377,7 +403,12 @@ impl DiskImage {
     /// Unmounts the binds on `workspace` and `run_dir` and both filesystems, and deletes the
     /// images: everything the session kept is gone.
     pub fn remove(&self, workspace: &Path, run_dir: &Path) -> Result<(), DiskError> {
-        for (inner, outer) in [(self.workspace(), workspace), (self.run(), run_dir)] {
+        let helper = run_dir.join(HELPER_DIR);
+        for (inner, outer) in [
+            (self.helper(), helper.as_path()),
+            (self.workspace(), workspace),
+            (self.run(), run_dir),
+        ] {
             if same_dir(&inner, outer).unwrap_or(false) {
                 detach(outer)?;
             }
@@ -391,6 +422,31 @@ impl DiskImage {
     pub fn usage(&self) -> Option<DiskUsage> {
         self.workspace.usage()
     }
+}
+
+/// The loop devices (`/dev/loopN`) whose backing file is under `disks`: each is the block
+/// device of a session's filesystem, so its bytes are the sandbox's to choose, as much as the
+/// files it holds (docs/security.md, "Directories a sandbox can write"). Read from
+/// `/sys/block/loopN/loop/backing_file`.
+pub fn loop_devices_under(disks: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir("/sys/block") else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("loop") {
+                return None;
+            }
+            let backing = std::fs::read_to_string(e.path().join("loop/backing_file")).ok()?;
+            Path::new(backing.trim_end())
+                .starts_with(disks)
+                .then(|| PathBuf::from("/dev").join(name))
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// Unmounts every mount at or under `root` (deepest first, detached): what a removed moat

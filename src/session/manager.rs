@@ -629,8 +629,19 @@ impl Sessions {
         };
         let mut spec = build_spec(sandbox, &names.name, key, &ws_source, &run_source, now_ms());
         spec.labels.insert(HASH_LABEL.to_string(), want_hash);
-        if disk.is_some() {
+        if let Some(d) = &disk {
             spec.labels.insert(DISK_LABEL.to_string(), "1".into());
+            // The helper's directory, the one place under /run/moat the sandbox may make
+            // entries, lives on the workspace's filesystem (`DiskImage::helper`).
+            spec.mounts.push(crate::runtime::Mount {
+                source: d.helper().display().to_string(),
+                target: format!(
+                    "{}/{}",
+                    super::spec::RUN_MOUNT,
+                    crate::runtime::helper::socket::DIR
+                ),
+                read_only: false,
+            });
         }
         if let Some(git) = &git {
             super::spec::add_git_mounts(&mut spec, &workspace, git);

@@ -78,6 +78,13 @@ impl Sessions {
                 self.home.root().join(super::disk_image::DISKS_DIR),
             ),
         ];
+        // And their block devices, whose bytes are the sandbox's files.
+        let disks = self.home.root().join(super::disk_image::DISKS_DIR);
+        roots.extend(
+            super::disk_image::loop_devices_under(&disks)
+                .into_iter()
+                .map(|dev| ("the block device of a sandbox disk".to_string(), dev)),
+        );
         for bind in &sandbox.binds {
             let mut parts = bind.split(':');
             let source = parts.next().unwrap_or_default();

@@ -15,7 +15,7 @@ mod conn;
 mod error;
 mod executor;
 pub mod frame;
-mod socket;
+pub mod socket;
 mod target;
 
 #[cfg(test)]

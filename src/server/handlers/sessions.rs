@@ -103,6 +103,23 @@ pub async fn remove(
         .remove_with(&session, query.purge)
         .await
         .map_err(internal)?;
+    if query.purge {
+        // Purged means gone: the session's process records hold their logs open, and an open
+        // log keeps the session's run filesystem alive (and its data readable) after it was
+        // unmounted (docs/security.md, "Disk bound"). They end with the container.
+        for p in state.app.registry.list(&session) {
+            if p.info.session != session {
+                continue;
+            }
+            for _ in 0..50 {
+                if p.exit().is_some() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            state.app.registry.forget(&p);
+        }
+    }
     Ok(Json(json!({
         "session": session,
         "removed": existed,
