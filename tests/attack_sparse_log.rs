@@ -110,7 +110,7 @@ async fn the_live_stream_jumps_a_hole() {
     if common::engine().await.is_none() {
         return;
     }
-    let home = common::cli_home::TestHome::new("t-sparse-cli");
+    let home = common::cli_home::TestHome::new("t-holes-cli");
     let key = home.key("a");
     let mut child = home
         .moat()

@@ -378,8 +378,10 @@ impl Supervisor {
             )
             .await;
         let leftovers_ended = group_ended || marked_ended;
-        // All of it now, a bounded read at a time, letting the daemon's other tasks run.
-        while self.read_available(&mut f.buf) > 0 {
+        // All of it now, a bounded read at a time, letting the daemon's other tasks run between
+        // full reads only: after the last one the exit is recorded with no await in between, so
+        // a poll woken by the last output sees the exit with it.
+        while self.read_available(&mut f.buf) >= READ_PER_CALL {
             tokio::task::yield_now().await;
         }
         // A command that ended before the loop ever ran still keeps only its bound on disk.
