@@ -74,16 +74,7 @@ async fn a_sparse_log_holds_no_daemon_thread() {
 
     // Another moat on the same home (the daemon after a restart) finds the processes and
     // replays their logs without reading the holes.
-    let other = moat::app::App::with_engine(
-        moat::home::Home::at(m.dir.path()),
-        (*m.app.config).clone(),
-        moat::config::ConfigSource {
-            file: None,
-            overrides: vec![],
-        },
-        m.app.engine.clone(),
-    )
-    .unwrap();
+    let other = m.another((*m.app.config).clone());
     let tool = moat::tools::ProcessTool {
         registry: other.registry.clone(),
     };

@@ -238,17 +238,7 @@ async fn container_reused_then_recreated_on_config_change() {
     changed.sandbox.pids_limit = 256;
     let name = m.container("a");
     m.app.store.touch_session(&m.key("a"), &name, 0).unwrap();
-    let home = moat::home::Home::at(m.dir.path());
-    let app2 = moat::app::App::with_engine(
-        home,
-        changed,
-        moat::config::ConfigSource {
-            file: None,
-            overrides: vec![],
-        },
-        m.app.engine.clone(),
-    )
-    .unwrap();
+    let app2 = m.another(changed);
     let r = app2
         .exec
         .run(

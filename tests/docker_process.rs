@@ -416,17 +416,7 @@ async fn a_process_with_tampered_files_stays_listed() {
     std::fs::remove_file(&log).unwrap();
     std::os::unix::fs::symlink("/etc/shadow", &log).unwrap();
     // Another moat on the same home (the daemon after a restart) finds it.
-    let source = moat::config::ConfigSource {
-        file: None,
-        overrides: vec![],
-    };
-    let other = moat::app::App::with_engine(
-        moat::home::Home::at(m.dir.path()),
-        (*m.app.config).clone(),
-        source,
-        m.app.engine.clone(),
-    )
-    .unwrap();
+    let other = m.another((*m.app.config).clone());
     let tool = moat::tools::ProcessTool {
         registry: other.registry.clone(),
     };

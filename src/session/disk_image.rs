@@ -449,9 +449,9 @@ pub fn loop_devices_under(disks: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Unmounts every mount at or under `root` (deepest first, detached): what a removed moat
-/// home leaves, for its tests and `moat` itself when it deletes a home. Mounts are read from
-/// `/proc/self/mountinfo`.
+/// Unmounts every mount at or under `root` (deepest first, detached): what a moat home whose
+/// sessions were never purged leaves when the home itself goes (the test suite's homes).
+/// Mounts are read from `/proc/self/mountinfo`.
 pub fn release_all_under(root: &Path) {
     let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
         return;

@@ -137,6 +137,21 @@ impl TestMoat {
         format!("{}-{name}", self.prefix)
     }
 
+    /// Another moat on the same home and engine with `config` (the daemon after a restart):
+    /// it finds what this one left.
+    pub fn another(&self, config: Config) -> App {
+        App::with_engine(
+            Home::at(self.dir.path()),
+            config,
+            ConfigSource {
+                file: None,
+                overrides: vec![],
+            },
+            self.app.engine.clone(),
+        )
+        .unwrap()
+    }
+
     pub async fn exec(&self, session: &str, command: &str) -> ToolResult {
         self.exec_req(
             session,

@@ -107,16 +107,14 @@ pub async fn remove(
         // Purged means gone: the session's process records hold their logs open, and an open
         // log keeps the session's run filesystem alive (and its data readable) after it was
         // unmounted (docs/security.md, "Disk bound"). They end with the container.
+        // One deadline for all of them, however many there are.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
         for p in state.app.registry.list(&session) {
             if p.info.session != session {
                 continue;
             }
-            for _ in 0..50 {
-                if p.exit().is_some() {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            p.wait_exit(left).await;
             state.app.registry.forget(&p);
         }
     }
