@@ -210,13 +210,17 @@ async fn stop(home: &Home, force: bool) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e).context("stop moat serve"),
     }
     let deadline = std::time::Instant::now() + STOP_WAIT;
-    while moat::daemon::serve_lock_held(&home.daemon_lock()) {
+    let pid = h["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
+    // The daemon lets go of its lock before its process has ended (the runtime's threads wind
+    // down after), so "stopped" waits for both: a caller may start the next daemon or remove
+    // the home the moment this returns.
+    while moat::daemon::serve_lock_held(&home.daemon_lock()) || pid.is_some_and(still_running) {
         if std::time::Instant::now() > deadline {
             anyhow::bail!(
-                "stop moat serve (pid {}): it still holds {} after {} s; its log is {}",
+                "stop moat serve (pid {}): it has not ended {} s after it was asked to (it holds {} while it runs); its log is {}",
                 h["pid"],
-                home.daemon_lock().display(),
                 STOP_WAIT.as_secs(),
+                home.daemon_lock().display(),
                 home.daemon_log().display()
             );
         }
@@ -224,4 +228,17 @@ async fn stop(home: &Home, force: bool) -> anyhow::Result<ExitCode> {
     }
     say!("stopped moat serve (pid {})", h["pid"]);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether process `pid` has not yet ended: it exists and is not a zombie waiting for its
+/// parent (the daemon is started detached, so its parent may never reap it).
+fn still_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state is the first field after the command name's closing parenthesis (the
+        // name itself may hold spaces and parentheses).
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
+        Err(_) => false,
+    }
 }
