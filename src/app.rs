@@ -202,3 +202,65 @@ impl App {
         Self::with_engine(home, Config::default(), source, engine).unwrap()
     }
 }
+
+/// What [`App::remove_session`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Removed {
+    /// The session's container existed.
+    pub existed: bool,
+    /// Pending approvals (and egress grants) that ended with it.
+    pub ended_approvals: usize,
+    /// Background processes it stopped.
+    pub ended_processes: usize,
+}
+
+impl App {
+    /// Removes a session for good, whoever asks (`DELETE /v1/sessions/…`, E2B's kill): a
+    /// removed session stays removed (docs/approvals.md, "Removing a session"), so its
+    /// approvals and egress grants end first — no waiter runs a plan (or re-creates the
+    /// container) at a decision or expiry — then its background processes, host ones
+    /// included (the container's go with the container), then the container. With `purge`,
+    /// the directories moat made for it go too, and its process records with them: they hold
+    /// their logs open, and an open log keeps the session's run filesystem alive (and its data
+    /// readable) after it was unmounted (docs/security.md, "Disk bound").
+    pub async fn remove_session(
+        &self,
+        session: &str,
+        purge: bool,
+        by: &str,
+    ) -> Result<Removed, String> {
+        let ended = self
+            .approvals
+            .end_session(session, by)
+            .map_err(|e| format!("end the session's approvals: {e}"))?;
+        let mut stopped = 0;
+        for p in self.registry.list(session) {
+            if p.info.session == session && p.exit().is_none() {
+                self.registry.cancel(&p, "moat: the session was removed");
+                stopped += 1;
+            }
+        }
+        let existed = self
+            .sessions
+            .remove_with(session, purge)
+            .await
+            .map_err(|e| crate::error_chain::error_chain(&e))?;
+        if purge {
+            // One deadline for all of them, however many there are.
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+            for p in self.registry.list(session) {
+                if p.info.session != session {
+                    continue;
+                }
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                p.wait_exit(left).await;
+                self.registry.forget(&p);
+            }
+        }
+        Ok(Removed {
+            existed,
+            ended_approvals: ended.len(),
+            ended_processes: stopped,
+        })
+    }
+}

@@ -4,7 +4,8 @@
 //! below, never above (data flows down, only results and events flow back up).
 //! `scripts/layers` checks it over the `crate::` paths and names the few arrows still known to
 //! run up; the map with every module is docs/ARCHITECTURE.md.
-//! 1. edges: `cli`, `mcp`, `server` (HTTP, with `mcp` over HTTP and the `console`), `daemon`
+//! 1. edges: `cli`, `mcp`, `server` (HTTP, with `mcp` over HTTP and the `console`), `e2b`
+//!    (E2B's API), `daemon`
 //!    (how the CLI reaches the daemon), `bench`, `bench_runtimes`;
 //! 2. `app`: assembles one moat;
 //! 3. `tools`: the agent's tools;
@@ -34,6 +35,7 @@ pub mod contract;
 pub mod daemon;
 pub mod descriptors;
 pub mod disk_guard;
+pub mod e2b;
 pub mod egress;
 pub mod error_chain;
 pub mod files;

@@ -48,6 +48,7 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         ask: a.ask,
         elevated: a.elevated.then_some(true),
         host: a.host,
+        shell: None,
     };
     let client = super::daemon::client(&home).await?;
     if a.workspace.is_some() {

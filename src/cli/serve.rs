@@ -33,6 +33,21 @@ pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
     let shutdown = CancellationToken::new();
     let idle_exit = a.idle_exit.map(std::time::Duration::from_secs);
     let state = ServerState::with_origin(app, shutdown.clone(), idle_exit.is_some());
+    let e2b = state.app.config.e2b.enabled().then(|| {
+        // E2B's API on its own address (docs/e2b.md); a listener that cannot bind stops the
+        // daemon rather than serve half of what the config asks for.
+        let (app, sd) = (state.app.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let served = moat::e2b::serve(app, sd.clone(), |at| {
+                say_err!("moat serving E2B's API on {at}")
+            })
+            .await;
+            if let Err(e) = served {
+                say_err!("moat: failed to serve E2B's API on e2b.listen: {e}");
+                sd.cancel();
+            }
+        })
+    });
     let sd = shutdown.clone();
     tokio::spawn(async move {
         let (Ok(mut term), Ok(mut int)) = (
@@ -47,9 +62,15 @@ pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         sd.cancel();
     });
-    serve(state, a.tcp, idle_exit, shutdown, |at| {
+    serve(state, a.tcp, idle_exit, shutdown.clone(), |at| {
         say_err!("moat {} serving on {at}", env!("CARGO_PKG_VERSION"))
     })
     .await?;
+    if let Some(e2b) = e2b {
+        // Its sandboxes end with the daemon that served them (docs/e2b.md): waited for, so
+        // none is left running when `moat serve` returns.
+        shutdown.cancel();
+        let _ = e2b.await;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -19,6 +19,7 @@ const SECTIONS: &[&str] = &[
     "serve",
     "elevated",
     "approvals",
+    "e2b",
 ];
 
 const ALIASES: &[(&str, &str, &str)] = &[

@@ -27,6 +27,8 @@ pub struct Config {
     pub secrets: BTreeMap<String, super::SecretConfig>,
     /// Named skills and the binaries they need.
     pub skills: BTreeMap<String, super::SkillConfig>,
+    /// E2B's API on a TCP address of its own (docs/e2b.md).
+    pub e2b: super::E2bConfig,
 }
 
 /// The HTTP API. The unix socket (`$MOAT_HOME/moat.sock`, 0600) is the operator's channel

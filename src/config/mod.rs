@@ -3,6 +3,7 @@
 //! Loading is a pure function of (file text, environment) so every rule is unit-tested without
 //! touching the disk; `load` is the thin I/O shell around it.
 
+mod e2b;
 mod egress;
 mod env;
 mod error;
@@ -15,6 +16,7 @@ mod tmpfs;
 mod transport;
 mod validate;
 
+pub use e2b::E2bConfig;
 pub use egress::{EgressAsk, EgressConfig};
 pub use error::ConfigError;
 pub use file::{

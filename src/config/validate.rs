@@ -205,6 +205,10 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
         .validate()
         .map_err(|e| invalid("policy.host", e.to_string()))?;
     validate_sections(config)?;
+    config
+        .e2b
+        .check()
+        .map_err(|(key, message)| ConfigError::Invalid { key, message })?;
     if !(60..=10_800).contains(&config.process.ttl_secs) {
         return Err(invalid(
             "process.ttl_secs",

@@ -31,6 +31,11 @@ pub struct ExecRequest {
     pub security: Option<String>,
     #[serde(default)]
     pub ask: Option<String>,
+    /// The login shell instead of `sandbox.shell`, for an edge whose own protocol names it
+    /// (E2B's process service runs `bash -l -c`, docs/e2b.md, "Processes"). Never read from
+    /// the wire: agents choose no shell.
+    #[serde(skip)]
+    pub shell: Option<crate::config::Shell>,
 }
 
 /// Where a command runs.

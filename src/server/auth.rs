@@ -96,13 +96,13 @@ pub fn identify(
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
     match (channel, token) {
-        (_, Some(t)) if !config.operator_token.is_empty() && eq(t, &config.operator_token) => {
+        (_, Some(t)) if !config.operator_token.is_empty() && secret_eq(t, &config.operator_token) => {
             Ok(Identity::Operator)
         }
         (_, Some(t)) => config
             .agents
             .iter()
-            .find(|a| eq(t, &a.token))
+            .find(|a| secret_eq(t, &a.token))
             .map(|a| Identity::Agent(a.clone()))
             .ok_or_else(|| ApiError::new(
                     StatusCode::UNAUTHORIZED,
@@ -116,7 +116,9 @@ pub fn identify(
     }
 }
 
-fn eq(a: &str, b: &str) -> bool {
+/// Whether two secrets are equal, compared in constant time (as long as their lengths are
+/// equal: a length is no secret worth hiding).
+pub fn secret_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

@@ -19,6 +19,6 @@ mod peer;
 mod routes;
 mod tcp_peer;
 
-pub use auth::{identify, Channel, Identity};
+pub use auth::{identify, secret_eq, Channel, Identity};
 pub use listen::{serve, ServeError};
 pub use routes::{router, DaemonInfo, ServerState};

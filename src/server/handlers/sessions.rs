@@ -78,51 +78,16 @@ pub async fn remove(
     if query.purge {
         who.require_operator()?;
     }
-    // A removed session stays removed (docs/approvals.md, "Removing a session"): its
-    // approvals and egress grants end first, so no waiter runs a plan (or re-creates the
-    // container) at a decision or expiry, and its background processes are ended, host ones
-    // included (the container's go with the container).
-    let ended = state
+    let removed = state
         .app
-        .approvals
-        .end_session(&session, &who.decider().label())
-        .map_err(|e| internal(format!("end the session's approvals: {e}")))?;
-    let mut stopped = 0;
-    for p in state.app.registry.list(&session) {
-        if p.info.session == session && p.exit().is_none() {
-            state
-                .app
-                .registry
-                .cancel(&p, "moat: the session was removed");
-            stopped += 1;
-        }
-    }
-    let existed = state
-        .app
-        .sessions
-        .remove_with(&session, query.purge)
+        .remove_session(&session, query.purge, &who.decider().label())
         .await
         .map_err(internal)?;
-    if query.purge {
-        // Purged means gone: the session's process records hold their logs open, and an open
-        // log keeps the session's run filesystem alive (and its data readable) after it was
-        // unmounted (docs/security.md, "Disk bound"). They end with the container.
-        // One deadline for all of them, however many there are.
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
-        for p in state.app.registry.list(&session) {
-            if p.info.session != session {
-                continue;
-            }
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            p.wait_exit(left).await;
-            state.app.registry.forget(&p);
-        }
-    }
     Ok(Json(json!({
         "session": session,
-        "removed": existed,
-        "endedApprovals": ended.len(),
-        "endedProcesses": stopped,
+        "removed": removed.existed,
+        "endedApprovals": removed.ended_approvals,
+        "endedProcesses": removed.ended_processes,
     })))
 }
 

@@ -265,8 +265,9 @@ impl ExecTool {
         // (docs/mcp.md, "env.PATH"). Under an allowlist the policy refuses PATH itself.
         let request_path = crate::contract::request_path(&req.env)?.unwrap_or_default();
         let mut env = merge_env(&base, &req.env, &sandbox.path_prepend, &request_path);
-        if sandbox.shell != Shell::Sh {
-            self.check_sandbox_shell(&container.name, &container.id, sandbox.shell)
+        let shell = req.shell.unwrap_or(sandbox.shell);
+        if shell != Shell::Sh {
+            self.check_sandbox_shell(&container.name, &container.id, shell)
                 .await?;
         }
         // The operator's per-session override, then the request (docs/policy.md, "Settings").
@@ -352,7 +353,7 @@ impl ExecTool {
                 .chain(self.sessions.over_disk(&container.name))
                 .collect(),
             owner: container.owner,
-            shell: sandbox.shell,
+            shell,
             split_stderr: false,
             sticky: false,
         };

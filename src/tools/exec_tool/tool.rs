@@ -85,6 +85,21 @@ impl ExecTool {
             .await
     }
 
+    /// A start in the background with stderr kept apart in `<id>.err`, for E2B's process
+    /// service, which streams stdout and stderr apart (docs/e2b.md, "Processes"). Policy,
+    /// approval and hardening are exactly those of any `exec`; `req.background` must be set.
+    pub async fn start_split(
+        &self,
+        caller: &Caller,
+        session: &str,
+        req: &ExecRequest,
+        started: impl FnOnce(&str) + Send,
+    ) -> Result<ToolResult, ExecError> {
+        debug_assert_eq!(req.background, Some(true));
+        self.run_inner(caller, session, req, false, true, started)
+            .await
+    }
+
     async fn run_inner(
         &self,
         caller: &Caller,

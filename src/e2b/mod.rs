@@ -1,0 +1,20 @@
+//! E2B's API, served by moat (docs/e2b.md): programs written for E2B's SDK create moat
+//! sandboxes and run commands in them unchanged.
+//!
+//! `serve` owns the listener, `control` is the control plane, `process` the in-sandbox
+//! process service over `connect` (the Connect protocol's JSON codec), `stream` a process's
+//! streamed events, `sandboxes` the table of sandboxes, `auth` keys and tokens, `wire` the
+//! messages, `state` what the handlers share.
+
+mod auth;
+mod connect;
+mod control;
+mod process;
+mod sandboxes;
+mod serve;
+mod state;
+mod stream;
+mod wire;
+
+pub use serve::{router, serve};
+pub use state::E2bState;
