@@ -16,5 +16,5 @@ mod state;
 mod stream;
 mod wire;
 
-pub use serve::{router, serve};
+pub use serve::serve;
 pub use state::E2bState;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -190,6 +190,7 @@ fn keepalive(headers: &HeaderMap) -> Option<Duration> {
 /// `Start`: runs a process and streams its events.
 pub async fn start(
     State(state): State<Arc<E2bState>>,
+    ConnectInfo(conn): ConnectInfo<super::serve::Conn>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -198,7 +199,10 @@ pub async fn start(
         Err(r) => return r.into_response(),
     };
     match started(&state, &sandbox, &headers, &body).await {
-        Ok(follow) => streaming(follow),
+        Ok(mut follow) => {
+            follow.conn = Some(conn);
+            streaming(follow)
+        }
         Err(e) => stream_error(e),
     }
 }
@@ -318,6 +322,7 @@ async fn started(
         tails,
         keepalive: keepalive(headers),
         killed: sandbox.killed.clone(),
+        conn: None,
     })
 }
 
@@ -374,6 +379,7 @@ fn selected(
 /// `Connect`: the events of a running process from now on.
 pub async fn connect_to(
     State(state): State<Arc<E2bState>>,
+    ConnectInfo(conn): ConnectInfo<super::serve::Conn>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -405,6 +411,7 @@ pub async fn connect_to(
             tails: open_tails(&files, p.pty, true)?,
             keepalive: keepalive(&headers),
             killed: sandbox.killed.clone(),
+            conn: Some(conn),
         })
     };
     match follow.await {

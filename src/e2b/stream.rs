@@ -146,6 +146,8 @@ pub struct Follow {
     pub keepalive: Option<Duration>,
     /// The sandbox's kill.
     pub killed: CancellationToken,
+    /// The connection the stream goes out on, reset when the sandbox is killed.
+    pub conn: Option<super::serve::Conn>,
 }
 
 /// The response body of a started or connected process: its events until it ends.
@@ -172,6 +174,9 @@ async fn drive(mut f: Follow, tx: mpsc::Sender<Result<Bytes, std::io::Error>>) {
     let mut quiet_since = tokio::time::Instant::now();
     loop {
         if f.killed.is_cancelled() {
+            if let Some(conn) = &f.conn {
+                conn.reset();
+            }
             let _ = tx.send(Err(cut())).await;
             return;
         }
