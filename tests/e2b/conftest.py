@@ -28,6 +28,13 @@ def anyio_backend():
     return "asyncio"
 
 
+def moat_bin() -> str:
+    moat = os.environ.get("MOAT_BIN") or str(ROOT / "target" / "release" / "moat")
+    if not os.access(moat, os.X_OK):
+        pytest.fail(f"no moat binary at {moat} (run scripts/setup, or set MOAT_BIN)")
+    return moat
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -45,9 +52,7 @@ class Served:
             f'[e2b]\nlisten = "127.0.0.1:{self.port}"\napi_keys = ["{KEY}", "{OTHER_KEY}"]\n'
             + extra_config
         )
-        moat = os.environ.get("MOAT_BIN") or str(ROOT / "target" / "release" / "moat")
-        if not os.access(moat, os.X_OK):
-            pytest.fail(f"no moat binary at {moat} (run scripts/setup, or set MOAT_BIN)")
+        moat = moat_bin()
         env = dict(os.environ, MOAT_HOME=str(home))
         env.pop("MOAT_SESSION", None)
         self.log = open(home / "serve.log", "wb")
@@ -62,6 +67,14 @@ class Served:
             except OSError:
                 time.sleep(0.05)
         pytest.fail("moat serve did not listen on e2b.listen within 30 s")
+
+    def cli(self, *args: str) -> str:
+        """What `moat ARGS` prints against this daemon's home."""
+        env = dict(os.environ, MOAT_HOME=str(self.home))
+        env.pop("MOAT_SESSION", None)
+        out = subprocess.run([moat_bin(), *args], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
 
     def stop(self) -> str:
         self.proc.send_signal(signal.SIGTERM)

@@ -106,3 +106,35 @@ async def test_the_async_client_too(served, tag):
     finally:
         assert await sb.kill() is True
     assert not await sb.is_running()
+
+
+def test_sandboxes_and_their_processes_show_as_sessions(served):
+    import json
+
+    sb = Sandbox.create()
+    run = served.cli
+    try:
+        h = sb.commands.run("sleep 600", background=True)
+        session = f"e2b-{sb.sandbox_id}"
+        assert session in run("sessions", "list")
+        listed = json.loads(run("process", "list", "--session", session, "--json"))
+        assert [p["command"] for p in listed["details"]["sessions"]] == ["sleep 600"], listed
+        sb.commands.kill(h.pid)
+    finally:
+        sb.kill()
+    assert f"e2b-{sb.sandbox_id}" not in run("sessions", "list")
+
+
+def test_the_readme_example_runs(served):
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Use E2B's SDK with moat", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"python3 -c '(.*?)'\n", section, re.S).group(1)
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "hello from moat\n\n"
