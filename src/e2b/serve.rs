@@ -5,8 +5,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
 use axum::extract::connect_info::Connected;
-use axum::serve::IncomingStream;
 use axum::routing::{delete, get, post};
+use axum::serve::IncomingStream;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
@@ -39,7 +39,8 @@ impl Conn {
             l_onoff: 1,
             l_linger: 0,
         };
-        let _ = nix::sys::socket::setsockopt(fd.as_ref(), nix::sys::socket::sockopt::Linger, &reset);
+        let _ =
+            nix::sys::socket::setsockopt(fd.as_ref(), nix::sys::socket::sockopt::Linger, &reset);
         let unspec = nix::libc::sockaddr {
             sa_family: nix::libc::AF_UNSPEC as nix::libc::sa_family_t,
             sa_data: [0; 14],
@@ -56,8 +57,30 @@ impl Conn {
     }
 }
 
-impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for Conn {
-    fn connect_info(stream: IncomingStream<'_, tokio::net::TcpListener>) -> Self {
+/// The listener: TCP with `TCP_NODELAY` on every connection. A stream's events are small
+/// writes; with Nagle's algorithm each one after the first waits for the client's delayed
+/// acknowledgement (40 ms on Linux), which would be most of a short command's time.
+pub struct NoDelay(tokio::net::TcpListener);
+
+impl axum::serve::Listener for NoDelay {
+    type Io = tokio::net::TcpStream;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        // The engine's own accept loop, which waits out errors such as running out of
+        // descriptors.
+        let (tcp, addr) = axum::serve::Listener::accept(&mut self.0).await;
+        let _ = tcp.set_nodelay(true);
+        (tcp, addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.0.local_addr()
+    }
+}
+
+impl Connected<IncomingStream<'_, NoDelay>> for Conn {
+    fn connect_info(stream: IncomingStream<'_, NoDelay>) -> Self {
         Self {
             socket: stream.io().as_fd().try_clone_to_owned().ok().map(Arc::new),
         }
@@ -102,6 +125,7 @@ pub async fn serve(
     let addr = app.config.e2b.listen.trim().to_string();
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     bound(listener.local_addr()?);
+    let listener = NoDelay(listener);
     let state = E2bState::new(app);
     let reaper = tokio::spawn(state.clone().reap(shutdown.clone()));
     let stop = shutdown.clone();
