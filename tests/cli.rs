@@ -161,3 +161,25 @@ fn process_refusals_name_the_cli_flags() {
     // No daemon was started for them.
     assert!(!dir.path().join("daemon.lock").exists());
 }
+
+/// A reader that goes away (`moat … | head`) ends the CLI as SIGPIPE ends other programs:
+/// quietly, with 141, never a panic.
+#[test]
+fn a_closed_pipe_ends_the_cli_quietly() {
+    use std::io::Read;
+    let home = tempfile::tempdir().unwrap();
+    let long = vec!["echo x"; 2000].join("; ");
+    let mut child = moat(home.path())
+        .args(["policy", "explain", "--", &long])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The read end is closed here, with most of the output unwritten.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -34,23 +34,51 @@ macro_rules! say_part {
 
 pub(crate) use {say, say_err, say_part};
 
+/// The exit status of a CLI whose reader went away (`moat … | head`): what a shell reports for
+/// a program ended by SIGPIPE (128 + 13), which Rust programs ignore.
+const CLOSED_PIPE_STATUS: i32 = 141;
+
+/// Writes `text` to stdout. A reader that closed the pipe ends the CLI quietly, as SIGPIPE
+/// ends other programs, instead of a panic; any other failure to write is as final.
+fn out(text: &str, flush: bool) {
+    let mut stdout = std::io::stdout().lock();
+    let written =
+        stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| if flush { stdout.flush() } else { Ok(()) });
+    if let Err(e) = written {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(CLOSED_PIPE_STATUS);
+        }
+        // moat's own failure, as for any error (README, "Exit codes of `moat exec`").
+        std::process::exit(2);
+    }
+}
+
+/// Writes `text` to stderr; a stderr nobody reads is no reason to stop.
+fn err(text: &str, flush: bool) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes());
+    if flush {
+        let _ = stderr.flush();
+    }
+}
+
 pub fn line(text: &str) {
-    println!("{}", escape_terminal(text));
+    out(&format!("{}\n", escape_terminal(text)), false);
 }
 
 pub fn err_line(text: &str) {
-    eprintln!("{}", escape_terminal(text));
+    err(&format!("{}\n", escape_terminal(text)), false);
 }
 
 pub fn part(text: &str) {
-    print!("{}", escape_terminal(text));
-    let _ = std::io::stdout().flush();
+    out(&escape_terminal(text), true);
 }
 
 /// `part` for stderr: a run's stderr text as it arrives.
 pub fn err_part(text: &str) {
-    eprint!("{}", escape_terminal(text));
-    let _ = std::io::stderr().flush();
+    err(&escape_terminal(text), true);
 }
 
 /// The one raw path to the terminal: `moat shell`'s interactive terminal stream, which must
@@ -65,15 +93,21 @@ pub fn terminal_bytes(bytes: &[u8]) -> std::io::Result<()> {
 
 /// Prints a value as one line of JSON.
 pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
-    println!("{}", escape_json_text(&serde_json::to_string(value)?));
+    out(
+        &format!("{}\n", escape_json_text(&serde_json::to_string(value)?)),
+        false,
+    );
     Ok(())
 }
 
 /// Prints a value as indented JSON.
 pub fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
-    println!(
-        "{}",
-        escape_json_text(&serde_json::to_string_pretty(value)?)
+    out(
+        &format!(
+            "{}\n",
+            escape_json_text(&serde_json::to_string_pretty(value)?)
+        ),
+        false,
     );
     Ok(())
 }
