@@ -23,6 +23,9 @@ pub struct E2bConfig {
     pub max_timeout_secs: u64,
     /// Sandboxes one API key may hold at once; past it `create` answers 429.
     pub max_sandboxes_per_key: u32,
+    /// The engine runtime E2B's sandboxes run under instead of `sandbox.runtime` (`runsc`:
+    /// gVisor's user-space kernel between E2B's programs and the host's); empty = the same.
+    pub runtime: String,
 }
 
 /// The shortest an API key may be: E2B's keys are `e2b_` and 40 hex digits; moat asks for no
@@ -89,6 +92,20 @@ impl E2bConfig {
                     ),
                 ));
             }
+        }
+        if !self.runtime.is_empty()
+            && !self
+                .runtime
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        {
+            return Err((
+                "e2b.runtime".into(),
+                format!(
+                    "`{}` is not a runtime name such as runsc",
+                    crate::output::escape_display(&self.runtime)
+                ),
+            ));
         }
         for (template, image) in &self.templates {
             if image.trim().is_empty() {

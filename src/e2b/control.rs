@@ -158,8 +158,11 @@ pub async fn create(
             format!("failed to create a sandbox: this key holds {max} sandboxes already (e2b.max_sandboxes_per_key); kill one first"),
         ));
     };
+    let runtime = &config.e2b.runtime;
     let setup = SessionSetup {
         image: (image != config.sandbox.image).then_some(image),
+        runtime: (!runtime.is_empty() && *runtime != config.sandbox.runtime)
+            .then(|| runtime.clone()),
         ..Default::default()
     };
     if let Err(e) = state.app.sessions.create(&sandbox.session, &setup).await {

@@ -473,8 +473,8 @@ impl Sessions {
     }
 
     /// Refuses a `sandbox.runtime` the engine does not offer, naming the fix.
-    async fn check_runtime(&self) -> Result<(), SessionError> {
-        let wanted = &self.config.sandbox.runtime;
+    async fn check_runtime(&self, sandbox: &SandboxConfig) -> Result<(), SessionError> {
+        let wanted = &sandbox.runtime;
         if wanted.is_empty() {
             return Ok(());
         }
@@ -618,7 +618,7 @@ impl Sessions {
         if !self.runtime.image_exists(&sandbox.image).await? {
             return Err(SessionError::NoImage(sandbox.image.clone()));
         }
-        self.check_runtime().await?;
+        self.check_runtime(sandbox).await?;
         self.prepare_dirs(&workspace, &run_dir, sandbox, host.is_some())?;
         // With a disk, the container names the disk's own directories: an engine that does not
         // see moat's mounts finds no such directory and refuses the container, where the
@@ -815,6 +815,9 @@ fn effective_sandbox(config: &SandboxConfig, setup: &crate::store::SessionSetup)
     }
     if let Some(network) = &setup.network {
         sandbox.network = network.clone();
+    }
+    if let Some(runtime) = &setup.runtime {
+        sandbox.runtime = runtime.clone();
     }
     if let Some(row) = &setup.workspace {
         if row.user != config.user {

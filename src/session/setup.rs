@@ -136,6 +136,9 @@ fn describe(setup: &SessionSetup, default: Option<&Path>) -> String {
     if let Some(n) = &setup.network {
         parts.push(format!("network {n}"));
     }
+    if let Some(r) = &setup.runtime {
+        parts.push(format!("runtime {r}"));
+    }
     parts.join(", ")
 }
 

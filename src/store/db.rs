@@ -131,6 +131,7 @@ const MIGRATIONS: &[&str] = &[
     // keep 0: the next container of such a session gets .git read-only (docs/security.md,
     // "Host workspaces").
     "ALTER TABLE session_setup ADD COLUMN git_writable INTEGER NOT NULL DEFAULT 0;",
+    "ALTER TABLE session_setup ADD COLUMN runtime TEXT;",
 ];
 
 /// See the module docs.

@@ -44,6 +44,9 @@ pub struct SessionSetup {
     pub image: Option<String>,
     /// The network mode instead of `sandbox.network` (`none` or `bridge`).
     pub network: Option<String>,
+    /// The engine runtime instead of `sandbox.runtime` (`runsc` for E2B's sandboxes when
+    /// `e2b.runtime` says so, docs/e2b.md, "Sandboxes are sessions").
+    pub runtime: Option<String>,
 }
 
 impl SessionSetup {
@@ -54,7 +57,7 @@ impl SessionSetup {
 }
 
 /// A `session_setup` row read from column 0: workspace, read_only, user, image, network,
-/// git_writable.
+/// git_writable, runtime.
 fn setup_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSetup> {
     setup_row_at(r, 0)
 }
@@ -76,6 +79,7 @@ fn setup_row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<SessionSet
         workspace,
         image: r.get(at + 3)?,
         network: r.get(at + 4)?,
+        runtime: r.get(at + 6)?,
     })
 }
 
@@ -90,8 +94,8 @@ impl Store {
         self.conn()
             .execute(
                 "INSERT INTO session_setup (key, workspace, read_only, user, image, network,
-                                            git_writable)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                                            git_writable, runtime)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT(key) DO NOTHING",
                 params![
                     key,
@@ -101,6 +105,7 @@ impl Store {
                     setup.image,
                     setup.network,
                     ws.is_some_and(|w| w.git_writable),
+                    setup.runtime,
                 ],
             )
             .ctx("record session setup")?;
@@ -110,7 +115,7 @@ impl Store {
     pub fn session_setup(&self, key: &str) -> Result<Option<SessionSetup>, StoreError> {
         self.conn()
             .query_row(
-                "SELECT workspace, read_only, user, image, network, git_writable
+                "SELECT workspace, read_only, user, image, network, git_writable, runtime
                  FROM session_setup WHERE key = ?1",
                 [key],
                 setup_row,
@@ -126,7 +131,7 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn
             .prepare(
-                "SELECT key, workspace, read_only, user, image, network, git_writable
+                "SELECT key, workspace, read_only, user, image, network, git_writable, runtime
                  FROM session_setup WHERE workspace IS NOT NULL ORDER BY key",
             )
             .ctx("list host workspaces")?;
@@ -175,11 +180,13 @@ mod tests {
             }),
             image: None,
             network: Some("bridge".into()),
+            runtime: None,
         };
         let b = SessionSetup {
             workspace: None,
             image: Some("img:1".into()),
             network: None,
+            runtime: Some("runsc".into()),
         };
         assert_eq!(s.claim_session_setup("k", &a).unwrap(), a);
         assert_eq!(s.claim_session_setup("k", &b).unwrap(), a);
@@ -192,6 +199,10 @@ mod tests {
         s.forget_session_setup("k").unwrap();
         assert_eq!(s.session_setup("k").unwrap(), None);
         assert_eq!(s.claim_session_setup("k", &b).unwrap(), b);
+        assert_eq!(
+            s.session_setup("k").unwrap().unwrap().runtime.as_deref(),
+            Some("runsc")
+        );
         assert_eq!(s.session_workspace("k").unwrap(), None);
         let w = |user: &str| WorkspaceRow {
             path: "/w".into(),

@@ -45,6 +45,8 @@ class Served:
     """One `moat serve` with E2B's API: its URL, home and process."""
 
     def __init__(self, home: Path, extra_config: str = ""):
+        """`extra_config` follows the `[e2b]` table's keys: more of its keys, then other
+        tables."""
         self.home = home
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

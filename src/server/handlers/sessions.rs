@@ -208,6 +208,9 @@ pub async fn create(
         workspace,
         image: req.image,
         network: req.network,
+        // The operator's runtime for every session made here (`sandbox.runtime`); a session's
+        // own runtime is E2B's setting only (docs/e2b.md).
+        runtime: None,
     };
     let c = sessions
         .create(&req.session, &setup)
