@@ -24,9 +24,10 @@ use crate::process::Proc;
 /// How often the files are looked at when nothing announced a change (stderr is read by
 /// nobody else, so nothing announces it).
 const POLL: Duration = Duration::from_millis(10);
-/// Most bytes one read of a file passes on before the other file has its turn, so what is
-/// held in memory stays bounded whatever the command writes.
-const READ_PER_TURN: u64 = 4 << 20;
+/// Most bytes one read of a file passes on before the other file has its turn, so what one
+/// stream holds in memory stays bounded whatever the command writes: this much read (as
+/// base64 envelopes, a third more), plus the channel's 16 messages.
+const READ_PER_TURN: u64 = 512 << 10;
 
 /// Which event a file's bytes become.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,9 +82,10 @@ impl RawTail {
     fn read(&mut self) -> (Vec<Bytes>, bool) {
         let mut out = Vec::new();
         let mut buf = vec![0u8; self.kind.chunk()];
-        let began = self.offset;
+        // Bytes read this turn; a jump over a hole reads nothing and costs nothing.
+        let mut read = 0u64;
         loop {
-            if self.offset - began >= READ_PER_TURN {
+            if read >= READ_PER_TURN {
                 return (out, true);
             }
             // A hole (bytes the spill bound freed, or a sparse file the command made) is
@@ -98,6 +100,7 @@ impl RawTail {
                 Ok(n) => n,
             };
             self.offset += n as u64;
+            read += n as u64;
             out.push(connect::message(&EventMessage {
                 event: Event::Data(self.kind.data(&buf[..n])),
             }));
