@@ -33,12 +33,16 @@ pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
     let shutdown = CancellationToken::new();
     let idle_exit = a.idle_exit.map(std::time::Duration::from_secs);
     let state = ServerState::with_origin(app, shutdown.clone(), idle_exit.is_some());
+    // One set of connection caps for every listener of this daemon, so what arrives on one
+    // cannot take the descriptors or the operator's reserve from another (docs/http-api.md,
+    // "Limits").
+    let tracker = moat::server::limits::start(&state.app.config.serve);
     let e2b = state.app.config.e2b.enabled().then(|| {
         // E2B's API on its own address (docs/e2b.md); a listener that cannot bind stops the
         // daemon rather than serve half of what the config asks for.
-        let (app, sd) = (state.app.clone(), shutdown.clone());
+        let (app, sd, tracker) = (state.app.clone(), shutdown.clone(), tracker.clone());
         tokio::spawn(async move {
-            let served = moat::e2b::serve(app, sd.clone(), |at| {
+            let served = moat::e2b::serve(app, tracker, sd.clone(), |at| {
                 say_err!("moat serving E2B's API on {at}")
             })
             .await;
@@ -62,7 +66,7 @@ pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         sd.cancel();
     });
-    serve(state, a.tcp, idle_exit, shutdown.clone(), |at| {
+    serve(state, a.tcp, idle_exit, shutdown.clone(), tracker, |at| {
         say_err!("moat {} serving on {at}", env!("CARGO_PKG_VERSION"))
     })
     .await?;

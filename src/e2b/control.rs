@@ -170,9 +170,19 @@ pub async fn create(
             "failed to create a sandbox: {}",
             crate::error_chain::error_chain(&e)
         );
-        state.kill(&sandbox.id, "failed-create").await;
+        state.end(&sandbox, "failed-create").await;
         return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message));
     }
+    if sandbox.killed.is_cancelled() {
+        // Killed while it was made (the serving moat's end): its removal waited for the
+        // creation, but what the creation made after the removal looked is removed now.
+        state.end(&sandbox, "killed-during-create").await;
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "failed to create a sandbox: it was killed before it was ready",
+        ));
+    }
+    sandbox.set_ready();
     Ok((StatusCode::CREATED, Json(sandbox_json(&sandbox))).into_response())
 }
 

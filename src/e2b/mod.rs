@@ -1,7 +1,7 @@
 //! E2B's API, served by moat (docs/e2b.md): programs written for E2B's SDK create moat
 //! sandboxes and run commands in them unchanged.
 //!
-//! `serve` owns the listener, `control` is the control plane, `process` the in-sandbox
+//! `serve` owns the listener, `gate` identifies callers before their bodies are read, `control` is the control plane, `process` the in-sandbox
 //! process service over `connect` (the Connect protocol's JSON codec), `stream` a process's
 //! streamed events, `sandboxes` the table of sandboxes, `auth` keys and tokens, `wire` the
 //! messages, `state` what the handlers share.
@@ -9,6 +9,7 @@
 mod auth;
 mod connect;
 mod control;
+mod gate;
 mod process;
 mod sandboxes;
 mod serve;

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -29,6 +30,8 @@ use crate::process::{Proc, RunFiles};
 
 /// How long a started command may take to record its pid.
 const READY_WITHIN: Duration = Duration::from_secs(10);
+/// The longest tag a process may carry: a name to find it by, kept while it runs.
+const MAX_TAG: usize = 256;
 /// The most a unary request's body may hold.
 const MAX_UNARY: usize = connect::MAX_MESSAGE + 1024;
 
@@ -70,12 +73,17 @@ impl IntoResponse for NoSandbox {
     fn into_response(self) -> Response {
         match self {
             NoSandbox::Missing(id) => sandbox_not_found(&id),
-            NoSandbox::Token => unary_error(RpcError::new(
-                Code::Unauthenticated,
-                "failed to identify the caller: the access token is missing or not this sandbox's (X-Access-Token)",
-            )),
+            NoSandbox::Token => no_token(),
         }
     }
+}
+
+/// The answer to a call without the sandbox's access token.
+pub fn no_token() -> Response {
+    unary_error(RpcError::new(
+        Code::Unauthenticated,
+        "failed to identify the caller: the access token is missing or not this sandbox's (X-Access-Token)",
+    ))
 }
 
 /// The sandbox a call names, with its access token checked.
@@ -190,7 +198,7 @@ fn keepalive(headers: &HeaderMap) -> Option<Duration> {
 /// `Start`: runs a process and streams its events.
 pub async fn start(
     State(state): State<Arc<E2bState>>,
-    ConnectInfo(conn): ConnectInfo<super::serve::Conn>,
+    Extension(conn): Extension<super::serve::Conn>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -224,6 +232,12 @@ async fn started(
 ) -> Result<Follow, RpcError> {
     let req: StartRequest = parse(connect::single_message(body)?)?;
     check_user(headers)?;
+    if req.tag.as_ref().is_some_and(|t| t.len() > MAX_TAG) {
+        return Err(RpcError::new(
+            Code::InvalidArgument,
+            format!("failed to start the process: its tag is over {MAX_TAG} bytes"),
+        ));
+    }
     if req.process.cmd.is_empty() {
         return Err(RpcError::new(
             Code::InvalidArgument,
@@ -308,13 +322,21 @@ async fn started(
         // No stdin asked for: the command reads end of file, as under E2B's daemon.
         proc.close_stdin().await;
     }
-    sandbox.add_process(E2bProcess {
-        pid,
-        id: id.clone(),
-        tag: req.tag.clone(),
-        config: req.process.clone(),
-        pty,
-    });
+    let registry = &state.app.registry;
+    sandbox.add_process(
+        E2bProcess {
+            pid,
+            id: id.clone(),
+            tag: req.tag.clone(),
+            config: req.process.clone(),
+            pty,
+        },
+        |p| {
+            registry
+                .get(&sandbox.session, &p.id)
+                .is_none_or(|proc| !proc.is_running())
+        },
+    );
     let tails = open_tails(&files, pty, false)?;
     Ok(Follow {
         proc,
@@ -379,7 +401,7 @@ fn selected(
 /// `Connect`: the events of a running process from now on.
 pub async fn connect_to(
     State(state): State<Arc<E2bState>>,
-    ConnectInfo(conn): ConnectInfo<super::serve::Conn>,
+    Extension(conn): Extension<super::serve::Conn>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {

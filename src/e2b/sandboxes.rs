@@ -8,7 +8,7 @@
 //! not served").
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rand::Rng;
@@ -55,6 +55,11 @@ pub struct Sandbox {
     processes: Mutex<Vec<E2bProcess>>,
     /// Cancelled when the sandbox is killed: every stream of it ends at once.
     pub killed: CancellationToken,
+    /// Its session exists: until then (and once it is dying) the API does not show it.
+    ready: AtomicBool,
+    /// When removing its session failed, the next try (ms since the epoch): it stays in the
+    /// table, counted against its key, until the removal succeeds.
+    retry_at_ms: AtomicI64,
 }
 
 impl Sandbox {
@@ -71,8 +76,26 @@ impl Sandbox {
         self.end_at_ms.fetch_max(at, Ordering::SeqCst);
     }
 
-    pub fn add_process(&self, p: E2bProcess) {
-        self.processes.lock().unwrap().push(p);
+    /// Records a started process, forgetting the ones `ended` says are over: the list holds
+    /// what may still be asked for, not every process the sandbox ever ran.
+    pub fn add_process(&self, p: E2bProcess, ended: impl Fn(&E2bProcess) -> bool) {
+        let mut procs = self.processes.lock().unwrap();
+        procs.retain(|q| !ended(q));
+        procs.push(p);
+    }
+
+    /// Its session exists: the API may show it.
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    fn visible(&self) -> bool {
+        self.ready.load(Ordering::SeqCst) && !self.killed.is_cancelled()
+    }
+
+    /// Removing its session failed: try again from `at_ms` on.
+    pub fn retry_removal_at(&self, at_ms: i64) {
+        self.retry_at_ms.store(at_ms, Ordering::SeqCst);
     }
 
     pub fn processes(&self) -> Vec<E2bProcess> {
@@ -148,19 +171,39 @@ impl Sandboxes {
             end_at_ms: AtomicI64::new(new.now_ms + new.timeout_ms),
             processes: Mutex::new(Vec::new()),
             killed: CancellationToken::new(),
+            ready: AtomicBool::new(false),
+            retry_at_ms: AtomicI64::new(0),
         });
         map.insert(id, sandbox.clone());
         Some(sandbox)
     }
 
-    /// A live sandbox by id.
+    /// A live sandbox by id: made, and not being killed.
     pub fn get(&self, id: &str) -> Option<Arc<Sandbox>> {
+        self.by_id
+            .lock()
+            .unwrap()
+            .get(id)
+            .filter(|s| s.visible())
+            .cloned()
+    }
+
+    /// A sandbox by id whatever its state, for its own creation and end.
+    pub fn any(&self, id: &str) -> Option<Arc<Sandbox>> {
         self.by_id.lock().unwrap().get(id).cloned()
     }
 
-    /// Takes a sandbox out of the table (it is being killed); `None` when it is not there.
-    pub fn take(&self, id: &str) -> Option<Arc<Sandbox>> {
-        self.by_id.lock().unwrap().remove(id)
+    /// Puts a sandbox (back) in the table: one whose removal failed stays until it succeeds.
+    pub fn keep(&self, sandbox: Arc<Sandbox>) {
+        self.by_id
+            .lock()
+            .unwrap()
+            .insert(sandbox.id.clone(), sandbox);
+    }
+
+    /// Takes a sandbox out of the table once its session is gone.
+    pub fn remove(&self, id: &str) {
+        self.by_id.lock().unwrap().remove(id);
     }
 
     /// `owner`'s sandboxes, by id.
@@ -170,20 +213,27 @@ impl Sandboxes {
             .lock()
             .unwrap()
             .values()
-            .filter(|s| s.owner == owner)
+            .filter(|s| s.owner == owner && s.visible())
             .cloned()
             .collect();
         out.sort_by(|a, b| a.id.cmp(&b.id));
         out
     }
 
-    /// The ids of sandboxes whose lifetime ended by `now_ms`.
+    /// The ids of sandboxes to end by `now_ms`: made ones whose lifetime is over, and dying
+    /// ones whose removal is due for another try.
     pub fn expired(&self, now_ms: i64) -> Vec<String> {
         self.by_id
             .lock()
             .unwrap()
             .values()
-            .filter(|s| s.end_at_ms() <= now_ms)
+            .filter(|s| {
+                if s.killed.is_cancelled() {
+                    s.retry_at_ms.load(Ordering::SeqCst) <= now_ms
+                } else {
+                    s.ready.load(Ordering::SeqCst) && s.end_at_ms() <= now_ms
+                }
+            })
             .map(|s| s.id.clone())
             .collect()
     }
@@ -214,7 +264,16 @@ mod tests {
         let t = Sandboxes::default();
         let a = t.add(new("a"), 2).unwrap();
         let b = t.add(new("b"), 2).unwrap();
-        assert!(t.add(new("a"), 2).is_some());
+        // Not shown until its session exists; counted against its key already.
+        assert!(t.get(&a.id).is_none());
+        assert!(t.of("a").is_empty());
+        assert!(
+            t.expired(1_000_000).is_empty(),
+            "a sandbox being made never expires"
+        );
+        a.set_ready();
+        b.set_ready();
+        t.add(new("a"), 2).unwrap().set_ready();
         assert!(
             t.add(new("a"), 2).is_none(),
             "a third for a is over the bound"
@@ -228,19 +287,34 @@ mod tests {
         assert_eq!(a.end_at_ms(), 6_000);
         a.set_end_at_ms(2_000);
         assert_eq!(t.expired(3_000), vec![a.id.clone()]);
-        a.add_process(E2bProcess {
-            pid: 7,
-            id: "p1".into(),
+        let p = |pid, id: &str| E2bProcess {
+            pid,
+            id: id.into(),
             tag: Some("t".into()),
             config: Default::default(),
             pty: false,
-        });
+        };
+        a.add_process(p(6, "p0"), |_| false);
+        a.add_process(p(7, "p1"), |q| q.id == "p0");
+        assert_eq!(
+            a.processes().len(),
+            1,
+            "an ended process is forgotten when another starts"
+        );
         assert_eq!(a.find(Some(7), None).unwrap().id, "p1");
         assert_eq!(a.find(None, Some("t")).unwrap().id, "p1");
         assert!(a.find(Some(8), None).is_none());
         a.forget_process("p1");
         assert!(a.find(Some(7), None).is_none());
-        assert!(t.take(&a.id).is_some());
+        // Dying: hidden, still counted, and due for removal at its retry time.
+        a.killed.cancel();
         assert!(t.get(&a.id).is_none());
+        assert!(t.any(&a.id).is_some());
+        a.retry_removal_at(5_000);
+        assert!(!t.expired(4_000).contains(&a.id));
+        assert!(t.expired(5_000).contains(&a.id));
+        assert!(t.add(new("a"), 2).is_none(), "a dying sandbox still counts");
+        t.remove(&a.id);
+        assert!(t.any(&a.id).is_none());
     }
 }

@@ -1,27 +1,39 @@
 //! The E2B listener: one TCP address for the control plane and the in-sandbox API
 //! (docs/e2b.md, "One address"), and the task that ends sandboxes whose lifetime is over.
+//!
+//! Its connections count against the same caps as every other listener of the daemon
+//! (`server::limits`): a connection must identify itself (an API key, or a sandbox's access
+//! token) within a deadline or it is closed, the oldest silent one goes first when the daemon
+//! is full, and each key holds at most an agent token's share — so nothing that arrives here,
+//! with a key or without, can take the descriptors or the operator's reserve (docs/security.md,
+//! "E2B's API").
 
+use std::convert::Infallible;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use axum::extract::connect_info::Connected;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::routing::{delete, get, post};
 use axum::serve::IncomingStream;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
 use super::state::E2bState;
-use super::{control, process};
+use super::{control, gate, process};
 use crate::app::App;
+use crate::server::limits::{Limited, Peer, RawAccept, Slot, Tracker};
+use crate::server::Channel;
 
-/// The most a request body may hold (a Connect message and its envelope).
-const MAX_BODY: usize = super::connect::MAX_MESSAGE + 64 * 1024;
+/// The most a control-plane request body may hold: a create's metadata and variables.
+const MAX_CONTROL_BODY: usize = 1 << 20;
+/// The most a process-service request body may hold (a Connect message and its envelope).
+const MAX_PROCESS_BODY: usize = super::connect::MAX_MESSAGE + 64 * 1024;
 
 /// A connection's own handle on its socket: a duplicate of the descriptor, so a stream of a
-/// killed sandbox can make the connection's close a reset (`SO_LINGER` 0) — what E2B's SDK
-/// takes for a sandbox that went away, and then asks `/health` (docs/e2b.md, "A sandbox
-/// killed mid-stream"). A duplicate, not the number: the socket stays this connection's
-/// while any handler holds it, so no other connection's socket can be touched.
+/// killed sandbox can reset the connection (docs/e2b.md, "A sandbox killed mid-stream"). A
+/// duplicate, not the number: the socket stays this connection's while any handler holds it,
+/// so no other connection's socket can be touched.
 #[derive(Clone)]
 pub struct Conn {
     pub socket: Option<Arc<OwnedFd>>,
@@ -57,40 +69,87 @@ impl Conn {
     }
 }
 
-/// The listener: TCP with `TCP_NODELAY` on every connection. A stream's events are small
-/// writes; with Nagle's algorithm each one after the first waits for the client's delayed
+/// TCP with `TCP_NODELAY` on every connection. A stream's events are small writes; with
+/// Nagle's algorithm each one after the first waits for the client's delayed
 /// acknowledgement (40 ms on Linux), which would be most of a short command's time.
 pub struct NoDelay(tokio::net::TcpListener);
 
-impl axum::serve::Listener for NoDelay {
+impl RawAccept for NoDelay {
     type Io = tokio::net::TcpStream;
     type Addr = std::net::SocketAddr;
 
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        // The engine's own accept loop, which waits out errors such as running out of
-        // descriptors.
-        let (tcp, addr) = axum::serve::Listener::accept(&mut self.0).await;
+    async fn accept_raw(&self) -> std::io::Result<(Self::Io, Self::Addr)> {
+        let (tcp, addr) = self.0.accept().await?;
         let _ = tcp.set_nodelay(true);
-        (tcp, addr)
+        Ok((tcp, addr))
     }
 
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+    fn addr(&self) -> std::io::Result<Self::Addr> {
         self.0.local_addr()
     }
-}
 
-impl Connected<IncomingStream<'_, NoDelay>> for Conn {
-    fn connect_info(stream: IncomingStream<'_, NoDelay>) -> Self {
-        Self {
-            socket: stream.io().as_fd().try_clone_to_owned().ok().map(Arc::new),
-        }
+    fn peer(io: &Self::Io, addr: &Self::Addr) -> Peer {
+        <tokio::net::TcpListener as RawAccept>::peer(io, addr)
     }
 }
 
-/// Every route E2B's SDK calls that moat serves, on `state`.
+/// Makes one service per connection, handing each request the connection's place in the
+/// counts (for the gate) and its socket (for a reset).
+#[derive(Clone)]
+struct PerConnection {
+    router: Router,
+}
+
+impl<'a> tower::Service<IncomingStream<'a, Limited<NoDelay>>> for PerConnection {
+    type Response = WithConn;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<WithConn, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, stream: IncomingStream<'a, Limited<NoDelay>>) -> Self::Future {
+        let io = stream.io();
+        std::future::ready(Ok(WithConn {
+            router: self.router.clone(),
+            slot: io.slot().clone(),
+            conn: Conn {
+                socket: io.inner().as_fd().try_clone_to_owned().ok().map(Arc::new),
+            },
+        }))
+    }
+}
+
+/// One connection's service.
+#[derive(Clone)]
+struct WithConn {
+    router: Router,
+    slot: Arc<Slot>,
+    conn: Conn,
+}
+
+impl tower::Service<Request> for WithConn {
+    type Response = axum::response::Response;
+    type Error = Infallible;
+    type Future = <Router as tower::Service<Request>>::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        tower::Service::<Request>::poll_ready(&mut self.router, cx)
+    }
+
+    fn call(&mut self, mut req: Request) -> Self::Future {
+        req.extensions_mut().insert(self.slot.clone());
+        req.extensions_mut().insert(self.conn.clone());
+        self.router.call(req)
+    }
+}
+
+/// Every route E2B's SDK calls that moat serves, on `state`, behind the gate that identifies
+/// the caller before any body is read.
 fn router(state: Arc<E2bState>) -> Router {
     let p = |m: &str| format!("/process.Process/{m}");
-    Router::new()
+    let control = Router::new()
         .route("/sandboxes", post(control::create).get(control::list))
         .route("/v2/sandboxes", post(control::create).get(control::list))
         .route("/sandboxes/{id}", get(control::info).delete(control::kill))
@@ -103,6 +162,8 @@ fn router(state: Arc<E2bState>) -> Router {
         .route("/sandboxes/{id}/snapshots", post(control::not_served))
         .route("/sandboxes/{id}/fork", post(control::not_served))
         .route("/templates/{id}", delete(control::not_served))
+        .layer(DefaultBodyLimit::max(MAX_CONTROL_BODY));
+    let envd = Router::new()
         .route("/health", get(process::health))
         .route(&p("Start"), post(process::start))
         .route(&p("Connect"), post(process::connect_to))
@@ -111,25 +172,34 @@ fn router(state: Arc<E2bState>) -> Router {
         .route(&p("SendInput"), post(process::send_input))
         .route(&p("CloseStdin"), post(process::close_stdin))
         .route(&p("Update"), post(process::update))
-        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .layer(DefaultBodyLimit::max(MAX_PROCESS_BODY));
+    control
+        .merge(envd)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            gate::gate,
+        ))
         .with_state(state)
 }
 
-/// Serves E2B's API on `e2b.listen` until `shutdown`, then ends the sandboxes it served.
-/// `bound` is told the address once the socket listens.
+/// Serves E2B's API on `e2b.listen` until `shutdown`, its connections counted by `tracker`,
+/// then ends the sandboxes it served. `bound` is told the address once the socket listens.
 pub async fn serve(
     app: Arc<App>,
+    tracker: Arc<Tracker>,
     shutdown: CancellationToken,
     bound: impl FnOnce(std::net::SocketAddr),
 ) -> std::io::Result<()> {
     let addr = app.config.e2b.listen.trim().to_string();
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     bound(listener.local_addr()?);
-    let listener = NoDelay(listener);
-    let state = E2bState::new(app);
+    let state = E2bState::new(app, tracker.clone());
     let reaper = tokio::spawn(state.clone().reap(shutdown.clone()));
+    let listener = Limited::new(NoDelay(listener), tracker, Channel::Tcp);
     let stop = shutdown.clone();
-    let app = router(state).into_make_service_with_connect_info::<Conn>();
+    let app = PerConnection {
+        router: router(state),
+    };
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(async move { stop.cancelled().await })
         .await;

@@ -5,44 +5,64 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::auth::Keys;
-use super::sandboxes::Sandboxes;
+use super::sandboxes::{Sandbox, Sandboxes};
 use crate::app::App;
 use crate::store::now_ms;
 
 /// How often lifetimes are checked: a sandbox ends within this of its `endAt`.
 const REAP_EVERY: Duration = Duration::from_millis(250);
+/// How long after a failed removal of a sandbox's session the next try comes.
+const REMOVE_RETRY: Duration = Duration::from_secs(5);
+/// Tries at the serving moat's end for a sandbox whose removal keeps failing.
+const LAST_TRIES: usize = 3;
 
 pub struct E2bState {
     pub app: Arc<App>,
     pub sandboxes: Sandboxes,
     pub keys: Keys,
+    /// The daemon's connection caps, which this listener's connections count against.
+    pub tracker: Arc<crate::server::limits::Tracker>,
 }
 
 impl E2bState {
-    pub fn new(app: Arc<App>) -> Arc<Self> {
+    pub fn new(app: Arc<App>, tracker: Arc<crate::server::limits::Tracker>) -> Arc<Self> {
         let keys = Keys::new(&app.config.e2b.api_keys);
         Arc::new(Self {
             app,
             sandboxes: Sandboxes::default(),
             keys,
+            tracker,
         })
     }
 
-    /// Ends sandbox `id`: out of the table first (no new call finds it), its streams cut,
-    /// then its session removed with everything moat made for it. Whether it was there.
+    /// Ends sandbox `id`: hidden from the API and its streams cut at once, then its session
+    /// removed with everything moat made for it, and only then out of the table. A removal
+    /// that fails leaves it in the table, counted against its key, and the reaper tries again
+    /// ([`REMOVE_RETRY`] later) until it is gone. Whether it was there.
     pub async fn kill(&self, id: &str, why: &str) -> bool {
-        let Some(sandbox) = self.sandboxes.take(id) else {
+        let Some(sandbox) = self.sandboxes.any(id) else {
             return false;
         };
+        self.end(&sandbox, why).await;
+        true
+    }
+
+    /// [`kill`](Self::kill) of a sandbox in hand, whether or not the table still holds it (a
+    /// creation that finished after the sandbox was killed removes what it made).
+    pub async fn end(&self, sandbox: &Arc<Sandbox>, why: &str) {
         sandbox.killed.cancel();
-        if let Err(e) = self
+        match self
             .app
             .remove_session(&sandbox.session, true, &format!("e2b:{why}"))
             .await
         {
-            tracing::warn!(sandbox = %id, "failed to remove the sandbox's session: {e}");
+            Ok(_) => self.sandboxes.remove(&sandbox.id),
+            Err(e) => {
+                tracing::warn!(sandbox = %sandbox.id, "failed to remove the sandbox's session (tried again in {} s): {e}", REMOVE_RETRY.as_secs());
+                sandbox.retry_removal_at(now_ms() + REMOVE_RETRY.as_millis() as i64);
+                self.sandboxes.keep(sandbox.clone());
+            }
         }
-        true
     }
 
     /// Ends sandboxes whose lifetime is over, until `stop`; then every sandbox this moat
@@ -57,8 +77,13 @@ impl E2bState {
                 self.kill(&id, "timeout").await;
             }
         }
-        for id in self.sandboxes.ids() {
-            self.kill(&id, "shutdown").await;
+        for _ in 0..LAST_TRIES {
+            for id in self.sandboxes.ids() {
+                self.kill(&id, "shutdown").await;
+            }
+            if self.sandboxes.ids().is_empty() {
+                break;
+            }
         }
     }
 }

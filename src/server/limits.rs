@@ -391,6 +391,13 @@ impl Tracker {
         })
     }
 
+    /// Counts `slot`'s connection against agent `who` of another listener of this daemon (E2B's
+    /// keys, docs/e2b.md), or refuses it: the same caps as agent tokens, in the same counts, so
+    /// the operator's reserve and the descriptors stay whatever arrives there.
+    pub fn bind_agent(&self, slot: &Slot, who: &str) -> Result<(), Refusal> {
+        self.bind(slot, &Key::Agent(who.to_string()))
+    }
+
     /// Connections held now (a daemon started on demand stays up while there is one).
     pub fn connections(&self) -> usize {
         self.counts.lock().unwrap().total
@@ -611,6 +618,16 @@ pub struct LimitedIo<I> {
 }
 
 impl<I> LimitedIo<I> {
+    /// The connection's place in the counts.
+    pub fn slot(&self) -> &Arc<Slot> {
+        &self.slot
+    }
+
+    /// The connection itself.
+    pub fn inner(&self) -> &I {
+        &self.inner
+    }
+
     fn new(inner: I, slot: Arc<Slot>, peer: Peer) -> Self {
         let evicted = Box::pin(slot.evict.clone().cancelled_owned());
         Self {

@@ -27,12 +27,14 @@ pub enum ServeError {
 }
 
 /// Serves until `shutdown` is cancelled. `tcp` overrides `serve.tcp`; `idle_exit` stops the
-/// daemon after that long with nothing to own (a daemon started on demand).
+/// daemon after that long with nothing to own (a daemon started on demand). `tracker` holds
+/// the connection caps every listener of this daemon counts against (`limits::start`).
 pub async fn serve(
     state: Arc<ServerState>,
     tcp: Option<SocketAddr>,
     idle_exit: Option<std::time::Duration>,
     shutdown: CancellationToken,
+    tracker: Arc<limits::Tracker>,
     ready: impl FnOnce(&str),
 ) -> Result<(), ServeError> {
     let config = &state.app.config.serve;
@@ -71,7 +73,6 @@ pub async fn serve(
         approvals,
         "re-attached processes and approval waiters"
     );
-    let tracker = limits::start(&state.app.config.serve);
     super::idle::spawn(
         state.clone(),
         tracker.clone(),

@@ -12,7 +12,7 @@ mod error;
 mod fit;
 mod handlers;
 mod idle;
-mod limits;
+pub mod limits;
 mod listen;
 
 mod peer;

@@ -266,6 +266,16 @@ impl Sessions {
     pub async fn remove_with(&self, session: &str, purge: bool) -> Result<bool, SessionError> {
         validate_key(session)?;
         let (key, names) = self.names(session);
+        // A creation in flight finishes first, then goes with the rest: removing under it
+        // would leave the container it is making running, with nothing left that knows it.
+        let lock = self
+            .creating
+            .lock()
+            .unwrap()
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let _guard = lock.lock().await;
         self.ready.lock().unwrap().remove(&key);
         let existed = self.runtime.inspect_container(&names.name).await?.is_some();
         self.runtime.remove_container(&names.name).await?;
