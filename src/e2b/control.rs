@@ -158,6 +158,26 @@ pub async fn create(
             format!("failed to create a sandbox: this key holds {max} sandboxes already (e2b.max_sandboxes_per_key); kill one first"),
         ));
     };
+    // E2B's output is raw bytes the SDK decodes, so moat cannot redact a secret from it: a
+    // sandbox whose session a secret would reach is not made (docs/e2b.md, "Secrets").
+    let secrets: Vec<String> = state
+        .app
+        .secrets
+        .for_target(&sandbox.session, false)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    if !secrets.is_empty() {
+        state.sandboxes.remove(&sandbox.id);
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "failed to create a sandbox: secret {} would reach it (its `sessions` pattern matches {}), and E2B's output is raw, so moat could not redact it; make the pattern leave out `e2b-*` sessions",
+                secrets.join(", "),
+                sandbox.session
+            ),
+        ));
+    }
     let runtime = &config.e2b.runtime;
     let setup = SessionSetup {
         image: (image != config.sandbox.image).then_some(image),
@@ -165,6 +185,31 @@ pub async fn create(
             .then(|| runtime.clone()),
         ..Default::default()
     };
+    // The making runs on its own task: a client that hangs up mid-create drops this handler,
+    // and a making cut short would leave a container (and the key's slot) that nothing ends.
+    // On its own, it either finishes (the sandbox is then listed, with its lifetime) or ends
+    // what it made.
+    let made = tokio::spawn(make(state.clone(), sandbox.clone(), setup));
+    match made.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(e),
+        Err(e) => {
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("failed to create a sandbox: {e}"),
+            ))
+        }
+    }
+    Ok((StatusCode::CREATED, Json(sandbox_json(&sandbox))).into_response())
+}
+
+/// Makes `sandbox`'s session; on failure, or when the sandbox was killed meanwhile (the
+/// serving moat's end), ends what was made.
+async fn make(
+    state: Arc<E2bState>,
+    sandbox: Arc<Sandbox>,
+    setup: SessionSetup,
+) -> Result<(), ApiError> {
     if let Err(e) = state.app.sessions.create(&sandbox.session, &setup).await {
         let message = format!(
             "failed to create a sandbox: {}",
@@ -174,8 +219,8 @@ pub async fn create(
         return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message));
     }
     if sandbox.killed.is_cancelled() {
-        // Killed while it was made (the serving moat's end): its removal waited for the
-        // creation, but what the creation made after the removal looked is removed now.
+        // Its removal waited for the creation, but what the creation made after the removal
+        // looked is removed now.
         state.end(&sandbox, "killed-during-create").await;
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -183,7 +228,7 @@ pub async fn create(
         ));
     }
     sandbox.set_ready();
-    Ok((StatusCode::CREATED, Json(sandbox_json(&sandbox))).into_response())
+    Ok(())
 }
 
 /// `POST /sandboxes/{id}/connect` (and `/v2/…`): a running sandbox's lifetime only grows.
@@ -233,7 +278,12 @@ pub async fn kill(
 ) -> Result<StatusCode, ApiError> {
     let owner = owner(&state, &headers)?;
     owned(&state, &owner, &id)?;
-    if state.kill(&id, "kill").await {
+    // On its own task, as a create is: a client that hangs up does not cut the removal short.
+    let killing = tokio::spawn({
+        let (state, id) = (state.clone(), id.clone());
+        async move { state.kill(&id, "kill").await }
+    });
+    if killing.await.unwrap_or(false) {
         Ok(StatusCode::NO_CONTENT)
     } else {
         // Killed by another call in the meantime.

@@ -125,3 +125,30 @@ def test_a_tag_is_bounded(small):
         assert data[0] == 2 and b"invalid_argument" in data and b"tag" in data, data[:300]
     finally:
         sb.kill()
+
+
+def test_a_client_that_hangs_up_mid_create_leaves_nothing_unowned(small):
+    """A create whose client goes away still finishes: the sandbox is then listed (and ends
+    with its lifetime or a kill), never a container nobody sees that holds the key's slot."""
+    for delay in (0.02, 0.15, 0.4):
+        s = socket.create_connection(("127.0.0.1", small.port))
+        body = b'{"timeout":30}'
+        s.sendall(
+            b"POST /sandboxes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"X-API-KEY: {KEY}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        time.sleep(delay)
+        s.close()
+    # Every container of this home belongs to a listed sandbox once the creates are done.
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        listed = json.loads(api(small, "GET", "/v2/sandboxes")[1])
+        if len(containers_of(small.home)) == len(listed):
+            break
+        time.sleep(0.5)
+    listed = json.loads(api(small, "GET", "/v2/sandboxes")[1])
+    assert len(containers_of(small.home)) == len(listed)
+    for sb in listed:
+        assert api(small, "DELETE", f"/sandboxes/{sb['sandboxID']}")[0] == 204
+    assert containers_of(small.home) == []

@@ -53,3 +53,22 @@ def test_a_command_that_needs_approval_names_it_and_waits_for_the_operator(askin
         assert "rm -f /tmp/never-ran" in mine[0]["command"]
     finally:
         sb.kill()
+
+
+@pytest.fixture(scope="module")
+def with_secret(tmp_path_factory):
+    home = tmp_path_factory.mktemp("moat-e2b-secret")
+    (home / "token").write_text("s3cr3t-value-never-shown\n")
+    (home / "token").chmod(0o600)
+    s = Served(home, f'[secrets.DEPLOY_TOKEN]\nfile = "{home / "token"}"\nsessions = ["*"]\n')
+    yield s
+    s.stop()
+
+
+def test_a_secret_never_reaches_a_raw_stream(with_secret):
+    # moat redacts secrets from what it shows, but E2B's output is raw: no sandbox is made
+    # where a secret would be given.
+    with pytest.raises(SandboxException) as e:
+        Sandbox.create(api_key=KEY, api_url=with_secret.url, sandbox_url=with_secret.url)
+    assert "DEPLOY_TOKEN" in str(e.value)
+    assert "s3cr3t" not in str(e.value)
