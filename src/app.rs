@@ -57,7 +57,7 @@ pub struct App {
     /// same one.
     pub process: ProcessTool,
     /// The file tools (`read_file`, `write_file`, `list_dir`, `apply_patch`).
-    pub files: crate::files::FilesTool,
+    pub files: crate::tools::FilesTool,
 }
 
 impl App {
@@ -151,7 +151,7 @@ impl App {
         let process = ProcessTool {
             registry: registry.clone(),
         };
-        let files = crate::files::FilesTool {
+        let files = crate::tools::FilesTool {
             sessions: sessions.clone(),
             config: config.clone(),
             secrets: secrets.clone(),

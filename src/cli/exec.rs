@@ -4,10 +4,11 @@ use std::process::ExitCode;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context};
-use moat::contract::{ExecRequest, Status, ToolResult};
+use moat::contract::{Status, ToolResult};
 use moat::daemon::{DaemonClient, WAIT_HEADER};
 use moat::home::Home;
 use moat::process::{EventKind, EventOutcome};
+use moat::tools::ExecRequest;
 use serde_json::Value;
 
 use super::args::ExecArgs;

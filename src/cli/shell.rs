@@ -129,7 +129,7 @@ pub async fn run(home: Home, session: &str) -> anyhow::Result<ExitCode> {
             login_script(&format!("exec {shell} -i")),
         ],
         env,
-        workdir: Some(moat::session::WORKSPACE_MOUNT.into()),
+        workdir: Some(moat::contract::WORKSPACE_MOUNT.into()),
         user: None,
         tty: true,
         console_size: Some((rows, cols)),

@@ -25,8 +25,9 @@ use super::wire::{
     StartRequest, UpdateRequest,
 };
 use crate::config::Shell;
-use crate::contract::{Caller, ExecRequest, FailureKind};
+use crate::contract::FailureKind;
 use crate::process::{Proc, RunFiles};
+use crate::tools::{Caller, ExecRequest};
 
 /// How long a started command may take to record its pid.
 const READY_WITHIN: Duration = Duration::from_secs(10);

@@ -27,7 +27,8 @@ use crate::runtime::HostMount;
 
 use super::container_name::ContainerName;
 use super::manager::Sessions;
-use super::spec::{MOAT_LABEL, RUN_MOUNT, WORKSPACE_MOUNT};
+use super::spec::{MOAT_LABEL, RUN_MOUNT};
+use crate::contract::WORKSPACE_MOUNT;
 
 impl Sessions {
     /// See the module docs. One engine list per call, plus one inspect for each container not

@@ -9,11 +9,12 @@ use axum::{Extension, Json};
 use axum::response::{IntoResponse, Response};
 
 use super::{exec_caller, json_body, InSession};
-use crate::contract::{ExecRequest, RequestError, ToolResult};
+use crate::contract::ToolResult;
 use crate::server::auth::Channel;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
 use crate::tools::ExecError;
+use crate::tools::{ExecRequest, RequestError};
 
 /// `POST /v1/sessions/{session}/exec` with an `exec` request; answers the tool result. On the
 /// socket, `X-Moat-Wait: end` (the CLI) waits for the command to end and answers lines of

@@ -31,12 +31,12 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{exec_caller, json_body, InSession};
-use crate::contract::{Caller, ExecRequest};
 use crate::output::LiveText;
 use crate::process::RunFiles;
 use crate::server::auth::Channel;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
+use crate::tools::{Caller, ExecRequest};
 
 /// How often the two files are looked at for new bytes while the command runs.
 const POLL: Duration = Duration::from_millis(50);

@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use super::request::ExecRequest;
+use super::workdir::map_workdir;
 use crate::contract::Place;
-use crate::contract::{map_workdir, merge_env, ExecRequest, Target};
+use crate::contract::{merge_env, Target};
 use crate::host;
 use crate::policy::{
     compose, covered, judge, must_ask, pattern_words, reads_entries, source_words, with_entries,

@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
+use super::elevated::Caller;
 use super::error::ExecError;
+use super::request::ExecRequest;
 use crate::approvals::{
     pending_result, persist_entries, ApprovalDecision, Approvals, Binding, NewApproval,
 };
 use crate::config::Config;
-use crate::contract::{
-    validate_env, Caller, Denied, Details, ExecRequest, Limit, NotStarted, Status, ToolResult,
-};
+use crate::contract::{validate_env, Denied, Details, Limit, NotStarted, Status, ToolResult};
 use crate::home::Home;
 use crate::policy::{Ask, Decision};
 use crate::process::Registry;
@@ -111,7 +111,7 @@ impl ExecTool {
     ) -> Result<ToolResult, ExecError> {
         req.validate()?;
         validate_env(&req.env)?;
-        let target = crate::contract::target(req, &self.config.elevated, caller, session)?;
+        let target = super::elevated::target(req, &self.config.elevated, caller, session)?;
         // A sticky session's carried directory and variables are the request's defaults.
         let sticky = self.sticky(session, &target);
         let with_state;
