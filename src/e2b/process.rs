@@ -199,7 +199,7 @@ fn keepalive(headers: &HeaderMap) -> Option<Duration> {
 /// `Start`: runs a process and streams its events.
 pub async fn start(
     State(state): State<Arc<E2bState>>,
-    Extension(conn): Extension<super::serve::Conn>,
+    Extension(conn): Extension<super::conn::Conn>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -402,7 +402,7 @@ fn selected(
 /// `Connect`: the events of a running process from now on.
 pub async fn connect_to(
     State(state): State<Arc<E2bState>>,
-    Extension(conn): Extension<super::serve::Conn>,
+    Extension(conn): Extension<super::conn::Conn>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {

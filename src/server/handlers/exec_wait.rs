@@ -100,7 +100,7 @@ pub fn answer(
                 let kind = e.kind();
                 let _ = tx
                     .send(line(json!({
-                        "error": super::exec::exec_failure_text(&e),
+                        "error": super::exec_failure::exec_failure_text(&e),
                         "status": kind.edges().http,
                         "kind": kind,
                     })))

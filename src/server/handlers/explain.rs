@@ -28,6 +28,6 @@ pub async fn explain(
             "text": explain_text(&e.eval),
             "resolvedIn": e.resolved_in,
         }))),
-        Err(e) => Err(super::exec::exec_failure(&e)),
+        Err(e) => Err(super::exec_failure::exec_failure(&e)),
     }
 }

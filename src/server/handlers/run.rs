@@ -99,7 +99,7 @@ fn answer(state: Arc<ServerState>, caller: Caller, session: String, req: ExecReq
             Ok(result) => json!({ "result": result }),
             Err(e) => {
                 let kind = e.kind();
-                json!({"error": super::exec::exec_failure_text(&e), "status": kind.edges().http, "kind": kind})
+                json!({"error": super::exec_failure::exec_failure_text(&e), "status": kind.edges().http, "kind": kind})
             }
         };
         let _ = tx.send(line(last)).await;
