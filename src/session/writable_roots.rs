@@ -164,12 +164,14 @@ mod tests {
     use super::*;
 
     fn sessions(fake: &FakeRuntime, config: Config, home: &Path) -> Sessions {
+        let store = Arc::new(Store::in_memory().unwrap());
         Sessions::new(
             Arc::new(fake.clone()),
             Arc::new(fake.clone()),
-            Arc::new(Store::in_memory().unwrap()),
+            store.clone(),
             Arc::new(config),
             Home::at(home),
+            crate::egress::gate::Gates::over(&store),
         )
     }
 

@@ -1,8 +1,8 @@
 //! The `exec` tool: validate, pick the target (sandbox or host, through the elevated gates),
 //! prepare the run, check the policy, then run, refuse, or register an approval whose waiter
-//! runs the approved plan later. `request` is the call as agents send it, `elevated` the
-//! gates that let it leave the sandbox, `workdir` maps its `workdir` into the workspace,
-//! `sandbox_files` binds the files a sandbox plan runs.
+//! runs the approved plan later. `run` is one call's steps, `request` the call as agents send
+//! it, `elevated` the gates that let it leave the sandbox, `workdir` maps its `workdir` into
+//! the workspace, `sandbox_files` binds the files a sandbox plan runs.
 
 mod analyse;
 mod elevated;
@@ -11,6 +11,7 @@ mod explain;
 mod launch;
 mod prepare;
 mod request;
+mod run;
 mod sandbox_files;
 mod sticky;
 mod tool;

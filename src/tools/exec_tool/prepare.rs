@@ -154,11 +154,7 @@ impl Prepared {
         } else {
             "the command, with the PATH prelude"
         };
-        crate::contract::check_exec(
-            &crate::process::script::login_script(command),
-            &self.env,
-            what,
-        )
+        crate::contract::check_exec(&crate::wrapper::login_script(command), &self.env, what)
     }
 
     /// Why this run must ask every time: it runs in, or names, a directory a sandbox can
