@@ -1,3 +1,6 @@
+//! `moat exec`: one command through the daemon, its output printed as it arrives, the exit
+//! code the command's (README, "Exit codes of `moat exec`").
+
 use super::term::{err_part, part, say, say_err, say_part};
 use std::collections::BTreeMap;
 use std::process::ExitCode;

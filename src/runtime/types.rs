@@ -1,3 +1,6 @@
+//! The types both seams speak: container and exec specs, mounts, what the engine reports,
+//! and a command before and after its place's wrapper (`Launch`, `Wrapping`).
+
 use std::collections::BTreeMap;
 use std::pin::Pin;
 

@@ -1,3 +1,5 @@
+//! The HTTP routes of `moat serve`, and what every handler shares ([`ServerState`]).
+
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;

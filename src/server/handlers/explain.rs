@@ -1,3 +1,6 @@
+//! `POST /v1/sessions/{session}/explain`: the verdict `exec` would give (docs/policy.md,
+//! "Explain").
+
 use std::sync::Arc;
 
 use axum::body::Bytes;

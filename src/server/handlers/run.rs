@@ -1,6 +1,6 @@
 //! `POST /v1/sessions/{session}/run` (the unix socket, operators): the command of `moat run`,
-//! with its stdout and stderr streamed live and apart (docs/http-api.md, "moat run's
-//! stream"). The body is an `exec` request (foreground only: no `background`, `yieldMs` or
+//! with its stdout and stderr streamed live and apart (docs/ARCHITECTURE.md, "moat
+//! run"). The body is an `exec` request (foreground only: no `background`, `yieldMs` or
 //! `pty`); the answer is lines of JSON:
 //!
 //! - `{"started": "<process id>"}` once the command runs;
