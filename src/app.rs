@@ -57,7 +57,7 @@ pub struct App {
     /// same one.
     pub process: ProcessTool,
     /// The file tools (`read_file`, `write_file`, `list_dir`, `apply_patch`).
-    pub files: crate::files::FilesTool,
+    pub files: crate::tools::FilesTool,
 }
 
 impl App {
@@ -96,12 +96,20 @@ impl App {
         let config = Arc::new(config);
         let store = Arc::new(Store::open(&home.state_db())?);
         let lifecycle: Arc<dyn Engine> = engine.clone();
+        let secrets = Arc::new(Secrets::load(&config)?);
+        let approvals = Arc::new(
+            Approvals::new(store.clone(), secrets.all())
+                .with_max_pending(config.approvals.max_pending_per_session),
+        );
+        // Network approvals are filed with the same service as every other kind.
+        let egress_gates = crate::egress::gate::Gates::new(approvals.clone(), &config.approvals);
         let sessions = Arc::new(Sessions::new(
             lifecycle.clone(),
             commands.clone(),
             store.clone(),
             config.clone(),
             home.clone(),
+            egress_gates,
         ));
         let limits = Limits {
             max_output_chars: crate::output::clamp_max_chars(Some(config.exec.max_output_chars)),
@@ -109,9 +117,15 @@ impl App {
             ttl_ms: config.process.ttl_secs as i64 * 1000,
             max_finished: config.process.max_finished,
         };
+        let host = Arc::new(HostExecutor::new());
+        if let Some(user) = crate::host::RunAs::resolve(&config.elevated.user)? {
+            // Host commands start through this very binary, which drops to the user.
+            let exe = std::env::current_exe().map_err(AppError::OwnExe)?;
+            host.set_run_as(user.helper_argv(&exe.display().to_string()));
+        }
         let executors = Executors {
             sandbox: commands.clone(),
-            host: Arc::new(HostExecutor::new()),
+            host,
             engine: lifecycle,
         };
         let registry = Registry::new(
@@ -121,23 +135,13 @@ impl App {
             EventBus::default(),
             config.sandbox.uid_gid(),
         );
-        let secrets = Arc::new(Secrets::load(&config)?);
         registry.set_secret_source(secrets.source());
-        if let Some(user) = crate::host::RunAs::resolve(&config.elevated.user)? {
-            // Host commands start through this very binary, which drops to the user.
-            let exe = std::env::current_exe().map_err(AppError::OwnExe)?;
-            registry.set_host_user(user.helper_argv(&exe.display().to_string()));
-        }
         registry.set_scope(config.sandbox.scope);
         crate::disk_guard::spawn(
             &sessions,
             &registry,
             &engine,
             config.sandbox.workspace_max(),
-        );
-        let approvals = Arc::new(
-            Approvals::new(store.clone(), secrets.all())
-                .with_max_pending(config.approvals.max_pending_per_session),
         );
         let exec = ExecTool {
             sessions: sessions.clone(),
@@ -151,7 +155,7 @@ impl App {
         let process = ProcessTool {
             registry: registry.clone(),
         };
-        let files = crate::files::FilesTool {
+        let files = crate::tools::FilesTool {
             sessions: sessions.clone(),
             config: config.clone(),
             secrets: secrets.clone(),

@@ -13,9 +13,9 @@ use serde::Serialize;
 
 use crate::app::{App, AppError};
 use crate::config::Transport;
-use crate::contract::ExecRequest;
 use crate::home::Home;
 use crate::tools::ExecError;
+use crate::tools::ExecRequest;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {

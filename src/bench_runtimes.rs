@@ -9,8 +9,8 @@ use serde::Serialize;
 use crate::app::App;
 use crate::bench::BenchError;
 use crate::config;
-use crate::contract::ExecRequest;
 use crate::home::Home;
+use crate::tools::ExecRequest;
 
 /// One runtime's figures.
 #[derive(Debug, Serialize)]

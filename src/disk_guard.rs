@@ -227,7 +227,7 @@ pub async fn doctor_report(
                 .into_iter()
                 .filter(|m| m.kind == "bind")
                 .filter(|m| {
-                    m.target == crate::session::WORKSPACE_MOUNT
+                    m.target == crate::contract::WORKSPACE_MOUNT
                         || m.target == crate::session::RUN_MOUNT
                 })
                 .map(|m| std::path::PathBuf::from(m.source))

@@ -8,7 +8,7 @@
 //!    (E2B's API), `daemon`
 //!    (how the CLI reaches the daemon), `bench`, `bench_runtimes`;
 //! 2. `app`: assembles one moat;
-//! 3. `tools`: the agent's tools;
+//! 3. `tools`: the agent's tools, each with its request and the shape of its results;
 //! 4. `disk_guard`, the watchdog over the sessions' disks;
 //! 5. `process` (registry, supervisor, run files);
 //! 6. `session` (containers);
@@ -19,8 +19,8 @@
 //! 10. services over the store: `approvals`, `secrets`, `skills`;
 //! 11. foundations: `config`, `store`, `home`;
 //! 12. `files`: confined file access beneath a root;
-//! 13. the wire: `contract` (what a tool call is: request, result, env rules, failure kinds,
-//!     where a command runs), `error_chain`;
+//! 13. the wire: `contract` (what every tool shares: results, env rules, failure kinds, where
+//!     a command runs), `error_chain`;
 //! 14. pure leaves, synchronous and without I/O but for `descriptors`: `policy`, `output`,
 //!     `terminal_keys`, `names`, `session_key`, `wrapper` (the command wrapper's vocabulary),
 //!     `descriptors` (opening directories without following links).

@@ -1,4 +1,4 @@
-//! Session keys: `[A-Za-z0-9._:-]{1,128}`, never only dots (docs/http-api.md, "Sessions").
+//! Session keys: `[A-Za-z0-9._:-]{1,128}`, never only dots (docs/http-api.md, "Errors").
 //! A leaf: configuration, the edges and the session manager all check keys with it.
 
 #[derive(Debug, thiserror::Error, PartialEq)]

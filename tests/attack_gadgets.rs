@@ -259,7 +259,7 @@ async fn an_allowlisted_git_on_a_pty_opens_no_pager_shell() {
         let r = m
             .exec_req(
                 "a",
-                moat::contract::ExecRequest {
+                moat::tools::ExecRequest {
                     command: "git log -p".into(),
                     workdir: Some("repo".into()),
                     security: security.map(str::to_owned),

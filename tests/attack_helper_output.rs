@@ -5,7 +5,7 @@
 mod common;
 
 use moat::config::Config;
-use moat::contract::ExecRequest;
+use moat::tools::ExecRequest;
 
 /// The process's peak resident memory, from /proc.
 fn peak_rss_kib() -> u64 {

@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use moat::app::App;
 use moat::config::{Config, ConfigSource};
-use moat::contract::{Caller, ExecRequest, Status, ToolResult};
+use moat::contract::{Status, ToolResult};
 use moat::home::Home;
 use moat::session::setup::{inspect, WorkspaceMode};
 use moat::store::SessionSetup;
+use moat::tools::{Caller, ExecRequest};
 
 /// The real path of `make` on this host.
 fn make() -> String {

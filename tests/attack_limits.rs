@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use common::cli_home::{text, wait_until, TestHome};
 use moat::config::Config;
-use moat::contract::{ExecRequest, Status, ToolResult};
+use moat::contract::{Status, ToolResult};
+use moat::tools::ExecRequest;
 
 fn with_timeout(command: &str, secs: f64) -> ExecRequest {
     ExecRequest {

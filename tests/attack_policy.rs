@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 
 use moat::approvals::{ApprovalDecision, Decider};
 use moat::config::Config;
-use moat::contract::{ExecRequest, Status, ToolResult};
+use moat::contract::{Status, ToolResult};
 use moat::policy::{Ask, Security};
+use moat::tools::ExecRequest;
 
 const MARKER: &str = "/tmp/pwned";
 
@@ -259,7 +260,7 @@ async fn inline_eval_from_stdin_descriptors_and_repls_asks() {
         .exec
         .run(
             &m.key("a"),
-            &moat::contract::ExecRequest {
+            &moat::tools::ExecRequest {
                 command: command.clone(),
                 ..Default::default()
             },

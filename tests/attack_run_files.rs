@@ -16,7 +16,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use moat::config::Config;
-use moat::contract::{ExecRequest, Status};
+use moat::contract::Status;
+use moat::tools::ExecRequest;
 
 const EXECS: usize = 200;
 /// The unprivileged uid moat runs as in the second test (no account needed).

@@ -8,7 +8,8 @@ mod common;
 use std::time::Duration;
 
 use moat::config::Config;
-use moat::contract::{ExecRequest, Status};
+use moat::contract::Status;
+use moat::tools::ExecRequest;
 
 /// Clear screen, set the window title, overwrite the line, reverse what follows.
 const HOSTILE: &str = "\u{1b}[2J\u{1b}]0;pwn\u{7}fake\rreal \u{202e}txt.exe";

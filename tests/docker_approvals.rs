@@ -12,8 +12,8 @@ use std::time::Duration;
 use moat::approvals::{ApprovalDecision, ApprovalError, Binding, Decider};
 use moat::config::Config;
 use moat::contract::Status;
-use moat::files::{FileCall, WriteRequest};
 use moat::policy::{Ask, Security};
+use moat::tools::{FileCall, WriteRequest};
 use sha2::Digest;
 
 async fn event(
@@ -299,7 +299,7 @@ async fn an_unswapped_sandbox_approval_runs_moats_copy_which_the_sandbox_cannot_
         .exec
         .run(
             &m.key("s"),
-            &moat::contract::ExecRequest {
+            &moat::tools::ExecRequest {
                 command: "sh missing.sh".into(),
                 ..Default::default()
             },
@@ -337,7 +337,7 @@ async fn scripts_behind_clustered_or_digit_options_are_bound() {
         .exec
         .run(
             &m.key("s"),
-            &moat::contract::ExecRequest {
+            &moat::tools::ExecRequest {
                 command: "sed -nf./x.sed in".into(),
                 ..Default::default()
             },

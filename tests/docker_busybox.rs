@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use moat::config::Config;
-use moat::contract::ExecRequest;
+use moat::tools::ExecRequest;
 use moat::tools::ProcessRequest;
 
 const IMAGE: &str = "moat-test-busybox:latest";

@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use moat::config::Config;
-use moat::contract::ExecRequest;
+use moat::tools::ExecRequest;
 use moat::tools::ProcessRequest;
 
 #[tokio::test]

@@ -4,7 +4,8 @@
 mod common;
 
 use moat::config::Config;
-use moat::contract::{ExecRequest, Status};
+use moat::contract::Status;
+use moat::tools::ExecRequest;
 
 #[tokio::test]
 async fn output_and_exit_codes() {

@@ -89,7 +89,7 @@ async fn commands_run_through_the_helper_with_the_engine_paths_results() {
         "{doctor}"
     );
     // A terminal's hangup at a PTY command's end is not the helper's.
-    let req = moat::contract::ExecRequest {
+    let req = moat::tools::ExecRequest {
         command: "echo tty; exit 2".into(),
         pty: Some(true),
         ..Default::default()

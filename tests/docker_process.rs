@@ -6,7 +6,8 @@ mod common;
 use std::time::Duration;
 
 use moat::config::Config;
-use moat::contract::{ExecRequest, Status};
+use moat::contract::Status;
+use moat::tools::ExecRequest;
 use moat::tools::ProcessRequest;
 
 fn preq(action: &str, id: &str) -> ProcessRequest {

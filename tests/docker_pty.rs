@@ -7,7 +7,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use moat::config::Config;
-use moat::contract::{ExecRequest, Status};
+use moat::contract::Status;
+use moat::tools::ExecRequest;
 use moat::tools::ProcessRequest;
 
 fn preq(action: &str, id: &str) -> ProcessRequest {

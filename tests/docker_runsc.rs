@@ -81,7 +81,7 @@ async fn a_runtime_the_engine_lacks_is_refused_naming_the_fix() {
         .exec
         .run(
             &m.key("a"),
-            &moat::contract::ExecRequest {
+            &moat::tools::ExecRequest {
                 command: "true".into(),
                 ..Default::default()
             },

@@ -6,7 +6,8 @@ mod common;
 use std::time::Duration;
 
 use moat::config::{Config, SecretConfig};
-use moat::contract::{ExecRequest, Status};
+use moat::contract::Status;
+use moat::tools::ExecRequest;
 
 const VALUE: &str = "sb-51a2b3c4d5e6";
 

@@ -110,7 +110,7 @@ async fn a_container_secret_and_its_processes_are_shared_by_the_sessions_in_it()
     let run = |session: String, command: &'static str, background: bool| {
         let exec = m.app.exec.clone();
         async move {
-            let req = moat::contract::ExecRequest {
+            let req = moat::tools::ExecRequest {
                 command: command.into(),
                 background: background.then_some(true),
                 ..Default::default()

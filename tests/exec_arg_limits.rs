@@ -7,9 +7,10 @@
 mod common;
 
 use moat::config::{Config, SecretConfig};
-use moat::contract::{ExecRequest, Status};
+use moat::contract::Status;
 use moat::policy::Security;
 use moat::tools::ExecError;
+use moat::tools::ExecRequest;
 
 fn req(command: String) -> ExecRequest {
     ExecRequest {

@@ -9,7 +9,8 @@ use std::process::Command;
 
 use moat::config::Shell;
 use moat::config::{Config, ElevatedLevel};
-use moat::contract::{ExecRequest, Status};
+use moat::contract::Status;
+use moat::tools::ExecRequest;
 
 fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

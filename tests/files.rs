@@ -7,8 +7,8 @@ mod common;
 
 use moat::config::Config;
 use moat::contract::{Status, ToolResult};
-use moat::files::{FileCall, ListRequest, PatchRequest, ReadRequest, WriteRequest};
 use moat::policy::Security;
+use moat::tools::{FileCall, ListRequest, PatchRequest, ReadRequest, WriteRequest};
 
 /// One file-tool call in `session`: `Ok` with the result, or the error's text.
 async fn call(m: &common::TestMoat, session: &str, c: FileCall) -> Result<ToolResult, String> {

@@ -304,7 +304,7 @@ async fn a_plan_that_changed_after_approval_is_refused() {
     let mut events = m.events();
     let wd = m.scratch().join("wd");
     std::fs::create_dir_all(&wd).unwrap();
-    let r = moat::contract::ExecRequest {
+    let r = moat::tools::ExecRequest {
         workdir: Some(wd.display().to_string()),
         ..req("touch swapped-marker")
     };

@@ -11,8 +11,9 @@ use std::path::Path;
 use common::host::{config, event_with, moat, req, HostMoat};
 use moat::approvals::{ApprovalDecision, Decider};
 use moat::config::{Config, ElevatedLevel};
-use moat::contract::{ExecRequest, Status};
+use moat::contract::Status;
 use moat::policy::{Ask, BinProfile};
+use moat::tools::ExecRequest;
 
 fn op() -> Decider {
     Decider::operator("alice", "cli")

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use common::host::{config, event_with, moat, req, HostMoat};
 use moat::approvals::{ApprovalDecision, ApprovalError, Decider};
 use moat::config::{Config, ElevatedLevel, SecretConfig};
-use moat::contract::{Caller, ExecRequest, Status};
+use moat::contract::Status;
+use moat::tools::{Caller, ExecRequest};
 use sha2::Digest;
 
 fn op() -> Decider {

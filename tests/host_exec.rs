@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::host::{config, moat, req};
 use moat::config::{Config, ElevatedLevel};
-use moat::contract::{Caller, ExecRequest, Status};
+use moat::contract::Status;
+use moat::tools::{Caller, ExecRequest};
 use moat::tools::{ExecError, ProcessRequest};
 
 #[tokio::test]

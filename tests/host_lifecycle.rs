@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use common::host::{config, moat, req};
 use moat::config::ElevatedLevel;
-use moat::contract::{Caller, Status};
+use moat::contract::Status;
+use moat::tools::Caller;
 use moat::tools::ProcessRequest;
 
 /// Whether a process whose command line contains `needle` runs on this machine.

@@ -88,7 +88,7 @@ async fn secrets_reach_only_listed_sessions() {
         .app
         .exec
         .run_for(
-            &moat::contract::Caller::cli(),
+            &moat::tools::Caller::cli(),
             "other",
             &req(r#"echo "[${DEPLOY_KEY-}]""#),
             true,

@@ -1,3 +1,5 @@
+//! Why an approval operation failed ([`ApprovalError`]).
+
 /// Why an approval operation failed. Messages complete "failed to …".
 #[derive(Debug, thiserror::Error)]
 pub enum ApprovalError {

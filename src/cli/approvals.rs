@@ -43,7 +43,7 @@ pub fn operator(a: &Approvals, what: &str, approval: Option<&str>) -> anyhow::Re
         }
         bail!("act as the operator for `moat {what}`: {refusal}");
     }
-    let caller = moat::contract::Caller::cli();
+    let caller = moat::tools::Caller::cli();
     Ok(Decider::operator(caller.sender.unwrap_or_default(), "cli"))
 }
 

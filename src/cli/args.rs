@@ -1,3 +1,5 @@
+//! The command line's grammar (clap): every subcommand, its flags and their help.
+
 use clap::{Args, Parser, Subcommand};
 
 /// moat: run agent commands in per-session Docker sandboxes.

@@ -1,3 +1,5 @@
+//! `moat bench`: runs the exec benchmark (`crate::bench`) and prints its table.
+
 use super::term::{say_err, say_part};
 use std::process::ExitCode;
 

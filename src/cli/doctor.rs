@@ -1,3 +1,6 @@
+//! `moat doctor`: checks the engine, the image, the configuration and this host's disk bound
+//! (with `--session`, that session's container against its limits), and says what to fix.
+
 use super::term::say;
 use std::process::ExitCode;
 

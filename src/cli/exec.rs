@@ -1,13 +1,17 @@
+//! `moat exec`: one command through the daemon, its output printed as it arrives, the exit
+//! code the command's (README, "Exit codes of `moat exec`").
+
 use super::term::{err_part, part, say, say_err, say_part};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context};
-use moat::contract::{ExecRequest, Status, ToolResult};
+use moat::contract::{Status, ToolResult};
 use moat::daemon::{DaemonClient, WAIT_HEADER};
 use moat::home::Home;
 use moat::process::{EventKind, EventOutcome};
+use moat::tools::ExecRequest;
 use serde_json::Value;
 
 use super::args::ExecArgs;

@@ -1,3 +1,6 @@
+//! `moat image build`: builds the sandbox image (its tag and base from the flags or the
+//! configuration; `--if-outdated` only when it is).
+
 use super::term::{say, say_err};
 use std::process::ExitCode;
 

@@ -1,3 +1,5 @@
+//! `moat mcp`: the MCP server over stdio for one session, every tool call sent to the daemon.
+
 use std::process::ExitCode;
 
 use moat::home::Home;

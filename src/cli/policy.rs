@@ -1,3 +1,6 @@
+//! `moat policy explain`: the verdict `exec` would give a command (docs/policy.md,
+//! "Explain").
+
 use super::term::{say, say_err, say_part};
 use http::Method;
 use std::process::ExitCode;

@@ -1,3 +1,6 @@
+//! `moat process`: the `process` tool from the command line (list, poll, log, write, kill,
+//! clear, remove), its failures in the CLI's words.
+
 use super::term::{say, say_err};
 use std::process::ExitCode;
 

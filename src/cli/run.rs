@@ -13,9 +13,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use http::Method;
-use moat::contract::{ExecRequest, Status, ToolResult};
+use moat::contract::{Status, ToolResult};
 use moat::daemon::DaemonClient;
 use moat::home::Home;
+use moat::tools::ExecRequest;
 use serde_json::Value;
 
 use super::args::RunArgs;

@@ -1,3 +1,6 @@
+//! `moat serve`: runs the daemon in the foreground (HTTP on the socket and TCP, the console,
+//! E2B's API when configured).
+
 use super::term::say_err;
 use std::process::ExitCode;
 

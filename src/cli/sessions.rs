@@ -1,3 +1,5 @@
+//! `moat sessions`: lists, creates, sets and removes sessions through the daemon.
+
 use super::term::say;
 use std::process::ExitCode;
 

@@ -12,8 +12,8 @@ use anyhow::{bail, Context};
 use futures::StreamExt;
 use moat::app::App;
 use moat::home::Home;
-use moat::process::script::login_script;
 use moat::runtime::ExecSpec;
+use moat::wrapper::login_script;
 use moat::wrapper::PATH_PREPEND_VAR;
 use nix::sys::termios::{self, SetArg, Termios};
 use tokio::io::unix::AsyncFd;
@@ -129,7 +129,7 @@ pub async fn run(home: Home, session: &str) -> anyhow::Result<ExitCode> {
             login_script(&format!("exec {shell} -i")),
         ],
         env,
-        workdir: Some(moat::session::WORKSPACE_MOUNT.into()),
+        workdir: Some(moat::contract::WORKSPACE_MOUNT.into()),
         user: None,
         tty: true,
         console_size: Some((rows, cols)),

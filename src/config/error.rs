@@ -1,3 +1,5 @@
+//! Why a configuration could not be loaded ([`ConfigError`]).
+
 use std::path::PathBuf;
 
 /// Why a configuration could not be loaded. Messages complete "failed to …".

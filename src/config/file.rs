@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::scope::Scope;
+
 /// The whole configuration after defaults, file and environment were merged and validated.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -129,19 +131,6 @@ fn host_policy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<crate::policy::
     toml::Value::Table(base)
         .try_into()
         .map_err(D::Error::custom)
-}
-
-/// Which sessions share a container.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Scope {
-    /// One container per session key: the strongest isolation, the default.
-    #[default]
-    Session,
-    /// One container per agent (the part of the session key before the first `:`).
-    Agent,
-    /// One container for every session.
-    Shared,
 }
 
 /// How the session workspace is mounted at `/workspace`.

@@ -9,6 +9,7 @@ mod env;
 mod error;
 mod file;
 mod load;
+mod scope;
 mod sections;
 mod shell;
 mod size;
@@ -20,10 +21,11 @@ pub use e2b::E2bConfig;
 pub use egress::{EgressAsk, EgressConfig};
 pub use error::ConfigError;
 pub use file::{
-    AgentToken, Config, DiskBound, ExecConfig, PolicyConfig, ProcessConfig, SandboxConfig, Scope,
+    AgentToken, Config, DiskBound, ExecConfig, PolicyConfig, ProcessConfig, SandboxConfig,
     ServeConfig, WorkspaceAccess,
 };
 pub use load::{load, load_from_str, ConfigSource};
+pub use scope::Scope;
 pub use sections::{ApprovalsConfig, ElevatedConfig, ElevatedLevel, SecretConfig, SkillConfig};
 pub use shell::Shell;
 pub use size::parse_size;

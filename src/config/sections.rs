@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Scope;
+use super::scope::Scope;
 use crate::policy::Security;
 
 /// What an `elevated` request gets when the gates let it through.

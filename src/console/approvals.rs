@@ -13,8 +13,10 @@ use axum::response::Response;
 use axum::Form;
 use serde::Deserialize;
 
+use super::chrome::Chrome;
 use super::error::ConsoleError;
-use super::page::{command, form, html, plain, see_other, Chrome};
+use super::html::html;
+use super::page::{command, form, plain, see_other};
 use super::sign_in::Operator;
 use super::text::{has_hidden, Piece};
 use super::time::When;

@@ -9,8 +9,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 
+use super::chrome::Chrome;
 use super::error::ConsoleError;
-use super::page::{html, plain, Chrome};
+use super::html::html;
+use super::page::plain;
 use super::sign_in::Operator;
 use super::text::Piece;
 use super::time::When;

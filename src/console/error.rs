@@ -85,6 +85,6 @@ impl IntoResponse for ConsoleError {
             status: status.as_u16(),
             message,
         };
-        super::page::html(status, page.render())
+        super::html::html(status, page.render())
     }
 }

@@ -10,9 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
 use super::error::ConsoleError;
-use super::sign_in::signed_in;
 use crate::server::{identify, Channel, Identity, ServerState};
-use crate::store::now_ms;
 
 /// The policy: scripts and styles from the console's own compiled-in assets only (no inline
 /// script or style, so injected markup can neither run nor restyle the page), no plugins, no
@@ -84,10 +82,4 @@ pub fn refused(state: &ServerState, agent: &crate::config::AgentToken, path: &st
         ),
     );
     ConsoleError::Forbidden("open the console: only the operator may; agent tokens cannot".into())
-}
-
-/// Whether the request belongs to a signed-in console session: the connection limits count
-/// it as the operator's (src/server/limits.rs).
-pub fn is_console_operator(state: &ServerState, headers: &axum::http::HeaderMap) -> bool {
-    signed_in(state, headers, now_ms()).is_some()
 }

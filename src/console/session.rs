@@ -11,8 +11,10 @@ use axum::response::Response;
 use axum::Form;
 use serde::Deserialize;
 
+use super::chrome::Chrome;
 use super::error::ConsoleError;
-use super::page::{command, form, html, plain, see_other, session_key, Chrome};
+use super::html::html;
+use super::page::{command, form, plain, see_other, session_key};
 use super::sessions::{view, SessionView};
 use super::sign_in::{CsrfForm, Operator};
 use super::text::Piece;

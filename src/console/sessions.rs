@@ -10,8 +10,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Form;
 
+use super::chrome::Chrome;
 use super::error::ConsoleError;
-use super::page::{form, html, see_other, session_key, Chrome};
+use super::html::html;
+use super::page::{form, see_other, session_key};
 use super::sign_in::{CsrfForm, Operator};
 use super::time::When;
 use crate::runtime::ContainerInfo;

@@ -18,7 +18,8 @@ use super::auth::{
 };
 use super::error::ConsoleError;
 use super::guard::refused;
-use super::page::{form, html};
+use super::html::html;
+use super::page::form;
 use crate::server::{identify, Channel, Identity, ServerState};
 use crate::store::now_ms;
 
@@ -173,4 +174,10 @@ pub async fn sign_out(
         response.headers_mut().append(header::SET_COOKIE, v);
     }
     Ok(response)
+}
+
+/// Whether the request belongs to a signed-in console session: the connection limits count
+/// it as the operator's (src/server/limits.rs).
+pub fn is_console_operator(state: &ServerState, headers: &HeaderMap) -> bool {
+    signed_in(state, headers, now_ms()).is_some()
 }

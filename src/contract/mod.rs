@@ -1,20 +1,20 @@
-//! The `exec` tool's contract: request parsing and validation, env rules, workdir mapping,
-//! and the result shape. Pure; `tools::exec_tool` wires it to sessions and processes.
+//! The wire vocabulary every tool shares: the result envelope and its details, statuses and
+//! failure kinds, exit facts, env rules, argument limits, where a command runs, the
+//! workspace's container path, and a sticky session's carried state. Pure; each tool's own
+//! request lives with the tool (`tools::`).
 
 mod arg_limits;
 mod details;
-mod elevated;
 mod env;
 mod exit;
 mod failure;
 mod read;
-mod request;
 mod result;
 mod status;
 pub mod sticky;
 mod target;
 mod text_enum;
-mod workdir;
+mod workspace;
 
 #[cfg(test)]
 mod wire_tests;
@@ -25,11 +25,9 @@ pub use details::{
     EntryKind, FileBytes, FileLines, FileWritten, Finished, Killed, Log, NotStarted, Other,
     Patched, Pending, Poll, ProcessList, ProcessRow, Running, Sent,
 };
-pub use elevated::{target, Caller, ElevatedError, GateError};
 pub use env::{merge_env, request_path, validate_env, with_pagers_neutered, EnvError, PAGER_ENV};
 pub use exit::{ExitInfo, LimitHit, LimitKind};
 pub use failure::{Edges, FailureKind};
-pub use request::{ExecRequest, HostChoice, RequestError};
 pub use result::{
     finished_result, running_result, with_limit, with_note, with_record, Content, ToolResult,
 };
@@ -37,4 +35,4 @@ pub use status::{Limit, Status};
 pub use target::{ApprovalTarget, Machine, Place, Target};
 pub(crate) use text_enum::text_enum;
 pub use text_enum::UnknownValue;
-pub use workdir::{map_workdir, WorkdirError};
+pub use workspace::WORKSPACE_MOUNT;

@@ -14,8 +14,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::ExecRequest;
-
 /// The most of a state file read: a larger one is cut here (its last entry then fails to
 /// parse and is dropped).
 pub const STATE_MAX_BYTES: usize = 256 << 10;
@@ -133,28 +131,27 @@ fn valid_cwd(cwd: &str) -> bool {
     cwd.starts_with('/') && cwd.len() <= MAX_CWD_BYTES && !cwd.chars().any(char::is_control)
 }
 
-/// The request the next command runs with: its own `workdir` and `env` win; the carried
+/// Fills the next command's request (its `workdir` and `env`, which win): the carried
 /// directory applies when it gave none (and `cwd_ok` says it still maps into the
 /// workspace), the carried variables it does not set itself, each passing the filter again.
 pub fn apply(
-    req: &ExecRequest,
+    workdir: &mut Option<String>,
+    env: &mut BTreeMap<String, String>,
     state: &StickyState,
     secrets: &[String],
     policy: &dyn Carry,
     cwd_ok: impl Fn(&str) -> bool,
-) -> ExecRequest {
-    let mut out = req.clone();
-    if out.workdir.as_deref().is_none_or(|w| w.trim().is_empty()) {
+) {
+    if workdir.as_deref().is_none_or(|w| w.trim().is_empty()) {
         if let Some(cwd) = state.cwd.as_deref().filter(|c| cwd_ok(c)) {
-            out.workdir = Some(cwd.to_string());
+            *workdir = Some(cwd.to_string());
         }
     }
     for (name, value) in &state.env {
-        if !out.env.contains_key(name) && carriable(name, value, secrets, policy) {
-            out.env.insert(name.clone(), value.clone());
+        if !env.contains_key(name) && carriable(name, value, secrets, policy) {
+            env.insert(name.clone(), value.clone());
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -303,25 +300,19 @@ mod tests {
                 ("LD_PRELOAD".to_string(), "/x.so".to_string()),
             ]),
         };
-        let req = ExecRequest {
-            command: "x".into(),
-            env: BTreeMap::from([("FOO".to_string(), "asked".to_string())]),
-            ..Default::default()
+        let asked = BTreeMap::from([("FOO".to_string(), "asked".to_string())]);
+        let run = |workdir: Option<&str>, cwd_ok: bool| {
+            let (mut workdir, mut env) = (workdir.map(String::from), asked.clone());
+            apply(&mut workdir, &mut env, &st, &[], &any, |_| cwd_ok);
+            (workdir, env)
         };
-        let out = apply(&req, &st, &[], &any, |_| true);
-        assert_eq!(out.workdir.as_deref(), Some("/workspace/src"));
-        assert_eq!(out.env["FOO"], "asked");
-        assert_eq!(out.env["BAR"], "carried");
-        assert!(!out.env.contains_key("LD_PRELOAD"));
+        let (workdir, env) = run(None, true);
+        assert_eq!(workdir.as_deref(), Some("/workspace/src"));
+        assert_eq!(env["FOO"], "asked");
+        assert_eq!(env["BAR"], "carried");
+        assert!(!env.contains_key("LD_PRELOAD"));
         // Its own workdir wins; a carried one that no longer maps is not used.
-        let own = ExecRequest {
-            workdir: Some("lib".into()),
-            ..req.clone()
-        };
-        assert_eq!(
-            apply(&own, &st, &[], &any, |_| true).workdir.as_deref(),
-            Some("lib")
-        );
-        assert_eq!(apply(&req, &st, &[], &any, |_| false).workdir, None);
+        assert_eq!(run(Some("lib"), true).0.as_deref(), Some("lib"));
+        assert_eq!(run(None, false).0, None);
     }
 }

@@ -1,12 +1,13 @@
 //! E2B's API, served by moat (docs/e2b.md): programs written for E2B's SDK create moat
 //! sandboxes and run commands in them unchanged.
 //!
-//! `serve` owns the listener, `gate` identifies callers before their bodies are read, `control` is the control plane, `process` the in-sandbox
+//! `serve` owns the listener and its routes, `conn` the connections, `gate` identifies callers before their bodies are read, `control` is the control plane, `process` the in-sandbox
 //! process service over `connect` (the Connect protocol's JSON codec), `stream` a process's
 //! streamed events, `sandboxes` the table of sandboxes, `auth` keys and tokens, `wire` the
 //! messages, `state` what the handlers share.
 
 mod auth;
+mod conn;
 mod connect;
 mod control;
 mod gate;

@@ -25,8 +25,9 @@ use super::wire::{
     StartRequest, UpdateRequest,
 };
 use crate::config::Shell;
-use crate::contract::{Caller, ExecRequest, FailureKind};
+use crate::contract::FailureKind;
 use crate::process::{Proc, RunFiles};
+use crate::tools::{Caller, ExecRequest};
 
 /// How long a started command may take to record its pid.
 const READY_WITHIN: Duration = Duration::from_secs(10);
@@ -198,7 +199,7 @@ fn keepalive(headers: &HeaderMap) -> Option<Duration> {
 /// `Start`: runs a process and streams its events.
 pub async fn start(
     State(state): State<Arc<E2bState>>,
-    Extension(conn): Extension<super::serve::Conn>,
+    Extension(conn): Extension<super::conn::Conn>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -401,7 +402,7 @@ fn selected(
 /// `Connect`: the events of a running process from now on.
 pub async fn connect_to(
     State(state): State<Arc<E2bState>>,
-    Extension(conn): Extension<super::serve::Conn>,
+    Extension(conn): Extension<super::conn::Conn>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {

@@ -9,7 +9,7 @@
 //! "E2B's API").
 
 use std::convert::Infallible;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -19,79 +19,17 @@ use axum::serve::IncomingStream;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
+use super::conn::{Conn, NoDelay};
 use super::state::E2bState;
 use super::{control, gate, process};
 use crate::app::App;
-use crate::server::limits::{Limited, Peer, RawAccept, Slot, Tracker};
+use crate::server::limits::{Limited, Slot, Tracker};
 use crate::server::Channel;
 
 /// The most a control-plane request body may hold: a create's metadata and variables.
 const MAX_CONTROL_BODY: usize = 1 << 20;
 /// The most a process-service request body may hold (a Connect message and its envelope).
 const MAX_PROCESS_BODY: usize = super::connect::MAX_MESSAGE + 64 * 1024;
-
-/// A connection's own handle on its socket: a duplicate of the descriptor, so a stream of a
-/// killed sandbox can reset the connection (docs/e2b.md, "A sandbox killed mid-stream"). A
-/// duplicate, not the number: the socket stays this connection's while any handler holds it,
-/// so no other connection's socket can be touched.
-#[derive(Clone)]
-pub struct Conn {
-    pub socket: Option<Arc<OwnedFd>>,
-}
-
-impl Conn {
-    /// Resets the connection now: the peer reads a reset, not an end of stream. hyper shuts
-    /// a connection's writing side down (a FIN) before it closes it when a body fails, so a
-    /// `SO_LINGER` of 0 alone would come after the peer saw a clean end; disconnecting the
-    /// socket (`connect` to `AF_UNSPEC`, which Linux's TCP answers with a reset) does not wait
-    /// for hyper.
-    pub fn reset(&self) {
-        let Some(fd) = &self.socket else { return };
-        let reset = nix::libc::linger {
-            l_onoff: 1,
-            l_linger: 0,
-        };
-        let _ =
-            nix::sys::socket::setsockopt(fd.as_ref(), nix::sys::socket::sockopt::Linger, &reset);
-        let unspec = nix::libc::sockaddr {
-            sa_family: nix::libc::AF_UNSPEC as nix::libc::sa_family_t,
-            sa_data: [0; 14],
-        };
-        // SAFETY: `fd` is a socket this connection owns a duplicate of, open for as long as
-        // `self` lives; the address is a valid `sockaddr` of the length given.
-        unsafe {
-            nix::libc::connect(
-                std::os::fd::AsRawFd::as_raw_fd(fd.as_ref()),
-                &unspec,
-                std::mem::size_of::<nix::libc::sockaddr>() as nix::libc::socklen_t,
-            );
-        }
-    }
-}
-
-/// TCP with `TCP_NODELAY` on every connection. A stream's events are small writes; with
-/// Nagle's algorithm each one after the first waits for the client's delayed
-/// acknowledgement (40 ms on Linux), which would be most of a short command's time.
-pub struct NoDelay(tokio::net::TcpListener);
-
-impl RawAccept for NoDelay {
-    type Io = tokio::net::TcpStream;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept_raw(&self) -> std::io::Result<(Self::Io, Self::Addr)> {
-        let (tcp, addr) = self.0.accept().await?;
-        let _ = tcp.set_nodelay(true);
-        Ok((tcp, addr))
-    }
-
-    fn addr(&self) -> std::io::Result<Self::Addr> {
-        self.0.local_addr()
-    }
-
-    fn peer(io: &Self::Io, addr: &Self::Addr) -> Peer {
-        <tokio::net::TcpListener as RawAccept>::peer(io, addr)
-    }
-}
 
 /// Makes one service per connection, handing each request the connection's place in the
 /// counts (for the gate) and its socket (for a reset).

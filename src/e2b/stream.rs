@@ -150,7 +150,7 @@ pub struct Follow {
     /// The sandbox's kill.
     pub killed: CancellationToken,
     /// The connection the stream goes out on, reset when the sandbox is killed.
-    pub conn: Option<super::serve::Conn>,
+    pub conn: Option<super::conn::Conn>,
 }
 
 /// The response body of a started or connected process: its events until it ends.

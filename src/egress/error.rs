@@ -1,3 +1,5 @@
+//! What can go wrong in the egress room ([`EgressError`]).
+
 use std::path::PathBuf;
 
 /// What can go wrong in the egress room. Messages complete "failed to …".

@@ -44,6 +44,49 @@ pub struct Gate {
     pub audit_budget: std::sync::Mutex<AuditBudget>,
 }
 
+/// What every session's gate shares, built once by the app and handed to the sessions: the
+/// approvals service network approvals are filed with, and how long one waits.
+#[derive(Clone)]
+pub struct Gates {
+    pub approvals: Arc<Approvals>,
+    /// How long a pending network approval waits for an operator.
+    pub approval_timeout_ms: i64,
+}
+
+impl Gates {
+    pub fn new(approvals: Arc<Approvals>, config: &crate::config::ApprovalsConfig) -> Self {
+        Self {
+            approvals,
+            approval_timeout_ms: config.timeout_secs as i64 * 1000,
+        }
+    }
+
+    /// The gate of container key `session` under `policy`; an allow-once grant lasts
+    /// `grant_ms`.
+    pub fn gate(&self, session: &str, policy: EgressPolicy, grant_ms: i64) -> Arc<Gate> {
+        Arc::new(Gate {
+            session: session.to_string(),
+            policy,
+            approvals: self.approvals.clone(),
+            grant_ms,
+            approval_timeout_ms: self.approval_timeout_ms,
+            audit_budget: std::sync::Mutex::new(AuditBudget::new(now_ms())),
+        })
+    }
+}
+
+#[cfg(test)]
+impl Gates {
+    /// Gates over `store` with the default approvals settings, for tests of the layers that
+    /// are handed them.
+    pub fn over(store: &Arc<Store>) -> Self {
+        Self::new(
+            Arc::new(Approvals::new(store.clone(), Vec::new())),
+            &Default::default(),
+        )
+    }
+}
+
 impl Gate {
     fn store(&self) -> &Arc<Store> {
         self.approvals.store()

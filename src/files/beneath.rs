@@ -2,7 +2,7 @@
 //! as the judge (docs/security.md, "File tools" and "Run directory and workspace files").
 //!
 //! The one routine every opener of a workspace path goes through: the file tools
-//! (`confine.rs`) and the exec workdir (`contract::workdir`). The root is opened
+//! (`confine.rs`) and the exec workdir (`tools::exec_tool::workdir`). The root is opened
 //! `O_NOFOLLOW`; the path below it is resolved with
 //! `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)`, so `..` above the
 //! root, absolute symbolic links, links whose target climbs out, `/proc` magic links and other

@@ -23,7 +23,7 @@ use nix::sys::stat::{fchmod, fstat, fstatat, mkdirat, FileStat, Mode, SFlag};
 use nix::unistd::{fchown, unlinkat, Gid, Uid, UnlinkatFlags};
 
 use super::beneath::BeneathError;
-use crate::session::WORKSPACE_MOUNT;
+use crate::contract::WORKSPACE_MOUNT;
 
 /// Longest path accepted, in bytes (PATH_MAX on Linux).
 pub const MAX_PATH_BYTES: usize = 4096;

@@ -47,11 +47,24 @@ fn passed(key: &str) -> bool {
 #[derive(Default, Clone)]
 pub struct HostExecutor {
     started: Arc<Mutex<HashMap<String, Started>>>,
+    /// The argv prefix that starts host commands as `elevated.user` (empty: moat's own user).
+    /// Set once by the app.
+    run_as: Arc<Mutex<Vec<String>>>,
 }
 
 impl HostExecutor {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Runs host commands through `prefix` (`moat __run-as …`), set from `elevated.user`.
+    pub fn set_run_as(&self, prefix: Vec<String>) {
+        *self.run_as.lock().unwrap() = prefix;
+    }
+
+    /// The prefix [`HostExecutor::set_run_as`] set.
+    pub(super) fn run_as(&self) -> Vec<String> {
+        self.run_as.lock().unwrap().clone()
     }
 
     /// The moat process id of the running host command whose wrapper (the leader of its

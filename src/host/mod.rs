@@ -5,7 +5,8 @@
 //! file an interpreter runs is the policy's table, `policy::interpreters`), `writable` finds
 //! where the sandbox can write, `path` the login-shell PATH and name resolution, `executor` the
 //! [`Executor`](crate::runtime::Executor) that lets the process registry run host commands
-//! through the same wrapper, log and supervisor as container ones, `pty` terminals, `lineage`
+//! through the same wrapper, log and supervisor as container ones, `wrap` the host's own
+//! wrapper argv around a command, `pty` terminals, `lineage`
 //! tells whether a process descends from a host command, `operator` refuses such a process
 //! operator rights and audits the attempt, `run_as` is `elevated.user` (docs/security.md,
 //! "The operator channel"), and `local_addrs` this machine's own addresses (the server's
@@ -20,6 +21,7 @@ mod operator;
 mod path;
 mod pty;
 mod run_as;
+mod wrap;
 mod writable;
 
 pub use bound::{

@@ -12,12 +12,13 @@ use http::Method;
 use tokio::sync::broadcast;
 
 use crate::app::App;
-use crate::contract::{Caller, ExecRequest, ToolResult};
+use crate::contract::ToolResult;
 use crate::daemon::{ClientError, DaemonClient, CALLER_HEADER, WAIT_HEADER};
 use crate::error_chain::error_chain;
-use crate::files::FileCall;
 use crate::process::SessionEvent;
+use crate::tools::FileCall;
 use crate::tools::ProcessRequest;
+use crate::tools::{Caller, ExecRequest};
 
 /// How often an idle event follower checks whether anyone still listens.
 const FOLLOWER_CHECK: Duration = Duration::from_secs(30);

@@ -71,7 +71,7 @@ mod tests {
 
     use super::*;
     use crate::app::App;
-    use crate::contract::Caller;
+    use crate::tools::Caller;
 
     /// Tokens `agent-a` and `agent-b` name sessions `a` and `b`; anything else is refused.
     fn resolver() -> SessionResolver {

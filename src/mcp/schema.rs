@@ -496,7 +496,7 @@ mod tests {
     /// round (they deny unknown fields): a drift between the two would refuse valid calls.
     #[test]
     fn schemas_match_the_request_structs() {
-        let exec: crate::contract::ExecRequest = serde_json::from_value(json!({
+        let exec: crate::tools::ExecRequest = serde_json::from_value(json!({
             "command": "x", "workdir": "w", "env": {"A": "1"}, "yieldMs": 10, "background": true,
             "timeout": 1, "pty": true, "elevated": false, "host": "auto", "security": "full",
             "ask": "off"
@@ -534,18 +534,18 @@ mod tests {
             let req = schema.get("required").cloned().unwrap_or(json!([]));
             assert_eq!(req, json!(required));
         }
-        let _: crate::files::ReadRequest = serde_json::from_value(json!({
+        let _: crate::tools::ReadRequest = serde_json::from_value(json!({
             "path": "p", "offset": 1, "limit": 2, "byteOffset": 3, "byteLimit": 4
         }))
         .unwrap();
-        let _: crate::files::WriteRequest =
+        let _: crate::tools::WriteRequest =
             serde_json::from_value(json!({"path": "p", "content": "c", "createDirs": true}))
                 .unwrap();
-        let _: crate::files::ListRequest =
+        let _: crate::tools::ListRequest =
             serde_json::from_value(json!({"path": "p", "limit": 1})).unwrap();
-        let _: crate::files::PatchRequest = serde_json::from_value(json!({"input": "i"})).unwrap();
+        let _: crate::tools::PatchRequest = serde_json::from_value(json!({"input": "i"})).unwrap();
         assert!(
-            serde_json::from_value::<crate::files::PatchRequest>(json!({"patch": "i"})).is_err()
+            serde_json::from_value::<crate::tools::PatchRequest>(json!({"patch": "i"})).is_err()
         );
         let names: Vec<_> = tools().iter().map(|t| t.name.to_string()).collect();
         assert_eq!(

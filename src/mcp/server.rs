@@ -27,11 +27,12 @@ use super::backend::{failed, Backend, Local, Remote};
 use super::notify::{self, Level};
 use super::schema;
 use crate::app::App;
-use crate::contract::{Caller, ExecRequest, ToolResult};
+use crate::contract::ToolResult;
 use crate::daemon::DaemonClient;
-use crate::files::FileCall;
 use crate::session::validate_key;
+use crate::tools::FileCall;
 use crate::tools::ProcessRequest;
+use crate::tools::{Caller, ExecRequest};
 
 /// Maps one HTTP request to the moat session it acts in, or says why it may not act at all.
 /// `moat serve` builds it from its token table; the message reaches the client.

@@ -1,3 +1,5 @@
+//! Tests of the friendly process ids.
+
 use super::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;

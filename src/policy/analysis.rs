@@ -45,7 +45,7 @@ impl Parsed {
     /// Bare command names a caller should resolve through PATH before evaluating: every
     /// segment's command word and the commands its wrappers run.
     pub fn command_names(&self) -> Vec<String> {
-        super::evaluate::names_of(&self.script)
+        super::command_words::names_of(&self.script)
     }
 }
 

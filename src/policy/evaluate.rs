@@ -7,17 +7,18 @@
 
 use super::allowlist::{Allowlist, Candidate};
 use super::analysis::{analyse, Parsed};
+use super::command_words::with_time_keyword;
 use super::env;
 use super::git;
 use super::inline_eval;
-use super::ir::{Redirect, Script, Segment, TimeKeyword};
+use super::ir::{Redirect, Segment};
 use super::known_safe;
 use super::levels::{Ask, Security};
 use super::paths::basename;
 use super::patterns::PatternSet;
 use super::plan::{render, Plan, PlannedSegment};
 use super::probe::Probes;
-use super::resolve::{check_trusted, is_bare_name, resolve_word, Resolver};
+use super::resolve::{check_trusted, resolve_word, Resolver};
 use super::safe_bins;
 use super::settings::Policy;
 use super::verdict::{Decision, Evaluation, Request, SegmentOutcome, SegmentReport};
@@ -110,21 +111,6 @@ pub fn command_names(command: &str) -> Vec<String> {
     analyse(command).command_names()
 }
 
-/// The names [`command_names`] lists, from a script already parsed.
-pub(crate) fn names_of(script: &Script) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for segment in &script.segments {
-        for layer in pattern_layers(&with_time_keyword(segment)) {
-            let first = &layer[0];
-            let wanted = is_bare_name(first) && !is_code_builtin(first) && first != "command";
-            if wanted && !names.contains(first) {
-                names.push(first.clone());
-            }
-        }
-    }
-    names
-}
-
 /// Every command word a caller should resolve (PATH hit and symlink target) so that argv
 /// patterns see what really runs: the command word of every reachable command and of the
 /// commands its wrappers run, bare names and paths alike. Best effort; never panics.
@@ -179,20 +165,6 @@ fn mentions_approve(command: &str, probes: &Probes) -> bool {
             .iter()
             .flat_map(|argv| pattern_layers(argv))
             .any(|layer| is_approve(&layer[0]))
-}
-
-/// The argv of a segment with a `time` keyword turned back into the `time` program.
-fn with_time_keyword(segment: &Segment) -> Vec<String> {
-    let prefix: &[&str] = match segment.time_keyword {
-        None => &[],
-        Some(TimeKeyword::Plain) => &["time"],
-        Some(TimeKeyword::Posix) => &["time", "-p"],
-    };
-    prefix
-        .iter()
-        .map(|s| (*s).to_owned())
-        .chain(segment.argv.iter().cloned())
-        .collect()
 }
 
 /// The first pattern of `set` matching an argv or a command it runs through wrappers.

@@ -1,8 +1,9 @@
 //! The verdict for one call, from one parse: the evaluation, then the rules that sit on top of
 //! it — an exact command an operator allowed for good, a host run that touches a directory a
 //! sandbox can write, and what an approval would cover if nobody were asked
-//! (docs/approvals.md, "Allow always" and "Fallback"). The tools layer gathers the inputs (the
-//! stored exact entries, the writable roots, both I/O) and acts on the result.
+//! (docs/approvals.md, "Files a plan runs" and "Directories a sandbox can write"). The tools
+//! layer gathers the inputs (the stored exact entries, the writable roots, both I/O) and acts
+//! on the result.
 
 use super::{evaluate_parsed, Ask, Decision, Evaluation, Parsed, Plan, Policy, Request, Resolver};
 

@@ -7,6 +7,7 @@ mod allowlist;
 mod analysis;
 mod bin_profiles;
 mod bounds;
+mod command_words;
 mod compose;
 mod entry_advice;
 mod env;

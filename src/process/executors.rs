@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::contract::Place;
 use crate::host::HostExecutor;
-use crate::runtime::{Engine, Executor};
+use crate::runtime::{Engine, Executor, Launch, Wrapping};
 
 /// The executors behind the registry, one per [`Place`], and the engine for what the
 /// registry must know about a container. The app builds them (src/app.rs) so the registry
@@ -28,6 +28,15 @@ impl Executors {
         match place {
             Place::Container(_) => self.sandbox.clone(),
             Place::Host => self.host.clone(),
+        }
+    }
+
+    /// How `l` runs at `place`: each place builds its own wrapper around it (a container's in
+    /// `script`, the host's in `host::wrap`).
+    pub fn wrap(&self, place: &Place, l: &Launch) -> Wrapping {
+        match place {
+            Place::Container(_) => super::script::container_wrap(l),
+            Place::Host => self.host.wrap(l),
         }
     }
 }

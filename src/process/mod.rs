@@ -20,6 +20,7 @@ mod output;
 mod proc;
 mod registry;
 pub mod script;
+mod signal;
 mod status;
 mod supervisor;
 
@@ -33,5 +34,6 @@ pub use log_view::{page as page_log, LogPage, Source as LogSource};
 pub use output::LineMark;
 pub use proc::{Proc, ProcInfo, ProcState};
 pub use registry::{Limits, ProcessError, Registry, StartSpec};
+pub use signal::signal_name;
 pub use status::{signal_number, split_status};
-pub use supervisor::{signal_name, KILL_GRACE_MS};
+pub use supervisor::KILL_GRACE_MS;

@@ -5,6 +5,7 @@
 //! on first use: its log is replayed, and a supervisor takes over watching it.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
@@ -16,16 +17,16 @@ use super::executors::Executors;
 use super::files::{Created, RunFiles};
 use super::output::{LineMark, OutputState};
 use super::proc::{Control, Proc, ProcInfo, ProcState};
-use super::script::{self, PTY_SIZE};
 use super::supervisor::{ExitWatch, LimitWatch, Supervisor};
 use crate::config::Scope;
 use crate::contract::ExitInfo;
 use crate::contract::Place;
-use crate::runtime::{ExecSpec, RuntimeError, Wrapped};
+use crate::runtime::{Launch, RuntimeError, Wrapping};
 use crate::secrets::SecretSource;
 use crate::session::cgroup::CgroupDirs;
 use crate::session::container_key;
 use crate::store::{now_ms, ProcessRow, ProcessStatus, Store, StoreError};
+use crate::wrapper::PTY_SIZE;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
@@ -98,9 +99,6 @@ pub struct Registry {
     events: EventBus,
     /// Live processes by id. A std mutex: never held across `.await`.
     procs: Mutex<HashMap<String, Arc<Proc>>>,
-    /// The argv prefix that starts host commands as `elevated.user` (empty: moat's own user).
-    /// Set once by the app.
-    host_user: Mutex<Vec<String>>,
     /// When `start` last swept each session (`list` always does). Per session, so a busy
     /// session never keeps another's finished processes (and their open logs) from eviction.
     last_sweep_ms: Mutex<HashMap<String, i64>>,
@@ -126,7 +124,6 @@ impl Registry {
         Arc::new(Self {
             executors,
             secrets: Mutex::new(None),
-            host_user: Mutex::new(Vec::new()),
             store,
             limits,
             events,
@@ -160,11 +157,6 @@ impl Registry {
     /// Where secrets for re-attached processes come from (set once by the app).
     pub fn set_secret_source(&self, source: SecretSource) {
         *self.secrets.lock().unwrap() = Some(source);
-    }
-
-    /// Runs host commands through `prefix` (`moat __run-as …`), set from `elevated.user`.
-    pub fn set_host_user(&self, prefix: Vec<String>) {
-        *self.host_user.lock().unwrap() = prefix;
     }
 
     /// The moat process id of the live host command whose wrapper is `pid`, if this moat
@@ -216,52 +208,14 @@ impl Registry {
 
     /// Starts a command; returns as soon as it runs.
     pub async fn start(self: &Arc<Self>, spec: StartSpec) -> Result<Arc<Proc>, ProcessError> {
-        // Sweeping reads the session's index; on the exec hot path do it at most every 30 s.
-        let now = now_ms();
-        let due = {
-            let mut last = self.last_sweep_ms.lock().unwrap();
-            let at = last.entry(spec.session.clone()).or_insert(0);
-            // Only a sweep moves the mark: every start moving it kept a busy daemon from ever
-            // sweeping again, and its finished processes held their logs open without bound.
-            let due = now - *at > SWEEP_EVERY_MS
-                || self.held_finished(&spec.session) > self.limits.max_finished;
-            if due {
-                *at = now;
-            }
-            due
-        };
-        if due {
-            self.sweep(&spec.session);
-        }
+        self.sweep_if_due(&spec.session);
         let id = {
             let procs = self.procs.lock().unwrap();
             crate::names::generate(|c| procs.contains_key(c) || self.store.process_id_taken(c))
         };
-        let file_err = |source| ProcessError::Files {
-            dir: spec.run_dir.clone(),
-            source,
-        };
-        let on_host = spec.place.is_host();
-        let owner = (!on_host).then_some(spec.owner);
-        let files = RunFiles::open(&spec.run_dir, &id, owner).map_err(file_err)?;
-        let Created { log, stdin } = files.create(!spec.pty).map_err(file_err)?;
-        let split = spec.split_stderr && !spec.pty && !on_host;
-        let sticky = spec.sticky && !on_host;
-        let extra = (if split {
-            files.create_err().map(drop)
-        } else {
-            Ok(())
-        })
-        .and_then(|()| if sticky { files.create_state() } else { Ok(()) });
-        if let Err(e) = extra {
-            files.remove();
-            return Err(file_err(e));
-        }
-        let command = if sticky {
-            script::sticky_command(&id, &spec.command)
-        } else {
-            spec.command.clone()
-        };
+        // Each place wraps the command its own way; the registry only follows what it says.
+        let wrap = self.executors.wrap(&spec.place, &launch_of(&spec, &id));
+        let (files, Created { log, stdin }) = run_files(&spec, &id, &wrap)?;
         let info = ProcInfo {
             id: id.clone(),
             session: spec.session.clone(),
@@ -274,44 +228,6 @@ impl Registry {
         };
         self.store
             .insert_process(&row_for(&info, &spec.run_dir, spec.background))?;
-        let mut env = spec.env.clone();
-        let argv = if on_host {
-            // Every host command is marked, so moat can tell its descendants from the
-            // operator (docs/security.md, "The operator channel").
-            env.push(format!("{}={id}", crate::host::HOST_MARKER));
-            script::host_argv(
-                &spec.run_dir.display().to_string(),
-                &id,
-                &spec.command,
-                spec.pty,
-                &self.host_user.lock().unwrap(),
-                spec.shell,
-            )
-        } else {
-            // Marked so a kill finds what leaves the process group (script::sweep_argv).
-            env.push(format!("{}={id}", script::PROCESS_MARKER));
-            if split {
-                script::split_argv(&id, &command, spec.shell)
-            } else {
-                script::argv(&id, &command, spec.pty, spec.shell)
-            }
-        };
-        // What the wrapper runs, for the helper to do the wrapper's work itself. A terminal's
-        // wrapper is another one, and a host command has no helper.
-        let wrapped = (!on_host && !spec.pty).then(|| Wrapped {
-            process_id: id.clone(),
-            login: script::login_argv(&command, spec.shell),
-            split_stderr: split,
-        });
-        let exec = ExecSpec {
-            argv,
-            env,
-            workdir: Some(spec.cwd.clone()),
-            user: None,
-            tty: spec.pty,
-            console_size: spec.pty.then_some(PTY_SIZE),
-            wrapped,
-        };
         // The limit counters before the command: what it changes is what it hit.
         let cgroup = self.cgroup(&spec.place).await;
         let limits = LimitWatch {
@@ -321,7 +237,7 @@ impl Registry {
         let started = match self
             .executors
             .of(&spec.place)
-            .exec(spec.place.stored(), exec)
+            .exec(spec.place.stored(), wrap.spec)
             .await
         {
             Ok(s) => s,
@@ -337,39 +253,8 @@ impl Registry {
             spec.background,
             !spec.pty || started.tty.is_some(),
         );
-        proc.lock().notify_exit = spec.notify_exit;
-        if spec.pty {
-            // Engine 20.10 (API 1.41) ignores the start's ConsoleSize; a resize after the start
-            // is what sizes its terminal (the engine holds it until the exec has started). The
-            // PTY wrapper covers a command that asks before this arrives.
-            proc.resize(PTY_SIZE.0, PTY_SIZE.1);
-        }
-        {
-            let mut st = proc.lock();
-            st.log = log.try_clone().ok().map(Arc::new);
-            st.output.spill_max = self.limits.spill_max;
-            if split {
-                st.stream_hold = Some(0);
-            }
-        }
-        let finished = started.finished;
-        let lost = (
-            self.executors.clone(),
-            spec.place.clone(),
-            files.clone(),
-            proc.info.started_at_ms,
-        );
-        let watch = ExitWatch::Exec {
-            exec_id: started.id,
-            finished: Box::pin(async move {
-                if finished.await.is_err() {
-                    // The transport lost sight of the command (its helper went away) while it
-                    // runs on: its run files tell when it ends, as after a restart of moat.
-                    let (executors, place, files, started_at) = lost;
-                    super::supervisor::recovered_exit(executors, place, files, started_at).await;
-                }
-            }),
-        };
+        self.prime(&proc, (spec.notify_exit, spec.pty, wrap.split_stderr), &log);
+        let watch = self.exit_watch(&proc, &files, started.id, started.finished);
         self.supervise(
             &proc,
             files,
@@ -381,6 +266,72 @@ impl Registry {
         );
         self.procs.lock().unwrap().insert(id, proc.clone());
         Ok(proc)
+    }
+
+    /// Sweeps `session`'s finished processes when it is due. Sweeping reads the session's
+    /// index; on the exec hot path it runs at most every 30 s, or when too many are held.
+    fn sweep_if_due(&self, session: &str) {
+        let now = now_ms();
+        let due = {
+            let mut last = self.last_sweep_ms.lock().unwrap();
+            let at = last.entry(session.to_string()).or_insert(0);
+            // Only a sweep moves the mark: every start moving it kept a busy daemon from ever
+            // sweeping again, and its finished processes held their logs open without bound.
+            let due = now - *at > SWEEP_EVERY_MS
+                || self.held_finished(session) > self.limits.max_finished;
+            if due {
+                *at = now;
+            }
+            due
+        };
+        if due {
+            self.sweep(session);
+        }
+    }
+
+    /// A started process's first state: its exit notice, its terminal's size, its log, and
+    /// its stream held back while stderr is kept apart.
+    fn prime(&self, proc: &Arc<Proc>, (notify_exit, pty, split): (bool, bool, bool), log: &File) {
+        proc.lock().notify_exit = notify_exit;
+        if pty {
+            // Engine 20.10 (API 1.41) ignores the start's ConsoleSize; a resize after the start
+            // is what sizes its terminal (the engine holds it until the exec has started). The
+            // PTY wrapper covers a command that asks before this arrives.
+            proc.resize(PTY_SIZE.0, PTY_SIZE.1);
+        }
+        let mut st = proc.lock();
+        st.log = log.try_clone().ok().map(Arc::new);
+        st.output.spill_max = self.limits.spill_max;
+        if split {
+            st.stream_hold = Some(0);
+        }
+    }
+
+    /// What tells the supervisor that `proc`'s exec ended: the transport's own word, or, when
+    /// the transport lost sight of the command (its helper went away) while it runs on, its
+    /// run files, as after a restart of moat.
+    fn exit_watch(
+        &self,
+        proc: &Arc<Proc>,
+        files: &RunFiles,
+        exec_id: String,
+        finished: tokio::sync::oneshot::Receiver<()>,
+    ) -> ExitWatch {
+        let lost = (
+            self.executors.clone(),
+            proc.info.place.clone(),
+            files.clone(),
+            proc.info.started_at_ms,
+        );
+        ExitWatch::Exec {
+            exec_id,
+            finished: Box::pin(async move {
+                if finished.await.is_err() {
+                    let (executors, place, files, started_at) = lost;
+                    super::supervisor::recovered_exit(executors, place, files, started_at).await;
+                }
+            }),
+        }
     }
 
     /// A process of `session` by id, re-attaching it from the index if this moat has not
@@ -751,6 +702,54 @@ fn new_proc(
         waiters: AtomicUsize::new(0),
     });
     (proc, rx)
+}
+
+/// What `spec` asks to start as process `id`, before its place wraps it.
+fn launch_of(spec: &StartSpec, id: &str) -> Launch {
+    Launch {
+        id: id.to_string(),
+        run_dir: spec.run_dir.display().to_string(),
+        command: spec.command.clone(),
+        cwd: spec.cwd.clone(),
+        env: spec.env.clone(),
+        pty: spec.pty,
+        shell: spec.shell,
+        split_stderr: spec.split_stderr,
+        sticky: spec.sticky,
+        owner: spec.owner,
+    }
+}
+
+/// Process `id`'s run files, as its place's wrapper needs them; none are left behind when one
+/// cannot be made.
+fn run_files(
+    spec: &StartSpec,
+    id: &str,
+    wrap: &Wrapping,
+) -> Result<(RunFiles, Created), ProcessError> {
+    let file_err = |source| ProcessError::Files {
+        dir: spec.run_dir.clone(),
+        source,
+    };
+    let files = RunFiles::open(&spec.run_dir, id, wrap.owner).map_err(file_err)?;
+    let created = files.create(!spec.pty).map_err(file_err)?;
+    let extra = (if wrap.split_stderr {
+        files.create_err().map(drop)
+    } else {
+        Ok(())
+    })
+    .and_then(|()| {
+        if wrap.sticky {
+            files.create_state()
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(e) = extra {
+        files.remove();
+        return Err(file_err(e));
+    }
+    Ok((files, created))
 }
 
 fn row_for(info: &ProcInfo, run_dir: &std::path::Path, background: bool) -> ProcessRow {

@@ -24,58 +24,8 @@
 //! process group, the run files and the prelude are the same for both.
 
 use crate::config::Shell;
-use crate::wrapper::{PRELUDE, RUN_DIR};
-
-const WRAPPER: &str = r#"trap ':' TERM INT HUP
-printf '%s' "$$" > "/run/moat/$1.pid"
-exec < "/run/moat/$1.in"
-printf 1 > "/run/moat/$1.ready"
-sh -lc "$2" >> "/run/moat/$1.out" 2>&1
-s=$?
-printf '%s' "$s" > "/run/moat/$1.exit"
-exit "$s""#;
-
-/// [`WRAPPER`] with stderr kept apart in `<id>.err` (`moat run`, docs/ARCHITECTURE.md, "moat
-/// run"): a CI log wants the command's two streams where the command put them.
-const SPLIT_WRAPPER: &str = r#"trap ':' TERM INT HUP
-printf '%s' "$$" > "/run/moat/$1.pid"
-exec < "/run/moat/$1.in"
-printf 1 > "/run/moat/$1.ready"
-sh -lc "$2" >> "/run/moat/$1.out" 2>> "/run/moat/$1.err"
-s=$?
-printf '%s' "$s" > "/run/moat/$1.exit"
-exit "$s""#;
-
-/// Opening a FIFO for reading blocks until a writer exists: moat holds the writer from
-/// before the exec starts, and must keep it until `.ready` shows the open happened (a
-/// short-lived CLI would otherwise leave the command waiting forever).
-///
-/// For PTY processes the terminal must stay the command's stdio, so the wrapper only records
-/// the group id and replaces itself with the login shell. There is no exit file: the exit
-/// status is the exec's own (`Executor::exec_exit_code`).
-///
-/// It also gives the terminal its default size when it has none yet. Engine 20.10 (API 1.41)
-/// ignores the start request's `ConsoleSize`, and moat's resize after the start races with the
-/// command: a `stty size` run at once would otherwise see `0 0`. A size set meanwhile (moat's
-/// resize got there first) is left alone. Keep the numbers in step with [`PTY_SIZE`].
-const PTY_WRAPPER: &str = r#"printf '%s' "$$" > "/run/moat/$1.pid"
-[ "$(stty size 2>/dev/null)" = "0 0" ] && stty rows 30 cols 120 2>/dev/null
-exec sh -lc "$2""#;
-
-/// A PTY's initial size, rows × cols (docs/mcp.md, "Tools": 120 × 30).
-pub const PTY_SIZE: (u16, u16) = (30, 120);
-
-/// The script given to the login shell: the prelude, then the command on its own line.
-pub fn login_script(command: &str) -> String {
-    format!("{PRELUDE}\n{command}")
-}
-
-/// `wrapper` with its login shell made `shell`. Each wrapper starts the login shell once, as
-/// `sh -lc`.
-fn with_shell(wrapper: &str, shell: Shell) -> String {
-    debug_assert_eq!(wrapper.matches("sh -lc").count(), 1);
-    wrapper.replacen("sh -lc", &format!("{} -lc", shell.name()), 1)
-}
+use crate::runtime::{Launch, Wrapped, Wrapping};
+use crate::wrapper::{login_script, with_shell, PTY_WRAPPER, RUN_DIR, SPLIT_WRAPPER, WRAPPER};
 
 /// The full argv for process `id` running `command` in `shell`.
 pub fn argv(id: &str, command: &str, pty: bool, shell: Shell) -> Vec<String> {
@@ -83,7 +33,7 @@ pub fn argv(id: &str, command: &str, pty: bool, shell: Shell) -> Vec<String> {
     vec![
         "sh".into(),
         "-c".into(),
-        with_shell(wrapper, shell),
+        with_shell(wrapper, shell.name()),
         "moat".into(),
         id.into(),
         login_script(command),
@@ -102,11 +52,42 @@ pub fn split_argv(id: &str, command: &str, shell: Shell) -> Vec<String> {
     vec![
         "sh".into(),
         "-c".into(),
-        with_shell(SPLIT_WRAPPER, shell),
+        with_shell(SPLIT_WRAPPER, shell.name()),
         "moat".into(),
         id.into(),
         login_script(command),
     ]
+}
+
+/// How a container runs `l`: moat's wrapper at the run mount, the command marked with its id
+/// (so a kill finds what leaves the process group, [`sweep_argv`]), stderr kept apart and the
+/// sticky state recorded when asked, the run files the sandbox user's, and what the wrapper
+/// runs for the helper to do the wrapper's work itself (a terminal's wrapper is another one).
+pub fn container_wrap(l: &Launch) -> Wrapping {
+    let split = l.split_stderr && !l.pty;
+    let command = if l.sticky {
+        sticky_command(&l.id, &l.command)
+    } else {
+        l.command.clone()
+    };
+    let mut env = l.env.clone();
+    env.push(format!("{PROCESS_MARKER}={}", l.id));
+    let argv = if split {
+        split_argv(&l.id, &command, l.shell)
+    } else {
+        argv(&l.id, &command, l.pty, l.shell)
+    };
+    let wrapped = (!l.pty).then(|| Wrapped {
+        process_id: l.id.clone(),
+        login: login_argv(&command, l.shell),
+        split_stderr: split,
+    });
+    Wrapping {
+        spec: l.spec(argv, env, wrapped),
+        owner: Some(l.owner),
+        split_stderr: split,
+        sticky: l.sticky,
+    }
 }
 
 /// `command` for a sticky session (docs/mcp.md, "Sticky cwd and env"). The login shell
@@ -121,48 +102,6 @@ pub fn sticky_command(id: &str, command: &str) -> String {
     format!(
         "env -0 > \"{state}\" 2>/dev/null\ntrap 'moat_x=$?; {{ printf \"\\0%s\\0\" \"$PWD\"; env -0; }} >> \"{state}\" 2>/dev/null; exit $moat_x' EXIT\ntrap 'exit 143' TERM; trap 'exit 130' INT; trap 'exit 129' HUP\n{command}"
     )
-}
-
-/// The argv for a host process: the same wrappers, with the host run directory passed as `$0`
-/// in place of the container's fixed mount (never pasted into the script text).
-///
-/// With a `run_as` prefix (`moat __run-as UID GID GROUPS --`, from `elevated.user`), the
-/// wrapper stays moat's user and only the login shell starts through the prefix, which follows
-/// the script as arguments `$3…`: the wrapper keeps writing the run files the command can no
-/// longer reach, and the command's stdio are descriptors the wrapper opened.
-pub fn host_argv(
-    run_dir: &str,
-    id: &str,
-    command: &str,
-    pty: bool,
-    run_as: &[String],
-    shell: Shell,
-) -> Vec<String> {
-    let wrapper = if pty { PTY_WRAPPER } else { WRAPPER };
-    let mut wrapper = wrapper.replace("\"/run/moat/", "\"$0/");
-    if !run_as.is_empty() {
-        wrapper = if pty {
-            wrapper.replace(
-                r#"exec sh -lc "$2""#,
-                r#"c=$2; shift 2; exec "$@" sh -lc "$c""#,
-            )
-        } else {
-            wrapper.replace(
-                r#"sh -lc "$2" >>"#,
-                r#"( c=$2; shift 2; exec "$@" sh -lc "$c" ) >>"#,
-            )
-        };
-    }
-    let mut argv = vec![
-        "/bin/sh".into(),
-        "-c".into(),
-        with_shell(&wrapper, shell),
-        run_dir.into(),
-        id.into(),
-        login_script(command),
-    ];
-    argv.extend(run_as.iter().cloned());
-    argv
 }
 
 /// A helper command that ends process group `pgid`: TERM, up to `grace_ms` for the group to
@@ -212,6 +151,7 @@ pub fn sweep_argv(id: &str) -> Option<Vec<String>> {
 mod tests {
     use super::*;
     use crate::wrapper::{PATH_PREPEND_VAR, PATH_REQUEST_VAR};
+    use crate::wrapper::{PRELUDE, PTY_SIZE};
 
     #[test]
     fn the_sweep_takes_plain_ids_only() {
@@ -280,61 +220,11 @@ mod tests {
     }
 
     #[test]
-    fn host_wrapper_takes_the_dir_as_an_argument() {
-        let a = host_argv("/h o'me/run", "id", "true", false, &[], Shell::Sh);
-        assert!(!a[2].contains(RUN_DIR) && !a[2].contains("h o'me"));
-        assert!(a[2].contains(r#""$0/$1.pid""#));
-        assert_eq!(a[3], "/h o'me/run");
-        assert_eq!(a.len(), 6);
-    }
-
-    /// Runs the host wrapper for real with a prefix that records its own argv: the login
-    /// shell, and only it, starts through the prefix, and the run files are still written.
-    #[test]
-    fn host_wrapper_starts_only_the_command_through_run_as() {
-        let dir = tempfile::tempdir().unwrap();
-        let run = dir.path().display().to_string();
-        std::fs::write(dir.path().join("p.in"), "").unwrap();
-        // The "prefix": prints its arguments one per line into a file, then runs them.
-        let prefix = vec![
-            "/bin/sh".to_string(),
-            "-c".to_string(),
-            r#"printf '%s\n' "$@" > "$0"; exec "$@""#.to_string(),
-            dir.path().join("seen").display().to_string(),
-        ];
-        for pty in [false, true] {
-            let a = host_argv(&run, "p", "echo ran-$((1+1))", pty, &prefix, Shell::Sh);
-            let out = std::process::Command::new(&a[0])
-                .args(&a[1..])
-                .stdin(std::process::Stdio::null())
-                .output()
-                .unwrap();
-            let seen = std::fs::read_to_string(dir.path().join("seen")).unwrap();
-            let seen: Vec<&str> = seen.lines().collect();
-            assert_eq!(seen[..2], ["sh", "-lc"], "pty={pty}: {seen:?}");
-            assert!(seen.last().unwrap().ends_with("echo ran-$((1+1))"));
-            assert!(std::fs::read_to_string(dir.path().join("p.pid")).is_ok());
-            if pty {
-                assert!(String::from_utf8_lossy(&out.stdout).contains("ran-2"));
-            } else {
-                let log = std::fs::read_to_string(dir.path().join("p.out")).unwrap();
-                assert!(log.contains("ran-2"), "{log}");
-                let exit = std::fs::read_to_string(dir.path().join("p.exit")).unwrap();
-                assert_eq!(exit, "0");
-            }
-        }
-    }
-
-    #[test]
     fn bash_replaces_only_the_login_shell() {
         for pty in [false, true] {
             let a = argv("id", "true", pty, Shell::Bash);
             assert_eq!(a[..2], ["sh", "-c"], "the wrapper stays sh");
             assert!(a[2].contains(r#"bash -lc "$2""#), "{}", a[2]);
-            let h = host_argv("/r", "id", "true", pty, &["x".into()], Shell::Bash);
-            assert!(h[2].contains(r#""$@" bash -lc "$c""#), "{}", h[2]);
-            let h = host_argv("/r", "id", "true", pty, &[], Shell::Bash);
-            assert_eq!(h[2].matches("bash -lc").count(), 1, "{}", h[2]);
         }
         assert_eq!(
             serde_json::from_str::<Shell>("\"bash\"").unwrap(),

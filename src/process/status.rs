@@ -1,7 +1,7 @@
 //! How a command's exit status reads: a shell reports death by signal N as status 128+N, and
 //! moat reads it back that way (docs/mcp.md, "Timeouts, cancellation and signals").
 
-use super::supervisor::signal_name;
+use super::signal::signal_name;
 
 /// The highest signal number on Linux (`SIGRTMAX`).
 const MAX_SIGNAL: i64 = 64;

@@ -22,6 +22,7 @@ use super::marked;
 use super::output::LineMark;
 use super::proc::{Control, Proc};
 use super::script::kill_group_argv;
+use super::signal::signal_name;
 use crate::contract::ExitInfo;
 use crate::contract::LimitHit;
 use crate::contract::Place;
@@ -855,18 +856,9 @@ fn punch_hole(log: &File, offset: u64, len: u64) {
     }
 }
 
-/// `SIGTERM` for 15 and so on; unknown numbers print as `SIG<n>`.
-pub fn signal_name(n: i64) -> String {
-    i32::try_from(n)
-        .ok()
-        .and_then(|n| nix::sys::signal::Signal::try_from(n).ok())
-        .map(|s| s.as_str().to_string())
-        .unwrap_or_else(|| format!("SIG{n}"))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{exit_of, killed_with_container, signal_name, ExitInfo};
+    use super::{exit_of, killed_with_container, ExitInfo};
     use crate::contract::{LimitHit, LimitKind};
 
     /// A container's end reads as the SIGKILL it was, whether or not the engine kept the
@@ -961,14 +953,6 @@ mod tests {
                 "{status:?} sent={sent} escalated={escalated}"
             );
         }
-    }
-
-    #[test]
-    fn signal_names() {
-        assert_eq!(signal_name(15), "SIGTERM");
-        assert_eq!(signal_name(9), "SIGKILL");
-        assert_eq!(signal_name(2), "SIGINT");
-        assert_eq!(signal_name(99), "SIG99");
     }
 }
 

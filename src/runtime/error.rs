@@ -1,3 +1,5 @@
+//! Why the engine refused or failed ([`RuntimeError`]).
+
 /// Why the engine refused or failed. Messages complete "failed to …".
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {

@@ -22,8 +22,8 @@ mod types;
 
 pub use error::RuntimeError;
 pub use types::{
-    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, HostMount, Mount,
-    Progress, WalledNetwork, Wrapped,
+    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, HostMount, Launch,
+    Mount, Progress, WalledNetwork, Wrapped, Wrapping,
 };
 
 use async_trait::async_trait;

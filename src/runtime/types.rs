@@ -1,3 +1,6 @@
+//! The types both seams speak: container and exec specs, mounts, what the engine reports,
+//! and a command before and after its place's wrapper (`Launch`, `Wrapping`).
+
 use std::collections::BTreeMap;
 use std::pin::Pin;
 
@@ -127,6 +130,58 @@ pub struct Wrapped {
     pub login: Vec<String>,
     /// stderr to `<id>.err` instead of the log (`moat run`).
     pub split_stderr: bool,
+}
+
+/// A command the process registry starts, before any place's wrapper is around it: each
+/// place wraps it its own way ([`Wrapping`]), so the registry never branches on where it runs.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The moat process id, whose run files the wrapper keeps.
+    pub id: String,
+    /// The run directory on the host (a container sees it at `wrapper::RUN_DIR`).
+    pub run_dir: String,
+    /// The exact text to run.
+    pub command: String,
+    pub cwd: String,
+    /// `KEY=VALUE` entries, already validated and merged.
+    pub env: Vec<String>,
+    pub pty: bool,
+    /// The login shell (`sandbox.shell` or `elevated.shell`).
+    pub shell: crate::config::Shell,
+    /// Keep stderr apart in `<id>.err`, where the place can.
+    pub split_stderr: bool,
+    /// Record where the command's shell ended in `<id>.state`, where the place can.
+    pub sticky: bool,
+    /// The sandbox user (uid, gid), for run files a container's command opens.
+    pub owner: (u32, u32),
+}
+
+impl Launch {
+    /// The exec of `argv` for this launch: in its working directory, in a terminal of the
+    /// wrapper's size when it asked for one.
+    pub fn spec(&self, argv: Vec<String>, env: Vec<String>, wrapped: Option<Wrapped>) -> ExecSpec {
+        ExecSpec {
+            argv,
+            env,
+            workdir: Some(self.cwd.clone()),
+            user: None,
+            tty: self.pty,
+            console_size: self.pty.then_some(crate::wrapper::PTY_SIZE),
+            wrapped,
+        }
+    }
+}
+
+/// A [`Launch`] as its place runs it: the exec, and the run files it needs.
+#[derive(Debug, Clone)]
+pub struct Wrapping {
+    pub spec: ExecSpec,
+    /// Who owns the run files (`None`: moat's own user).
+    pub owner: Option<(u32, u32)>,
+    /// stderr goes to `<id>.err`: that file is made, and the stream held until it is read.
+    pub split_stderr: bool,
+    /// The command records its state in `<id>.state`: that file is made.
+    pub sticky: bool,
 }
 
 /// The terminal side of a PTY exec.

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use super::error::ApiError;
 use crate::approvals::Decider;
 use crate::config::{AgentToken, ServeConfig};
-use crate::contract::Caller;
+use crate::tools::Caller;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Identity {

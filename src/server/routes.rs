@@ -1,3 +1,5 @@
+//! The HTTP routes of `moat serve`, and what every handler shares ([`ServerState`]).
+
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
@@ -11,10 +13,10 @@ use super::auth::{identify, Channel, Identity};
 use super::error::ApiError;
 use super::handlers;
 use crate::app::App;
-use crate::contract::Caller;
 use crate::mcp::{
     http_config, http_service, live_sessions, McpContext, McpHttpService, McpSessions,
 };
+use crate::tools::Caller;
 
 /// Request bodies above this are refused with 413 (a command is at most a few KiB; env is
 /// capped at 256 KiB by the exec rules).

@@ -37,7 +37,7 @@ use nix::sys::stat::{fstat, fstatat, Mode, SFlag};
 
 use super::git_config;
 use super::git_index;
-use super::spec::WORKSPACE_MOUNT;
+use crate::contract::WORKSPACE_MOUNT;
 use crate::runtime::Mount;
 
 /// Most mounts one workspace's guard may add: past it the session is refused rather than

@@ -132,6 +132,8 @@ pub struct Sessions {
     /// One egress start at a time: a daemon's adoption at start and a command's ensure could
     /// otherwise both bind the same control socket, and one of them fail.
     egress_start: tokio::sync::Mutex<()>,
+    /// What each container's egress gate is built from, handed over by the app.
+    egress_gates: crate::egress::gate::Gates,
     /// What the engine said each container (by id) has from the host, for
     /// [`Sessions::writable_roots`]: mounts never change after a container is created, so one
     /// inspect per container is enough; the list of containers is asked for every time.
@@ -148,6 +150,7 @@ impl Sessions {
         store: Arc<Store>,
         config: Arc<Config>,
         home: Home,
+        egress_gates: crate::egress::gate::Gates,
     ) -> Self {
         let disks = if runtime.binds_host_paths() {
             DiskPlan::decide(config.sandbox.disk_bound, config.sandbox.workspace_max())
@@ -164,6 +167,7 @@ impl Sessions {
             over_disk: Mutex::new(HashMap::new()),
             egress: Mutex::new(HashMap::new()),
             egress_start: tokio::sync::Mutex::new(()),
+            egress_gates,
             mounts_seen: Mutex::new(HashMap::new()),
             disks,
             config,
@@ -441,18 +445,9 @@ impl Sessions {
             sandbox.egress.ask,
         )
         .map_err(crate::egress::lifecycle::LifecycleError::from)?;
-        let approvals = crate::approvals::Approvals::new(self.store.clone(), Vec::new())
-            .with_max_pending(self.config.approvals.max_pending_per_session);
-        let gate = Arc::new(crate::egress::gate::Gate {
-            session: key.to_string(),
-            policy,
-            approvals: Arc::new(approvals),
-            grant_ms: sandbox.egress.grant_minutes as i64 * 60_000,
-            approval_timeout_ms: self.config.approvals.timeout_secs as i64 * 1000,
-            audit_budget: std::sync::Mutex::new(crate::egress::audit_budget::AuditBudget::new(
-                crate::store::now_ms(),
-            )),
-        });
+        let gate =
+            self.egress_gates
+                .gate(key, policy, sandbox.egress.grant_minutes as i64 * 60_000);
         let dir = self.egress_dir(container);
         let task = crate::egress::lifecycle::ensure(
             self.runtime.as_ref(),
@@ -853,12 +848,14 @@ mod tests {
     use crate::runtime::fake::{Call, FakeRuntime};
 
     fn sessions(fake: &FakeRuntime, config: Config, home: &Path) -> Sessions {
+        let store = Arc::new(Store::in_memory().unwrap());
         Sessions::new(
             Arc::new(fake.clone()),
             Arc::new(fake.clone()),
-            Arc::new(Store::in_memory().unwrap()),
+            store.clone(),
             Arc::new(config),
             Home::at(home),
+            crate::egress::gate::Gates::over(&store),
         )
     }
 
@@ -905,6 +902,7 @@ mod tests {
                 store.clone(),
                 Arc::new(config),
                 Home::at(dir.path()),
+                crate::egress::gate::Gates::over(&store),
             )
         };
         let a = mk(Config::default()).ensure("main").await.unwrap();
@@ -1109,6 +1107,7 @@ mod tests {
                 store.clone(),
                 Arc::new(config),
                 Home::at(dir.path()),
+                crate::egress::gate::Gates::over(&store),
             )
         };
         let row = |git_writable| crate::store::SessionSetup {

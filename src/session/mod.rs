@@ -22,6 +22,4 @@ pub use container_name::{container_key, ContainerName};
 pub use manager::{SessionContainer, SessionError, Sessions};
 pub use prune::{prune_once, prune_reason};
 pub use setup::SetupError;
-pub use spec::{
-    build_spec, config_hash, labels, GitMode, GIT_LABEL, MOAT_LABEL, RUN_MOUNT, WORKSPACE_MOUNT,
-};
+pub use spec::{build_spec, config_hash, labels, GitMode, GIT_LABEL, MOAT_LABEL, RUN_MOUNT};

@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::git_guard::GitGuard;
 use crate::config::{SandboxConfig, WorkspaceAccess};
+use crate::contract::WORKSPACE_MOUNT;
 use crate::runtime::{ContainerSpec, Mount};
 
 /// Label every moat container carries; its value is the container key.
@@ -23,8 +24,6 @@ pub const VERSION_LABEL: &str = "dev.moat.version";
 /// it was made before `.git` was guarded and is never kept (docs/security.md, "Host
 /// workspaces").
 pub const GIT_LABEL: &str = "dev.moat.git";
-/// Where the session workspace appears inside the container.
-pub const WORKSPACE_MOUNT: &str = "/workspace";
 /// Where the per-container run directory (process logs, stdin FIFOs) appears.
 pub const RUN_MOUNT: &str = "/run/moat";
 

@@ -27,7 +27,8 @@ use crate::runtime::HostMount;
 
 use super::container_name::ContainerName;
 use super::manager::Sessions;
-use super::spec::{MOAT_LABEL, RUN_MOUNT, WORKSPACE_MOUNT};
+use super::spec::{MOAT_LABEL, RUN_MOUNT};
+use crate::contract::WORKSPACE_MOUNT;
 
 impl Sessions {
     /// See the module docs. One engine list per call, plus one inspect for each container not
@@ -163,12 +164,14 @@ mod tests {
     use super::*;
 
     fn sessions(fake: &FakeRuntime, config: Config, home: &Path) -> Sessions {
+        let store = Arc::new(Store::in_memory().unwrap());
         Sessions::new(
             Arc::new(fake.clone()),
             Arc::new(fake.clone()),
-            Arc::new(Store::in_memory().unwrap()),
+            store.clone(),
             Arc::new(config),
             Home::at(home),
+            crate::egress::gate::Gates::over(&store),
         )
     }
 

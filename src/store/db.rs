@@ -1,3 +1,6 @@
+//! [`Store`]: moat's SQLite database (`state.db`): opening it, its schema steps, and the
+//! clock every row is stamped with.
+
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 

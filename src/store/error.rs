@@ -1,3 +1,5 @@
+//! Why a store operation failed ([`StoreError`]), with the statement it was running.
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("open state database {path}")]

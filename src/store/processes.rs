@@ -1,3 +1,6 @@
+//! The durable index of processes: one row per process moat started (its output stays in
+//! the run directory's log).
+
 use rusqlite::{params, OptionalExtension};
 
 use super::error::SqlContext;

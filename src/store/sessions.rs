@@ -1,3 +1,6 @@
+//! Sessions as moat remembers them, and an operator's per-session policy override
+//! (`moat sessions set`).
+
 use rusqlite::{params, OptionalExtension};
 
 use super::error::SqlContext;

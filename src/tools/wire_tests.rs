@@ -10,11 +10,12 @@ use serde_json::json;
 
 use crate::app::App;
 use crate::config::{Config, ConfigSource};
-use crate::contract::{Details, ExecRequest, ToolResult};
-use crate::files::{FileCall, ListRequest, PatchRequest, ReadRequest, WriteRequest};
+use crate::contract::{Details, ToolResult};
 use crate::home::Home;
 use crate::runtime::fake_wrapper::{Play, Wrapper};
+use crate::tools::ExecRequest;
 use crate::tools::ProcessRequest;
+use crate::tools::{FileCall, ListRequest, PatchRequest, ReadRequest, WriteRequest};
 
 const SESSION: &str = "main";
 

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use moat::app::App;
 use moat::config::{Config, ConfigSource, ElevatedLevel};
-use moat::contract::{Caller, ExecRequest, ToolResult};
+use moat::contract::ToolResult;
 use moat::home::Home;
 use moat::runtime::fake::FakeRuntime;
+use moat::tools::{Caller, ExecRequest};
 use tokio::sync::broadcast;
 
 pub struct HostMoat {

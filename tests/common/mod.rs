@@ -14,10 +14,11 @@ use std::sync::Arc;
 
 use moat::app::App;
 use moat::config::{Config, ConfigSource};
-use moat::contract::{ExecRequest, Status, ToolResult};
+use moat::contract::{Status, ToolResult};
 use moat::home::Home;
 use moat::runtime::docker::DockerRuntime;
 use moat::runtime::{Engine, Runtime};
+use moat::tools::ExecRequest;
 use moat::tools::ProcessRequest;
 
 pub struct TestMoat {

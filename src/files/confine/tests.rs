@@ -1,3 +1,5 @@
+//! Tests of `confine`: paths and links that leave the workspace are refused by the kernel.
+
 use super::*;
 
 fn setup() -> (tempfile::TempDir, PathBuf) {

@@ -1,3 +1,5 @@
+//! Tests of the capped text.
+
 use super::*;
 use proptest::prelude::*;
 

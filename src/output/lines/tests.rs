@@ -1,3 +1,5 @@
+//! Tests of the line pager.
+
 use super::*;
 use proptest::prelude::*;
 

@@ -1,3 +1,5 @@
+//! Tests of the redactor.
+
 use super::*;
 use proptest::prelude::*;
 

@@ -1,3 +1,5 @@
+//! Tests of the sanitizer.
+
 use super::*;
 use proptest::prelude::*;
 

@@ -1,3 +1,5 @@
+//! [`DockerRuntime`]: the real engine over bollard, both seams (`Engine` and `Executor`).
+
 use async_trait::async_trait;
 use bollard::Docker;
 

@@ -36,7 +36,7 @@ impl DockerRuntime {
             // … and no host address on the bridge: an internal network alone still gives the
             // host the gateway address, and traffic to the host itself is not forwarded
             // traffic, so the internal network's forwarding rules never see it
-            // (docs/ARCHITECTURE.md, "Docker facts").
+            // (docs/ARCHITECTURE.md, "Docker facts relied on").
             options: Some(HashMap::from([(
                 INHIBIT_IPV4.to_string(),
                 "true".to_string(),

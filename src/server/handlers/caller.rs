@@ -9,11 +9,11 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 
 use super::PathParam;
-use crate::contract::Caller;
 use crate::daemon::CALLER_HEADER;
 use crate::server::auth::{identify, Channel, Identity};
 use crate::server::error::ApiError;
 use crate::server::ServerState;
+use crate::tools::Caller;
 
 /// The identified caller: the operator (the socket, or the operator token) or one agent.
 /// Refused with 401 for a missing (over TCP) or unknown bearer token.

@@ -1,3 +1,5 @@
+//! `GET /v1/sessions/{session}/events`: a session's events as server-sent events.
+
 use std::convert::Infallible;
 use std::sync::Arc;
 

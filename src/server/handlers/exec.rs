@@ -1,3 +1,5 @@
+//! `POST /v1/sessions/{session}/exec`: the exec tool over HTTP (docs/http-api.md).
+
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -8,12 +10,13 @@ use axum::{Extension, Json};
 
 use axum::response::{IntoResponse, Response};
 
+use super::exec_failure::exec_failure;
 use super::{exec_caller, json_body, InSession};
-use crate::contract::{ExecRequest, RequestError, ToolResult};
+use crate::contract::ToolResult;
 use crate::server::auth::Channel;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
-use crate::tools::ExecError;
+use crate::tools::ExecRequest;
 
 /// `POST /v1/sessions/{session}/exec` with an `exec` request; answers the tool result. On the
 /// socket, `X-Moat-Wait: end` (the CLI) waits for the command to end and answers lines of
@@ -38,22 +41,5 @@ pub async fn exec(
     {
         Ok(result) => Ok(Json::<ToolResult>(result).into_response()),
         Err(e) => Err(exec_failure(&e)),
-    }
-}
-
-/// The error body of a failed exec call: its status and `kind` from the edge table.
-pub(super) fn exec_failure(e: &ExecError) -> ApiError {
-    ApiError::of_kind(e.kind(), exec_failure_text(e))
-}
-
-/// A failed exec call's text in the API's words: the tool's "Provide a command to start."
-/// names the body's field here (docs/http-api.md, "Errors").
-pub(super) fn exec_failure_text(e: &ExecError) -> String {
-    match e {
-        ExecError::Request(RequestError::EmptyCommand) => {
-            "failed to start the command: `command` is empty (send the shell command to run)"
-                .to_string()
-        }
-        e => crate::server::error::failed_to(&e.to_string()),
     }
 }

@@ -29,12 +29,12 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::contract::{Caller, ExecRequest};
 use crate::daemon::WAIT_HEADER;
 use crate::process::{EventKind, SessionEvent};
 use crate::server::auth::Channel;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
+use crate::tools::{Caller, ExecRequest};
 use crate::tools::{ProcessAction, ProcessCall};
 
 /// Whether the request asks to wait for the end (and may).
@@ -100,7 +100,7 @@ pub fn answer(
                 let kind = e.kind();
                 let _ = tx
                     .send(line(json!({
-                        "error": super::exec::exec_failure_text(&e),
+                        "error": super::exec_failure::exec_failure_text(&e),
                         "status": kind.edges().http,
                         "kind": kind,
                     })))

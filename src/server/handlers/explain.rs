@@ -1,3 +1,6 @@
+//! `POST /v1/sessions/{session}/explain`: the verdict `exec` would give (docs/policy.md,
+//! "Explain").
+
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -28,6 +31,6 @@ pub async fn explain(
             "text": explain_text(&e.eval),
             "resolvedIn": e.resolved_in,
         }))),
-        Err(e) => Err(super::exec::exec_failure(&e)),
+        Err(e) => Err(super::exec_failure::exec_failure(&e)),
     }
 }

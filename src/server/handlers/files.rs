@@ -12,9 +12,9 @@ use axum::Json;
 use super::{json_body, InSession};
 use crate::contract::ToolResult;
 use crate::error_chain::error_chain;
-use crate::files::{FileCall, FilesError, ListRequest, PatchRequest, ReadRequest, WriteRequest};
 use crate::server::error::ApiError;
 use crate::server::ServerState;
+use crate::tools::{FileCall, FilesError, ListRequest, PatchRequest, ReadRequest, WriteRequest};
 
 /// The answer for a file tool's outcome: its result, or the error with the status that says
 /// whose fault it is.

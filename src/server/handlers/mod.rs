@@ -4,6 +4,7 @@ pub mod approvals;
 pub mod daemon;
 pub mod events;
 pub mod exec;
+mod exec_failure;
 mod exec_wait;
 pub mod explain;
 pub mod process;

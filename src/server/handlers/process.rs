@@ -1,3 +1,5 @@
+//! `POST /v1/sessions/{session}/process`: the `process` tool over HTTP.
+
 use std::sync::Arc;
 
 use axum::body::Bytes;

@@ -1,6 +1,6 @@
 //! `POST /v1/sessions/{session}/run` (the unix socket, operators): the command of `moat run`,
-//! with its stdout and stderr streamed live and apart (docs/http-api.md, "moat run's
-//! stream"). The body is an `exec` request (foreground only: no `background`, `yieldMs` or
+//! with its stdout and stderr streamed live and apart (docs/ARCHITECTURE.md, "moat
+//! run"). The body is an `exec` request (foreground only: no `background`, `yieldMs` or
 //! `pty`); the answer is lines of JSON:
 //!
 //! - `{"started": "<process id>"}` once the command runs;
@@ -31,12 +31,12 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{exec_caller, json_body, InSession};
-use crate::contract::{Caller, ExecRequest};
 use crate::output::LiveText;
 use crate::process::RunFiles;
 use crate::server::auth::Channel;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
+use crate::tools::{Caller, ExecRequest};
 
 /// How often the two files are looked at for new bytes while the command runs.
 const POLL: Duration = Duration::from_millis(50);
@@ -99,7 +99,7 @@ fn answer(state: Arc<ServerState>, caller: Caller, session: String, req: ExecReq
             Ok(result) => json!({ "result": result }),
             Err(e) => {
                 let kind = e.kind();
-                json!({"error": super::exec::exec_failure_text(&e), "status": kind.edges().http, "kind": kind})
+                json!({"error": super::exec_failure::exec_failure_text(&e), "status": kind.edges().http, "kind": kind})
             }
         };
         let _ = tx.send(line(last)).await;

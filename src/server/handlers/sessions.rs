@@ -1,3 +1,5 @@
+//! `/v1/sessions`: list, create, inspect and remove sessions over HTTP.
+
 use std::sync::Arc;
 
 use axum::extract::State;

@@ -1,3 +1,5 @@
+//! Tests of the key-name encoding.
+
 use super::*;
 
 fn enc(key: &str, app: bool) -> Result<Vec<u8>, KeyError> {

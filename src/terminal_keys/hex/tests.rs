@@ -1,3 +1,5 @@
+//! Tests of the hex input.
+
 use super::*;
 
 fn items(v: &[&str]) -> Vec<String> {

@@ -1,3 +1,5 @@
+//! Tests of the terminal mode tracking.
+
 use super::*;
 
 /// Observes `chunks` with a fresh tracker; returns (known, app cursor, bracketed paste,

@@ -1,3 +1,5 @@
+//! Tests of the bracketed paste.
+
 use super::*;
 
 #[test]

@@ -1,8 +1,11 @@
 //! [`ExecError`]: every way one `exec` call fails, and the [`FailureKind`] each is, so the
 //! HTTP, MCP and CLI edges answer from one table (`crate::contract::FailureKind`).
 
+use super::elevated::ElevatedError;
+use super::request::RequestError;
+use super::workdir::WorkdirError;
 use crate::approvals::ApprovalError;
-use crate::contract::{ElevatedError, EnvError, FailureKind, RequestError, WorkdirError};
+use crate::contract::{EnvError, FailureKind};
 use crate::host::HostEnvError;
 use crate::process::ProcessError;
 use crate::session::SessionError;

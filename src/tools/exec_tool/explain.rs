@@ -10,8 +10,9 @@ use serde::Deserialize;
 
 use super::error::ExecError;
 use super::prepare::Prepared;
+use super::request::ExecRequest;
 use super::tool::ExecTool;
-use crate::contract::{validate_env, ExecRequest, Target};
+use crate::contract::{validate_env, Target};
 use crate::policy::{Evaluation, Policy, Security};
 
 /// What the operator asks about.

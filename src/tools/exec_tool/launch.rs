@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::request::ExecRequest;
 use crate::contract::Place;
 use crate::contract::{
-    finished_result, running_result, with_limit, with_note, with_record, ExecRequest, ToolResult,
+    finished_result, running_result, with_limit, with_note, with_record, ToolResult,
 };
 use crate::process::limit::LEFTOVERS_NOTE;
 use crate::process::{Proc, ProcessError, RunFiles, StartSpec};

@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use super::request::ExecRequest;
+use super::workdir::map_workdir;
 use crate::contract::Place;
-use crate::contract::{map_workdir, merge_env, ExecRequest, Target};
+use crate::contract::{merge_env, Target};
 use crate::host;
 use crate::policy::{
     compose, covered, judge, must_ask, pattern_words, reads_entries, source_words, with_entries,
@@ -152,11 +154,7 @@ impl Prepared {
         } else {
             "the command, with the PATH prelude"
         };
-        crate::contract::check_exec(
-            &crate::process::script::login_script(command),
-            &self.env,
-            what,
-        )
+        crate::contract::check_exec(&crate::wrapper::login_script(command), &self.env, what)
     }
 
     /// Why this run must ask every time: it runs in, or names, a directory a sandbox can

@@ -1,10 +1,12 @@
 //! A sticky session's state around one call (docs/mcp.md, "Sticky cwd and env"): before it,
 //! the carried directory and variables become the request's defaults; after a command that
 //! ended within the call, what its shell recorded becomes the state. The rules are pure in
-//! `exec::sticky`; this is the I/O around them.
+//! `contract::sticky`; this is the I/O around them.
 
+use super::request::ExecRequest;
+use super::workdir::map_workdir;
 use crate::contract::sticky::{apply, parse_state, policy_filter, StickyState, STATE_MAX_BYTES};
-use crate::contract::{map_workdir, ExecRequest, Target};
+use crate::contract::Target;
 use crate::policy::{compose, Layers, RequestLevels};
 use crate::process::{Proc, RunFiles};
 
@@ -69,7 +71,16 @@ impl ExecTool {
                 .as_deref()
                 .is_some_and(|w| map_workdir(Some(cwd), w).is_ok())
         };
-        apply(req, &state, &secrets, &carries, cwd_ok)
+        let mut out = req.clone();
+        apply(
+            &mut out.workdir,
+            &mut out.env,
+            &state,
+            &secrets,
+            &carries,
+            cwd_ok,
+        );
+        out
     }
 
     /// Records what a command that ended during the call left behind (a command that moved

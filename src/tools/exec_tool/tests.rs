@@ -7,10 +7,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::request::ExecRequest;
 use crate::app::App;
 use crate::approvals::{ApprovalDecision, Decider};
 use crate::config::{Config, ConfigSource};
-use crate::contract::{ExecRequest, ToolResult};
+use crate::contract::ToolResult;
 use crate::home::Home;
 use crate::process::EventKind;
 use crate::runtime::fake::{Call, FakeRuntime};

@@ -10,8 +10,9 @@
 
 use std::time::Duration;
 
+use super::request::ExecRequest;
 use crate::approvals::{denied_event, finished_event, running_event, Binding};
-use crate::contract::{ExecRequest, Target};
+use crate::contract::Target;
 use crate::policy::Security;
 use crate::process::{EventKind, EventOutcome};
 use crate::store::{now_ms, ApprovalRow, ApprovalStatus, RecordedDecision};

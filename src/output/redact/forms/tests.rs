@@ -1,3 +1,5 @@
+//! Tests of the encoded forms a secret is redacted in.
+
 use super::*;
 use crate::output::Redactor;
 

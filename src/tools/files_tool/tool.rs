@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::Arc;
 
-use super::confine::{ConfineError, Workspace};
 use super::list::list;
 use super::patch::{parse, PatchError};
 use super::read::{is_binary, lines, SNIFF_BYTES};
@@ -16,6 +15,7 @@ use crate::contract::{
     BinaryFile, Denied, Details, DirListing, EntryKind, FileBytes, FileLines, FileWritten, Patched,
     Status, ToolResult,
 };
+use crate::files::{ConfineError, Workspace};
 use crate::output::{escape_display, Redactor, Sanitizer};
 use crate::policy::{compose, Layers, Security};
 use crate::secrets::Secrets;

@@ -10,7 +10,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::session::WORKSPACE_MOUNT;
+use crate::contract::WORKSPACE_MOUNT;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum WorkdirError {

@@ -5,7 +5,7 @@
 use crate::config::{ElevatedConfig, ElevatedLevel};
 
 use super::request::{ExecRequest, HostChoice, RequestError};
-use super::target::Target;
+use crate::contract::Target;
 
 /// Who is calling `exec`. Agents carry the identity of their token; the CLI is the local
 /// operator account.

@@ -1,3 +1,5 @@
+//! Tests of the `apply_patch` envelope: parsing and applying hunks.
+
 use std::collections::BTreeMap;
 
 use super::*;
