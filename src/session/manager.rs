@@ -208,13 +208,7 @@ impl Sessions {
             self.store.touch_session(session, &c.name, now_ms())?;
             return Ok(c);
         }
-        let lock = self
-            .creating
-            .lock()
-            .unwrap()
-            .entry(key.clone())
-            .or_default()
-            .clone();
+        let lock = self.creation_lock(&key);
         let _guard = lock.lock().await;
         if let Some(c) = self.ready.lock().unwrap().get(&key).cloned() {
             return Ok(c);
@@ -224,6 +218,17 @@ impl Sessions {
             .touch_session(session, &container.name, now_ms())?;
         self.ready.lock().unwrap().insert(key, container.clone());
         Ok(container)
+    }
+
+    /// The lock one creation of container `key` holds: a second creation, and a removal,
+    /// wait for it.
+    fn creation_lock(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.creating
+            .lock()
+            .unwrap()
+            .entry(key.to_string())
+            .or_default()
+            .clone()
     }
 
     /// The containers this moat has in use.
@@ -272,13 +277,7 @@ impl Sessions {
         let (key, names) = self.names(session);
         // A creation in flight finishes first, then goes with the rest: removing under it
         // would leave the container it is making running, with nothing left that knows it.
-        let lock = self
-            .creating
-            .lock()
-            .unwrap()
-            .entry(key.clone())
-            .or_default()
-            .clone();
+        let lock = self.creation_lock(&key);
         let _guard = lock.lock().await;
         self.ready.lock().unwrap().remove(&key);
         let existed = self.runtime.inspect_container(&names.name).await?.is_some();
