@@ -2,9 +2,9 @@
 //! sandboxes and run commands in them unchanged.
 //!
 //! `serve` owns the listener and its routes, `conn` the connections, `gate` identifies callers before their bodies are read, `control` is the control plane, `process` the in-sandbox
-//! process service over `connect` (the Connect protocol's JSON codec), `stream` a process's
-//! streamed events, `sandboxes` the table of sandboxes, `auth` keys and tokens, `wire` the
-//! messages, `state` what the handlers share.
+//! process service (`stream_input` its client stream) over `connect` (the Connect protocol's JSON codec), `stream` a process's
+//! streamed events, `sandboxes` the table of sandboxes, `auth` keys and tokens, `user` who a
+//! call runs as, `wire` the messages, `state` what the handlers share.
 
 mod auth;
 mod conn;
@@ -16,6 +16,8 @@ mod sandboxes;
 mod serve;
 mod state;
 mod stream;
+mod stream_input;
+mod user;
 mod wire;
 
 pub use serve::serve;

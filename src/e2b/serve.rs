@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::conn::{Conn, NoDelay};
 use super::state::E2bState;
+use super::stream_input;
 use super::{control, gate, process};
 use crate::app::App;
 use crate::server::limits::{Limited, Slot, Tracker};
@@ -108,6 +109,7 @@ fn router(state: Arc<E2bState>) -> Router {
         .route(&p("List"), post(process::list))
         .route(&p("SendSignal"), post(process::send_signal))
         .route(&p("SendInput"), post(process::send_input))
+        .route(&p("StreamInput"), post(stream_input::stream_input))
         .route(&p("CloseStdin"), post(process::close_stdin))
         .route(&p("Update"), post(process::update))
         .layer(DefaultBodyLimit::max(MAX_PROCESS_BODY));

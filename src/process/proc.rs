@@ -24,6 +24,11 @@ pub struct ProcInfo {
     pub pty: bool,
     pub started_at_ms: i64,
     pub timeout_secs: Option<u64>,
+    /// The user moat's kill, liveness and sweep helpers run as in its container: root
+    /// (`"0"`) in a session that may become root, whose commands may have become root and
+    /// could not be signalled by the sandbox's user; `None`: the container's user, through
+    /// the helper (docs/e2b.md, "Users").
+    pub signal_as: Option<String>,
 }
 
 pub struct ProcState {

@@ -195,6 +195,7 @@ impl Supervisor {
                         self.proc.info.place.clone(),
                         self.files.clone(),
                         self.proc.info.started_at_ms,
+                        self.proc.info.signal_as.clone(),
                     )),
                 ),
             };
@@ -367,6 +368,7 @@ impl Supervisor {
                 &self.proc.info.place,
                 self.files.clone(),
                 self.limits.cgroup.clone(),
+                self.proc.info.signal_as.as_deref(),
             )
             .await;
         let marked_ended = ended_now
@@ -376,6 +378,7 @@ impl Supervisor {
                 &self.files,
                 self.limits.cgroup.as_deref(),
                 &self.proc.info.id,
+                self.proc.info.signal_as.as_deref(),
             )
             .await;
         let leftovers_ended = group_ended || marked_ended;
@@ -547,6 +550,7 @@ impl Supervisor {
         let files = self.files.clone();
         let cgroup = self.limits.cgroup.clone();
         let id = self.proc.info.id.clone();
+        let user = self.proc.info.signal_as.clone();
         tokio::spawn(async move {
             // The wrapper writes its pid first thing; give a just-started process a moment.
             let mut pgid = files.read_pgid();
@@ -564,10 +568,11 @@ impl Supervisor {
                 });
                 return;
             };
-            let ended = end_group(&executors, &place, pgid, cgroup.as_deref()).await;
+            let ended =
+                end_group(&executors, &place, pgid, cgroup.as_deref(), user.as_deref()).await;
             // What left the group (`setsid`, a double fork) still carries the marker.
             if let Place::Container(container) = &place {
-                marked::sweep(executors.sandbox.as_ref(), container, &id).await;
+                marked::sweep(executors.sandbox.as_ref(), container, &id, user.as_deref()).await;
             }
             let _ = done.send(KillReport {
                 escalated: ended.as_ref().is_some_and(|out| out.contains("killed")),
@@ -585,6 +590,7 @@ async fn end_leftovers(
     place: &Place,
     files: RunFiles,
     cgroup: Option<Arc<CgroupDirs>>,
+    user: Option<&str>,
 ) -> bool {
     let Some(pgid) = files.read_pgid() else {
         return false;
@@ -595,7 +601,7 @@ async fn end_leftovers(
     {
         return false;
     }
-    end_group(executors, place, pgid, cgroup.as_deref())
+    end_group(executors, place, pgid, cgroup.as_deref(), user)
         .await
         .is_some_and(|out| out.contains("signalled"))
 }
@@ -615,6 +621,7 @@ async fn end_group(
     place: &Place,
     pgid: u32,
     cgroup: Option<&CgroupDirs>,
+    user: Option<&str>,
 ) -> Option<String> {
     let runtime = executors.of(place);
     let container = place.stored();
@@ -624,7 +631,7 @@ async fn end_group(
             .exec_capture_within(
                 container,
                 kill_group_argv(pgid, KILL_GRACE_MS),
-                None,
+                user.map(String::from),
                 within,
             )
             .await
@@ -793,6 +800,7 @@ pub(super) async fn recovered_exit(
     place: Place,
     files: RunFiles,
     started_at_ms: i64,
+    signal_as: Option<String>,
 ) {
     let runtime = executors.of(&place);
     let container = place.stored();
@@ -810,7 +818,10 @@ pub(super) async fn recovered_exit(
                         "-c".into(),
                         format!("kill -0 -{pgid} 2>/dev/null && echo alive"),
                     ];
-                    match runtime.exec_capture(container, argv, None).await {
+                    match runtime
+                        .exec_capture(container, argv, signal_as.clone())
+                        .await
+                    {
                         Ok((_, out)) => {
                             errors = 0;
                             String::from_utf8_lossy(&out).contains("alive")
@@ -980,7 +991,7 @@ mod recovery_tests {
             engine: fake,
         };
         let c = || Place::Container("c".into());
-        let waiting = recovered_exit(rt.clone(), c(), f.clone(), crate::store::now_ms());
+        let waiting = recovered_exit(rt.clone(), c(), f.clone(), crate::store::now_ms(), None);
         assert!(
             tokio::time::timeout(Duration::from_millis(500), waiting)
                 .await
@@ -991,7 +1002,7 @@ mod recovery_tests {
         let old = crate::store::now_ms() - START_GRACE_MS - 1;
         tokio::time::timeout(
             Duration::from_secs(2),
-            recovered_exit(rt.clone(), c(), f.clone(), old),
+            recovered_exit(rt.clone(), c(), f.clone(), old, None),
         )
         .await
         .expect("an exec that never started is taken for ended");
@@ -999,7 +1010,7 @@ mod recovery_tests {
         std::fs::write(dir.path().join("p.exit"), "0").unwrap();
         tokio::time::timeout(
             Duration::from_secs(2),
-            recovered_exit(rt, c(), f, crate::store::now_ms()),
+            recovered_exit(rt, c(), f, crate::store::now_ms(), None),
         )
         .await
         .expect("a recorded exit ends the wait");

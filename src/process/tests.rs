@@ -102,6 +102,7 @@ fn spec(run_dir: &Path, command: &str, background: bool) -> StartSpec {
         shell: Shell::Sh,
         split_stderr: false,
         sticky: false,
+        user: None,
     }
 }
 

@@ -154,6 +154,8 @@ pub struct Launch {
     pub sticky: bool,
     /// The sandbox user (uid, gid), for run files a container's command opens.
     pub owner: (u32, u32),
+    /// Another container user to run as (`"0"`: root); `None`: the container's.
+    pub user: Option<String>,
 }
 
 impl Launch {
@@ -164,7 +166,7 @@ impl Launch {
             argv,
             env,
             workdir: Some(self.cwd.clone()),
-            user: None,
+            user: self.user.clone(),
             tty: self.pty,
             console_size: self.pty.then_some(crate::wrapper::PTY_SIZE),
             wrapped,

@@ -43,7 +43,7 @@ pub enum SessionError {
         #[source]
         source: std::io::Error,
     },
-    #[error("find image `{0}`: build it with `moat image build` (or set sandbox.image)")]
+    #[error("find image `{0}`: build it with `{cmd}` (or set sandbox.image)", cmd = build_command(.0))]
     NoImage(String),
     #[error("run sandbox.setup_command (exit code {code}): {output}")]
     Setup { code: i64, output: String },
@@ -809,6 +809,15 @@ impl Sessions {
     }
 }
 
+/// The command that builds `image` when it is one of moat's own.
+fn build_command(image: &str) -> &'static str {
+    if image == crate::config::e2b::BASE_IMAGE {
+        "moat image build --e2b"
+    } else {
+        "moat image build"
+    }
+}
+
 /// The sandbox settings a session's container is made with: the config, with the session's
 /// image and network, and for a host workspace its user, read-only mount, writable git
 /// metadata when asked for, and a usable HOME (docs/security.md, "Host workspaces").
@@ -822,6 +831,10 @@ fn effective_sandbox(config: &SandboxConfig, setup: &crate::store::SessionSetup)
     }
     if let Some(runtime) = &setup.runtime {
         sandbox.runtime = runtime.clone();
+    }
+    sandbox.root = setup.root;
+    if let Some(home) = &setup.home {
+        sandbox.home_mount = home.clone();
     }
     if let Some(row) = &setup.workspace {
         if row.user != config.user {

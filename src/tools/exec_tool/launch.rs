@@ -44,6 +44,7 @@ impl ExecTool {
             shell: p.shell,
             split_stderr: p.split_stderr,
             sticky: p.sticky,
+            user: p.user.clone(),
         };
         let proc = match self.registry.start(spec.clone()).await {
             Ok(p) => p,
