@@ -336,6 +336,37 @@ async fn a_kill_reports_sigterm_or_the_escalation_to_sigkill() {
     }
 }
 
+/// In a session that may become root (E2B's), a command may have become root, which the
+/// sandbox's user cannot signal: the kill helper runs as root there, and only there.
+#[tokio::test]
+async fn a_root_sessions_kill_runs_as_root() {
+    for root in [false, true] {
+        let moat = Moat::new(script);
+        let setup = crate::store::SessionSetup {
+            root,
+            ..Default::default()
+        };
+        moat.store.claim_session_setup(SESSION, &setup).unwrap();
+        let proc = moat.start("sleep 600", true).await;
+        let pgid = group_of(&moat, &proc).await;
+        proc.kill().await;
+        ended(&proc).await;
+        let kill = kill_group_argv(pgid, KILL_GRACE_MS);
+        let users: Vec<Option<String>> = moat
+            .fake
+            .calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                Call::Capture { argv, user, .. } if argv == kill => Some(user),
+                _ => None,
+            })
+            .collect();
+        let want = root.then(|| "0".to_string());
+        assert_eq!(users, [want], "root = {root}");
+        assert_eq!(proc.info.signal_as, root.then(|| "0".to_string()));
+    }
+}
+
 /// A timeout is a kill the supervisor sends itself, and the exit says so.
 #[tokio::test]
 async fn a_timeout_kills_the_group_and_is_recorded() {

@@ -29,6 +29,8 @@ pub enum Call {
     Capture {
         container: String,
         argv: Vec<String>,
+        /// The user it was asked to run as (`None`: the container's).
+        user: Option<String>,
     },
     CreateNetwork(String),
     RemoveNetwork(String),
@@ -438,7 +440,7 @@ impl Executor for FakeRuntime {
         &self,
         container: &str,
         argv: Vec<String>,
-        _user: Option<String>,
+        user: Option<String>,
         _within: std::time::Duration,
     ) -> Result<(i64, Vec<u8>), RuntimeError> {
         let answer = match &self.on_capture {
@@ -448,6 +450,7 @@ impl Executor for FakeRuntime {
         self.state.lock().unwrap().calls.push(Call::Capture {
             container: container.to_string(),
             argv,
+            user,
         });
         Ok(answer)
     }
