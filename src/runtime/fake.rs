@@ -256,6 +256,7 @@ impl Engine for FakeRuntime {
                 pid: 0,
                 image: spec.image.clone(),
                 started_at_ms: None,
+                runtime: spec.runtime.clone(),
             },
         );
         Ok(id)

@@ -99,6 +99,9 @@ pub struct ContainerInfo {
     /// `None` from a listing or before its first start. A container that started after a
     /// command did was restarted under it (`process::limit`, docs/mcp.md, "Limits in results").
     pub started_at_ms: Option<i64>,
+    /// The OCI runtime it runs under (`runsc`), from an inspect; `None` from a listing or for
+    /// the engine's default.
+    pub runtime: Option<String>,
 }
 
 /// One command to start in a container.

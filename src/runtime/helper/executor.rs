@@ -199,9 +199,36 @@ impl HelperExecutor {
                 Err(e) => return Err(HelperError::Start(crate::error_chain::error_chain(&e))),
             }
         };
+        let pid = self.listener_of(container, pid).await?;
         socket::write_pid(&dir, pid)?;
         let stream = self.wait_for_socket(&dir, pid, deadline).await?;
         Conn::open(stream).await
+    }
+
+    /// The pid the kernel will record as the listener of the socket of the helper started as
+    /// host pid `helper`: the helper itself, or under gVisor the container's gofer, which
+    /// makes the host socket for it (`gvisor`, docs/helper.md, "Trust").
+    async fn listener_of(&self, container: &str, helper: u32) -> Result<u32, HelperError> {
+        let info = self
+            .inner
+            .inspect_container(container)
+            .await
+            .map_err(|e| HelperError::Start(crate::error_chain::error_chain(&e)))?;
+        match info {
+            Some(c) if c.runtime.as_deref() == Some("runsc") => {
+                let sandbox = c.pid;
+                tokio::task::spawn_blocking(move || super::gvisor::find_gofer(sandbox))
+                    .await
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| {
+                        HelperError::Start(format!(
+                            "no single gofer beside the gVisor sandbox process (pid {sandbox})"
+                        ))
+                    })
+            }
+            _ => Ok(helper),
+        }
     }
 
     async fn wait_for_socket(
