@@ -393,7 +393,9 @@ pub(super) fn selected(
             Code::NotFound,
             format!(
                 "process with tag {} not found",
-                crate::output::escape_display(tag)
+                // A selector's tag is the caller's text, not a started one's (those are at
+                // most MAX_TAG bytes): only its start is said back.
+                crate::output::escape_display(&tag.chars().take(MAX_TAG).collect::<String>())
             ),
         ),
         (None, None) => RpcError::new(

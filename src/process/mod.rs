@@ -13,6 +13,7 @@ mod events;
 mod executors;
 mod files;
 pub mod holes;
+mod input;
 pub mod limit;
 mod log_view;
 pub mod marked;

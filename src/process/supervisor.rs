@@ -11,12 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::{exit_event, EventBus, EventKind, EventOutcome};
 use super::executors::Executors;
 use super::files::RunFiles;
+use super::input::InputWriter;
 use super::limit::{classify, ContainerFate, Evidence};
 use super::marked;
 use super::output::LineMark;
@@ -162,9 +162,12 @@ struct Follow {
     /// The exec moat started (`None` for a re-attached process): resize and the engine's
     /// exit code need it.
     exec_id: Option<String>,
-    /// A terminal's output and input; `None` without a PTY, and the output once it closed.
+    /// A terminal's output; `None` without a PTY, and once it closed.
     tty_out: Option<TtyOutput>,
-    tty_in: Option<Pin<Box<dyn tokio::io::AsyncWrite + Send>>>,
+    /// The process's input (stdin FIFO or terminal), written by a task of its own.
+    input: InputWriter,
+    /// A stdin FIFO was handed over: a foreground command gets end-of-file on it once ready.
+    fifo: bool,
 }
 
 /// Resolves when the command ended (the exec's stream closed, or its run files say so).
@@ -203,6 +206,8 @@ impl Supervisor {
             Some(t) => (Some(t.output), Some(t.input)),
             None => (None, None),
         };
+        let fifo = self.stdin.is_some();
+        let input = InputWriter::spawn(self.stdin.take(), tty_in);
         let (kill_done_tx, kill_done_rx) = mpsc::unbounded_channel::<KillReport>();
         let follow = Follow {
             buf: vec![0u8; READ_CHUNK],
@@ -212,7 +217,8 @@ impl Supervisor {
             kill_done_rx,
             exec_id,
             tty_out,
-            tty_in,
+            input,
+            fifo,
         };
         (follow, finished)
     }
@@ -230,11 +236,11 @@ impl Supervisor {
         // FIFO: `cat` and `read` return instead of waiting for the timeout. The writer must
         // stay until then, or the wrapper's open would wait for ever (docs/mcp.md,
         // "Foreground and background").
-        let mut eof_when_ready = !self.proc.lock().background && self.stdin.is_some();
+        let mut eof_when_ready = !self.proc.lock().background && f.fifo;
         loop {
             if eof_when_ready && self.files.is_ready() {
                 eof_when_ready = false;
-                self.stdin = None;
+                f.input.close(None);
                 self.proc.lock().stdin_open = false;
             }
             let sleep = tokio::time::sleep(interval);
@@ -293,11 +299,12 @@ impl Supervisor {
     async fn terminal_output(&mut self, f: &mut Follow, bytes: &[u8]) {
         let _ = append(&self.log, bytes);
         let cpr = self.proc.lock().term.observe(bytes);
-        if let (Some(w), true) = (f.tty_in.as_mut(), cpr > 0) {
+        if cpr > 0 {
             for _ in 0..cpr {
-                let _ = w
-                    .write_all(&crate::terminal_keys::cursor_position_report(1, 1))
-                    .await;
+                f.input.write(
+                    crate::terminal_keys::cursor_position_report(1, 1).to_vec(),
+                    None,
+                );
             }
         }
     }
@@ -305,22 +312,12 @@ impl Supervisor {
     /// One request from the process's handle: write, close stdin, kill, resize.
     async fn serve(&mut self, f: &mut Follow, msg: Control) {
         match msg {
-            Control::Write(data, reply) => {
-                let r = match (f.tty_in.as_mut(), self.stdin.as_mut()) {
-                    (Some(w), _) => w.write_all(&data).await.and(w.flush().await),
-                    (None, Some(w)) => w.write_all(&data).await,
-                    (None, None) => Err(std::io::Error::other("stdin is closed")),
-                };
-                let _ = reply.send(r);
-            }
+            // Handed to the input's own task: a command that does not read stalls its writer,
+            // never this loop (`input`).
+            Control::Write(data, reply) => f.input.write(data, Some(reply)),
             Control::CloseStdin(reply) => {
-                if let Some(w) = f.tty_in.as_mut() {
-                    // A terminal has no half-close: Ctrl-D is end-of-file to the line discipline.
-                    let _ = w.write_all(&[0x04]).await;
-                }
-                self.stdin = None;
                 self.proc.lock().stdin_open = false;
-                let _ = reply.send(());
+                f.input.close(Some(reply));
             }
             Control::Kill(reply) => {
                 f.kill.waiters.push(reply);
