@@ -192,12 +192,14 @@ impl DockerRuntime {
                 .create_exec(container, options)
                 .await
                 .map_err(|e| RuntimeError::engine(action(), e))?;
-            self.docker
+            let started = self
+                .docker
                 .start_exec(&created.id, None::<StartExecOptions>)
                 .await
-                .map_err(|e| RuntimeError::engine(action(), e))
+                .map_err(|e| RuntimeError::engine(action(), e))?;
+            Ok::<_, RuntimeError>((created, started))
         };
-        let started = tokio::time::timeout(CAPTURE_START_DEADLINE, start)
+        let (created, started) = tokio::time::timeout(CAPTURE_START_DEADLINE, start)
             .await
             .map_err(|_| RuntimeError::Other {
                 action: action(),
