@@ -392,8 +392,10 @@ impl Registry {
     /// cancellation and signals"). Never blocks: usable from a drop guard.
     pub fn cancel(&self, proc: &Arc<Proc>, why: &str) {
         if proc.exit().is_some() {
-            // It ended before the call went away; still keep its record visible.
+            // It ended before the call went away; still keep its record visible, and only
+            // what a record needs of it.
             self.set_background(proc);
+            proc.lock().shelve();
             return;
         }
         proc.lock().output.note(why);
@@ -558,6 +560,7 @@ impl Registry {
                 timed_out: row.timed_out,
                 finished_at_ms: row.finished_at_ms.unwrap_or(row.started_at_ms),
             });
+            st.shelve();
         } else {
             // stdin cannot be re-attached: its writer closed with the moat that started it.
             proc.lock().stdin_open = false;

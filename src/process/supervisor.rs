@@ -438,7 +438,13 @@ impl Supervisor {
             st.leftovers_ended = leftovers_ended;
             st.stdin_open = false;
             let event = exit_event(&self.proc.info.id, &exit, &st.output.tail(400));
-            (st.background && st.notify_exit, st.output.redact(&event))
+            let told = (st.background && st.notify_exit, st.output.redact(&event));
+            // Nobody waits for a background run's whole text: its record keeps what
+            // `OutputState::shelve` leaves. A foreground one's caller takes it first.
+            if st.background {
+                st.shelve();
+            }
+            told
         };
         let outcome = {
             let kind = if exit.success() {
