@@ -37,9 +37,8 @@ async fn finished_records_keep_no_output_buffers_and_show_the_same_text() {
     const RUNS: usize = 30;
     let mut kept = Vec::new();
     for run in 0..RUNS {
-        let command = format!(
-            "seq 1 100000 | awk '{{printf \"{run}:%s \\033[1mbold\\033[0m\\n\", $1}}'"
-        );
+        let command =
+            format!("seq 1 100000 | awk '{{printf \"{run}:%s \\033[1mbold\\033[0m\\n\", $1}}'");
         let r = m.exec("a", &command).await;
         let details = r.details.to_json();
         let id = details["sessionId"].as_str().unwrap_or_else(|| {

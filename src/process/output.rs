@@ -314,7 +314,10 @@ impl OutputState {
     /// The views in memory. Shelved ones read as empty: every reader of a finished process's
     /// text goes through `Proc::with_output`, which brings them back first.
     fn live(&mut self) -> &mut Views {
-        debug_assert!(!self.is_shelved(), "shelved output read without with_output");
+        debug_assert!(
+            !self.is_shelved(),
+            "shelved output read without with_output"
+        );
         if let Held::Shelved(s) = &self.views {
             // Never reached through `with_output`; keeps the counts honest if it is.
             let mut empty = Views::new(self.max_chars);
@@ -331,7 +334,10 @@ impl OutputState {
     }
 
     fn views(&self) -> Option<&Views> {
-        debug_assert!(!self.is_shelved(), "shelved output read without with_output");
+        debug_assert!(
+            !self.is_shelved(),
+            "shelved output read without with_output"
+        );
         match &self.views {
             Held::Live(v) => Some(v),
             Held::Shelved(_) => None,

@@ -208,6 +208,7 @@ impl Registry {
 
     /// Starts a command; returns as soon as it runs.
     pub async fn start(self: &Arc<Self>, spec: StartSpec) -> Result<Arc<Proc>, ProcessError> {
+        let begun = std::time::Instant::now();
         self.sweep_if_due(&spec.session);
         let id = {
             let procs = self.procs.lock().unwrap();
@@ -254,7 +255,7 @@ impl Registry {
             !spec.pty || started.tty.is_some(),
         );
         self.prime(&proc, (spec.notify_exit, spec.pty, wrap.split_stderr), &log);
-        let watch = self.exit_watch(&proc, &files, started.id, started.finished);
+        let watch = self.exit_watch(&proc, &files, (started.id, begun), started.finished);
         self.supervise(
             &proc,
             files,
@@ -314,7 +315,7 @@ impl Registry {
         &self,
         proc: &Arc<Proc>,
         files: &RunFiles,
-        exec_id: String,
+        (exec_id, begun): (String, std::time::Instant),
         finished: tokio::sync::oneshot::Receiver<()>,
     ) -> ExitWatch {
         let lost = (
@@ -325,6 +326,7 @@ impl Registry {
         );
         ExitWatch::Exec {
             exec_id,
+            started: begun,
             finished: Box::pin(async move {
                 if finished.await.is_err() {
                     let (executors, place, files, started_at) = lost;

@@ -140,7 +140,10 @@ impl Replay {
             views: Views::new(self.max_chars),
             at: 0,
             notes: self.notes.into_iter().peekable(),
-            pending_from: self.counts.pending.map(|p| self.counts.total.saturating_sub(p)),
+            pending_from: self
+                .counts
+                .pending
+                .map(|p| self.counts.total.saturating_sub(p)),
         };
         if out.pending_from.is_some() {
             out.views.pending = Some(CappedText::new(self.max_chars));
@@ -201,8 +204,14 @@ impl Splice {
         while !text.is_empty() {
             let len = text.chars().count() as u64;
             // The next boundary inside this text: a note's place, or where pending starts.
-            let note = self.notes.peek().map(|n| n.at).filter(|a| *a < self.at + len);
-            let split = self.pending_from.filter(|p| *p > self.at && *p < self.at + len);
+            let note = self
+                .notes
+                .peek()
+                .map(|n| n.at)
+                .filter(|a| *a < self.at + len);
+            let split = self
+                .pending_from
+                .filter(|p| *p > self.at && *p < self.at + len);
             let cut = match (note, split) {
                 (Some(a), Some(b)) => a.min(b),
                 (a, b) => match a.or(b) {
@@ -273,7 +282,13 @@ mod tests {
         let mut v = Views::new(1000);
         v.push("old\n", false);
         v.push("new\n", true);
-        assert_eq!(v.counts(), Counts { total: 8, pending: Some(4) });
+        assert_eq!(
+            v.counts(),
+            Counts {
+                total: 8,
+                pending: Some(4)
+            }
+        );
         assert_eq!(v.drain(), "new\n");
     }
 
@@ -319,4 +334,3 @@ mod tests {
         );
     }
 }
-

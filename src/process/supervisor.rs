@@ -53,6 +53,9 @@ pub enum ExitWatch {
     Exec {
         exec_id: String,
         finished: Pin<Box<dyn Future<Output = ()> + Send>>,
+        /// When the registry began to start it: a foreground command's latency runs from
+        /// here to its recorded end (docs/http-api.md, "Metrics").
+        started: std::time::Instant,
     },
     /// A process found after a restart: watch for its exit file and for its group vanishing.
     Recovered,
@@ -162,6 +165,8 @@ struct Follow {
     /// The exec moat started (`None` for a re-attached process): resize and the engine's
     /// exit code need it.
     exec_id: Option<String>,
+    /// When the registry began to start it (`None` for a re-attached process).
+    exec_started: Option<std::time::Instant>,
     /// A terminal's output and input; `None` without a PTY, and the output once it closed.
     tty_out: Option<TtyOutput>,
     tty_in: Option<Pin<Box<dyn tokio::io::AsyncWrite + Send>>>,
@@ -185,9 +190,13 @@ impl Supervisor {
     /// The loop's state, and how the end will be seen: the exec's stream, or for a
     /// re-attached process its run files.
     fn begin(&mut self) -> (Follow, Finished) {
-        let (exec_id, finished): (Option<String>, Finished) =
+        let (exec_id, finished, exec_started): (Option<String>, Finished, _) =
             match std::mem::replace(&mut self.watch, ExitWatch::Recovered) {
-                ExitWatch::Exec { exec_id, finished } => (Some(exec_id), finished),
+                ExitWatch::Exec {
+                    exec_id,
+                    finished,
+                    started,
+                } => (Some(exec_id), finished, Some(started)),
                 ExitWatch::Recovered => (
                     None,
                     Box::pin(recovered_exit(
@@ -196,6 +205,7 @@ impl Supervisor {
                         self.files.clone(),
                         self.proc.info.started_at_ms,
                     )),
+                    None,
                 ),
             };
         let (tty_out, tty_in) = match self.tty.take() {
@@ -210,6 +220,7 @@ impl Supervisor {
             kill_done_tx,
             kill_done_rx,
             exec_id,
+            exec_started,
             tty_out,
             tty_in,
         };
@@ -416,6 +427,16 @@ impl Supervisor {
         )
         .await;
         killed_with_container(&mut exit, limit);
+        // A foreground command's latency, by the transport that ran it; a background one's
+        // run time is its own business.
+        if let (false, Some(begun), Some(id)) = (
+            self.proc.lock().background,
+            f.exec_started,
+            f.exec_id.as_deref(),
+        ) {
+            let transport = Executors::transport_of(&self.proc.info.place, id);
+            crate::metrics::metrics().exec_took(transport, begun.elapsed().as_secs_f64());
+        }
         self.record(exit, limit, leftovers_ended);
         for w in f.kill.waiters {
             let _ = w.send(true);

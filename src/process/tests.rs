@@ -173,7 +173,10 @@ async fn a_started_process_is_listed_found_and_forgotten() {
     for (proc, code, out) in [(&bg, 3, "hi"), (&fg, 0, "there")] {
         let exit = ended(proc).await;
         assert_eq!((exit.code, exit.signal.as_deref()), (Some(code), None));
-        assert_eq!(proc.with_output(|st| st.output.aggregated()), format!("{out}\n"));
+        assert_eq!(
+            proc.with_output(|st| st.output.aggregated()),
+            format!("{out}\n")
+        );
     }
     let row = moat.store.process(&bg.info.id).unwrap().unwrap();
     assert_eq!(
@@ -230,7 +233,9 @@ async fn a_running_process_is_reattached_and_ended_by_the_next_moat() {
     assert_eq!(proc.info.id, first.info.id);
     assert!(!Arc::ptr_eq(proc, &first), "the next moat has its own");
     assert!(proc.exit().is_none(), "still running: {:?}", proc.exit());
-    assert!(proc.with_output(|st| st.output.aggregated()).contains("sleeping"));
+    assert!(proc
+        .with_output(|st| st.output.aggregated())
+        .contains("sleeping"));
     let asked = std::time::Instant::now();
     proc.kill().await;
     // The helper reports before the exit file is seen: its report is not waited for again.
@@ -378,7 +383,10 @@ async fn a_host_process_never_reaches_the_engine() {
     let proc = moat.registry.start(host).await.unwrap();
     let exit = ended(&proc).await;
     assert_eq!(exit.code, Some(0));
-    assert_eq!(proc.with_output(|st| st.output.aggregated()), "on-the-host\n");
+    assert_eq!(
+        proc.with_output(|st| st.output.aggregated()),
+        "on-the-host\n"
+    );
     assert!(
         moat.fake.calls().is_empty(),
         "the engine saw {:?}",
@@ -467,7 +475,12 @@ async fn a_finished_record_holds_no_output_buffers() {
     const CAP: usize = 200_000;
     let secrets = vec![("TOKEN".to_string(), "hunter2hunter2".to_string())];
     let flood: String = (0..16_000)
-        .map(|i| format!("line {i:06} \x1b[31mred\x1b[0m hunter2hunter2 {}\n", "x".repeat(30)))
+        .map(|i| {
+            format!(
+                "line {i:06} \x1b[31mred\x1b[0m hunter2hunter2 {}\n",
+                "x".repeat(30)
+            )
+        })
         .collect();
     assert!(flood.len() > 1 << 20);
     // What a live run shows: the same bytes through a fresh pipeline.
@@ -475,7 +488,9 @@ async fn a_finished_record_holds_no_output_buffers() {
     want.ingest(flood.as_bytes(), true);
     want.finish();
     let want = want.aggregated();
-    assert!(want.contains("[REDACTED:TOKEN]") && !want.contains("hunter2") && !want.contains('\x1b'));
+    assert!(
+        want.contains("[REDACTED:TOKEN]") && !want.contains("hunter2") && !want.contains('\x1b')
+    );
     let out = flood.clone();
     let moat = Moat::with_cap(
         move |c| match c {

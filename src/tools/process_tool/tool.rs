@@ -271,7 +271,9 @@ impl ProcessTool {
         let (text, offset, retry, aggregated) = if shelved {
             match tokio::task::spawn_blocking(take).await {
                 Ok(taken) => taken,
-                Err(e) => return failed(format!("Failed to read the output of {}: {e}", p.info.id)),
+                Err(e) => {
+                    return failed(format!("Failed to read the output of {}: {e}", p.info.id))
+                }
             }
         } else {
             take()
