@@ -234,8 +234,9 @@ impl OutputState {
         self.emit(true);
         self.redacted.clear();
         self.redactor.finish(&mut self.redacted);
-        let flushed = std::mem::take(&mut self.redacted);
-        self.live().push(&flushed, true);
+        if let Held::Live(v) = &mut self.views {
+            v.push(&self.redacted, true);
+        }
         self.finished = true;
     }
 
@@ -311,28 +312,8 @@ impl OutputState {
             + self.notes.iter().map(|n| n.text.capacity()).sum::<usize>()
     }
 
-    /// The views in memory. Shelved ones read as empty: every reader of a finished process's
-    /// text goes through `Proc::with_output`, which brings them back first.
-    fn live(&mut self) -> &mut Views {
-        debug_assert!(
-            !self.is_shelved(),
-            "shelved output read without with_output"
-        );
-        if let Held::Shelved(s) = &self.views {
-            // Never reached through `with_output`; keeps the counts honest if it is.
-            let mut empty = Views::new(self.max_chars);
-            empty.pending = s
-                .counts
-                .pending
-                .map(|_| crate::output::CappedText::new(self.max_chars));
-            self.views = Held::Live(empty);
-        }
-        match &mut self.views {
-            Held::Live(v) => v,
-            Held::Shelved(_) => unreachable!("made live above"),
-        }
-    }
-
+    /// The views in memory; `None` once shelved (for a reader that did not come through
+    /// `Proc::with_output`, which reads as empty).
     fn views(&self) -> Option<&Views> {
         debug_assert!(
             !self.is_shelved(),
@@ -373,9 +354,18 @@ impl OutputState {
         views.push(text, to_pending);
     }
 
-    /// Takes what was produced since the last drain.
+    /// Takes what was produced since the last drain. Shelved views read as empty (and stay
+    /// as they are): every reader of a finished process's text goes through
+    /// `Proc::with_output`, which brings them back first.
     pub fn drain(&mut self) -> String {
-        let taken = self.live().drain();
+        debug_assert!(
+            !self.is_shelved(),
+            "shelved output drained without with_output"
+        );
+        let Held::Live(views) = &mut self.views else {
+            return String::new();
+        };
+        let taken = views.drain();
         self.drained_at = self.bytes_read;
         taken
     }
