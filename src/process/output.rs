@@ -486,6 +486,54 @@ mod tests {
         assert!(o.spacing > MARK_SPACING);
     }
 
+    /// Shelved views come back from the log exactly as they were: escape sequences and
+    /// secrets cut across reads, a drain in the middle, moat's notes, a cap that cut the text.
+    #[test]
+    fn shelved_views_come_back_exactly() {
+        use std::io::Write;
+        let secrets = vec![("TOKEN".to_string(), "hunter2hunter2".to_string())];
+        let text: Vec<u8> = (0..3_000)
+            .flat_map(|i| format!("{i} \x1b[1mbold\x1b[0m hunter2hunter2 \u{e9}\n").into_bytes())
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(&text)
+            .unwrap();
+        let log = Arc::new(File::open(&path).unwrap());
+        let mut o = OutputState::new(20_000, secrets);
+        // Odd read sizes: sequences, secrets and characters are cut between reads.
+        let (mut at, mut n, mut drained) = (0, 0, String::new());
+        for size in [7usize, 1021, 33, 4096].iter().cycle() {
+            let end = (at + size).min(text.len());
+            o.ingest(&text[at..end], true);
+            at = end;
+            n += 1;
+            if n == 40 {
+                drained = o.drain();
+                o.note("\n[moat] a note\n");
+            }
+            if at == text.len() {
+                break;
+            }
+        }
+        o.note("\n[moat] the last note\n");
+        o.finish();
+        let (aggregated, counts) = (o.aggregated(), o.counts());
+        let pending = o.views().unwrap().pending.as_ref().unwrap().render();
+        assert!(!drained.is_empty() && o.truncated());
+        assert!(!aggregated.contains("hunter2") && !aggregated.contains('\x1b'));
+        o.shelve(Some(&log));
+        assert!(o.is_shelved());
+        assert_eq!((o.counts(), o.total_chars()), (counts, counts.total));
+        let back = o.replay().unwrap().run();
+        o.unshelve(back);
+        assert_eq!(o.aggregated(), aggregated);
+        assert_eq!(o.counts(), counts);
+        assert_eq!(o.drain(), pending);
+    }
+
     #[test]
     fn caps_apply() {
         let mut o = OutputState::new(1000, vec![]);
