@@ -498,7 +498,8 @@ pub struct BenchArgs {
     /// Bytes of output for the flood test.
     #[arg(long, default_value_t = 1 << 30)]
     pub flood_bytes: u64,
-    /// Measure the process layer instead: concurrent execs, poll latency, idle-session RSS.
+    /// Measure the process layer instead: concurrent execs, poll latency, idle-session RSS,
+    /// RSS after 100 execs printing 1 MB each.
     #[arg(long)]
     pub processes: bool,
     /// Concurrent execs for --processes.

@@ -225,6 +225,7 @@ impl Registry {
 
     /// Starts a command; returns as soon as it runs.
     pub async fn start(self: &Arc<Self>, spec: StartSpec) -> Result<Arc<Proc>, ProcessError> {
+        let begun = std::time::Instant::now();
         self.sweep_if_due(&spec.session);
         let id = {
             let procs = self.procs.lock().unwrap();
@@ -272,7 +273,7 @@ impl Registry {
             !spec.pty || started.tty.is_some(),
         );
         self.prime(&proc, (spec.notify_exit, spec.pty, wrap.split_stderr), &log);
-        let watch = self.exit_watch(&proc, &files, started.id, started.finished);
+        let watch = self.exit_watch(&proc, &files, (started.id, begun), started.finished);
         self.supervise(
             &proc,
             files,
@@ -332,7 +333,7 @@ impl Registry {
         &self,
         proc: &Arc<Proc>,
         files: &RunFiles,
-        exec_id: String,
+        (exec_id, begun): (String, std::time::Instant),
         finished: tokio::sync::oneshot::Receiver<()>,
     ) -> ExitWatch {
         let lost = (
@@ -344,6 +345,7 @@ impl Registry {
         );
         ExitWatch::Exec {
             exec_id,
+            started: begun,
             finished: Box::pin(async move {
                 if finished.await.is_err() {
                     let (executors, place, files, started_at, signal_as) = lost;
@@ -414,8 +416,10 @@ impl Registry {
     /// cancellation and signals"). Never blocks: usable from a drop guard.
     pub fn cancel(&self, proc: &Arc<Proc>, why: &str) {
         if proc.exit().is_some() {
-            // It ended before the call went away; still keep its record visible.
+            // It ended before the call went away; still keep its record visible, and only
+            // what a record needs of it.
             self.set_background(proc);
+            proc.lock().shelve();
             return;
         }
         proc.lock().output.note(why);
@@ -582,6 +586,7 @@ impl Registry {
                 timed_out: row.timed_out,
                 finished_at_ms: row.finished_at_ms.unwrap_or(row.started_at_ms),
             });
+            st.shelve();
         } else {
             // stdin cannot be re-attached: its writer closed with the moat that started it.
             proc.lock().stdin_open = false;

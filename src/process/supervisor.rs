@@ -53,6 +53,9 @@ pub enum ExitWatch {
     Exec {
         exec_id: String,
         finished: Pin<Box<dyn Future<Output = ()> + Send>>,
+        /// When the registry began to start it: a foreground command's latency runs from
+        /// here to its recorded end (docs/http-api.md, "Metrics").
+        started: std::time::Instant,
     },
     /// A process found after a restart: watch for its exit file and for its group vanishing.
     Recovered,
@@ -162,6 +165,8 @@ struct Follow {
     /// The exec moat started (`None` for a re-attached process): resize and the engine's
     /// exit code need it.
     exec_id: Option<String>,
+    /// When the registry began to start it (`None` for a re-attached process).
+    exec_started: Option<std::time::Instant>,
     /// A terminal's output; `None` without a PTY, and once it closed.
     tty_out: Option<TtyOutput>,
     /// The process's input (stdin FIFO or terminal), written by a task of its own.
@@ -188,9 +193,13 @@ impl Supervisor {
     /// The loop's state, and how the end will be seen: the exec's stream, or for a
     /// re-attached process its run files.
     fn begin(&mut self) -> (Follow, Finished) {
-        let (exec_id, finished): (Option<String>, Finished) =
+        let (exec_id, finished, exec_started): (Option<String>, Finished, _) =
             match std::mem::replace(&mut self.watch, ExitWatch::Recovered) {
-                ExitWatch::Exec { exec_id, finished } => (Some(exec_id), finished),
+                ExitWatch::Exec {
+                    exec_id,
+                    finished,
+                    started,
+                } => (Some(exec_id), finished, Some(started)),
                 ExitWatch::Recovered => (
                     None,
                     Box::pin(recovered_exit(
@@ -200,6 +209,7 @@ impl Supervisor {
                         self.proc.info.started_at_ms,
                         self.proc.info.signal_as.clone(),
                     )),
+                    None,
                 ),
             };
         let (tty_out, tty_in) = match self.tty.take() {
@@ -216,6 +226,7 @@ impl Supervisor {
             kill_done_tx,
             kill_done_rx,
             exec_id,
+            exec_started,
             tty_out,
             input,
             fifo,
@@ -416,6 +427,16 @@ impl Supervisor {
         )
         .await;
         killed_with_container(&mut exit, limit);
+        // A foreground command's latency, by the transport that ran it; a background one's
+        // run time is its own business.
+        if let (false, Some(begun), Some(id)) = (
+            self.proc.lock().background,
+            f.exec_started,
+            f.exec_id.as_deref(),
+        ) {
+            let transport = Executors::transport_of(&self.proc.info.place, id);
+            crate::metrics::metrics().exec_took(transport, begun.elapsed().as_secs_f64());
+        }
         self.record(exit, limit, leftovers_ended);
         for w in f.kill.waiters {
             let _ = w.send(true);
@@ -438,7 +459,13 @@ impl Supervisor {
             st.leftovers_ended = leftovers_ended;
             st.stdin_open = false;
             let event = exit_event(&self.proc.info.id, &exit, &st.output.tail(400));
-            (st.background && st.notify_exit, st.output.redact(&event))
+            let told = (st.background && st.notify_exit, st.output.redact(&event));
+            // Nobody waits for a background run's whole text: its record keeps what
+            // `OutputState::shelve` leaves. A foreground one's caller takes it first.
+            if st.background {
+                st.shelve();
+            }
+            told
         };
         let outcome = {
             let kind = if exit.success() {

@@ -589,6 +589,7 @@ impl Sessions {
                 self.ensure_egress(key, &names.name, sandbox).await?;
                 if !existing.running {
                     self.runtime.start_container(&existing.id).await?;
+                    crate::metrics::metrics().sandbox_restarted();
                 }
                 return Ok(SessionContainer {
                     key: key.to_string(),
@@ -749,11 +750,13 @@ impl Sessions {
         spec: &crate::runtime::ContainerSpec,
         sandbox: &SandboxConfig,
     ) -> Result<String, SessionError> {
+        let begun = std::time::Instant::now();
         let id = self.runtime.create_container(spec).await?;
         if let Err(e) = self.runtime.start_container(&id).await {
             let _ = self.runtime.remove_container(&id).await;
             return Err(e.into());
         }
+        crate::metrics::metrics().sandbox_created(begun.elapsed().as_secs_f64());
         if !sandbox.setup_command.trim().is_empty() {
             let argv = vec!["sh".into(), "-lc".into(), sandbox.setup_command.clone()];
             // The operator's own command (package installs): long, but not for ever.
