@@ -223,7 +223,7 @@ pub async fn run(
         if !r.text().contains("ready") {
             return Err(BenchError::Command(r.text().to_string()));
         }
-        app.sessions.remove(&key).await.ok();
+        app.sessions.remove_with(&key, true).await.ok();
         let t = Instant::now();
         docker_cli(&["run", "--rm", &image, "true"]).await?;
         run_ms.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -238,7 +238,7 @@ pub async fn run(
     if r.is_error() {
         return Err(BenchError::Command(r.text().chars().take(500).collect()));
     }
-    app.sessions.remove(&warm).await.ok();
+    app.sessions.remove_with(&warm, true).await.ok();
     let exec_p50 = percentile(&mut moat_ms, 0.5);
     let engine_p50 = percentile(&mut engine_ms, 0.5);
     let docker_p50 = percentile(&mut docker_ms, 0.5);
@@ -427,7 +427,7 @@ pub async fn run_processes(
     }
     let rss_idle_sessions = rss_mib();
     for k in keys.iter().chain(std::iter::once(&key)) {
-        app.sessions.remove(k).await.ok();
+        app.sessions.remove_with(k, true).await.ok();
     }
     let samples = latencies.len();
     Ok(ProcessReport {

@@ -132,7 +132,7 @@ pub async fn run(
             let t = Instant::now();
             let r = app.exec.run(&key, &request("echo ready"), true).await?;
             cold_ms[i].push(t.elapsed().as_secs_f64() * 1000.0);
-            app.sessions.remove(&key).await.ok();
+            app.sessions.remove_with(&key, true).await.ok();
             if !r.text().contains("ready") {
                 return Err(BenchError::Command(r.text().to_string()));
             }
@@ -140,7 +140,7 @@ pub async fn run(
     }
     let mut rows = Vec::new();
     for (i, (rt, app, key, _)) in apps.iter().enumerate() {
-        app.sessions.remove(key).await.ok();
+        app.sessions.remove_with(key, true).await.ok();
         rows.push(RuntimeRow {
             runtime: rt.clone(),
             exec_p50_ms: p(&mut moat_ms[i], 0.5),
