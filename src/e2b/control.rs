@@ -185,7 +185,7 @@ pub async fn create(
             .then(|| runtime.clone()),
         // E2B's programs take root for granted (`sudo`, `user="root"`), and their files under
         // the user's home (docs/e2b.md, "Users" and "The base template").
-        root: true,
+        root: super::user::root_allowed(config),
         home: Some(crate::config::e2b::HOME.to_string()),
         ..Default::default()
     };

@@ -236,6 +236,12 @@ async fn started(
 ) -> Result<Follow, RpcError> {
     let req: StartRequest = parse(connect::single_message(body)?)?;
     let user = user_of(headers)?;
+    if user == User::Root && !super::user::root_allowed(&state.app.config) {
+        return Err(RpcError::new(
+            Code::PermissionDenied,
+            "failed to run as root: this moat runs E2B's sandboxes under gVisor (runsc), where root gets no capabilities, so it does not offer root there (docs/e2b.md, \"Users\")",
+        ));
+    }
     if req.tag.as_ref().is_some_and(|t| t.len() > MAX_TAG) {
         return Err(RpcError::new(
             Code::InvalidArgument,

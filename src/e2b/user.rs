@@ -62,6 +62,20 @@ impl User {
     }
 }
 
+/// Whether E2B's sandboxes may become root under this configuration: not under gVisor
+/// (`runsc`, from `e2b.runtime` or else `sandbox.runtime`). Debian's runsc gives a process the
+/// engine starts as uid 0 no effective capability, so root there could neither write the run
+/// files moat hands to the sandbox's user nor signal that user's processes, and it sets
+/// `no_new_privs` on every process, so `sudo` refuses to run (docs/e2b.md, "Users").
+pub fn root_allowed(config: &crate::config::Config) -> bool {
+    let runtime = if config.e2b.runtime.is_empty() {
+        &config.sandbox.runtime
+    } else {
+        &config.e2b.runtime
+    };
+    runtime != "runsc"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,5 +95,18 @@ mod tests {
         assert!(!User::named(Some("a\u{1b}[2J"))
             .unwrap_err()
             .contains('\u{1b}'));
+    }
+
+    #[test]
+    fn root_is_not_offered_under_gvisor() {
+        let mut c = crate::config::Config::default();
+        assert!(root_allowed(&c));
+        c.sandbox.runtime = "runsc".into();
+        assert!(!root_allowed(&c));
+        c.e2b.runtime = "runc".into();
+        assert!(root_allowed(&c));
+        c.e2b.runtime = "runsc".into();
+        c.sandbox.runtime.clear();
+        assert!(!root_allowed(&c));
     }
 }
