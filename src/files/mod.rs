@@ -8,4 +8,4 @@ pub mod beneath;
 pub mod confine;
 pub mod unpack;
 
-pub use confine::{ConfineError, Workspace};
+pub use confine::{ConfineError, Found, Link, Workspace};

@@ -1,0 +1,502 @@
+//! E2B's `/files` (docs/e2b.md, "Files"): `GET` downloads a file of the sandbox's home (gzip
+//! when the client accepts it), `POST` uploads one as `application/octet-stream` (gzip when
+//! so encoded) or many as `multipart/form-data` named by full paths. Every byte is streamed
+//! between the connection and a blocking thread through a small bounded channel, so memory
+//! stays a few chunks whatever the size; files go through moat's confined file layer as the
+//! sandbox's user. The caller is a sandbox's access token or a signed URL (`signature`),
+//! checked by [`caller`] in the gate before any body is read.
+
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use futures::StreamExt;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::home::{Homes, Refusal};
+use super::paths::{resolve, HomePath};
+use super::sandboxes::Sandbox;
+use super::signature::{self, Op, SignatureError, Signed};
+use super::state::E2bState;
+use crate::files::Workspace;
+
+/// The most one uploaded file may hold (after gzip is undone); the session's disk bound,
+/// when lower, is the bound that holds.
+const MAX_FILE_BYTES: u64 = 8 << 30;
+/// The most a multipart body may hold in all.
+const MAX_MULTIPART_BYTES: u64 = 8 << 30;
+/// The most files one multipart upload may name.
+const MAX_PARTS: usize = 10_000;
+/// How much a download reads at a time.
+const CHUNK: usize = 256 << 10;
+/// Chunks in flight between the connection and the disk, each way.
+const IN_FLIGHT: usize = 4;
+
+/// E2B's `/files` error: `{"code": <status>, "message": "…"}`.
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    let message = message.into();
+    (
+        status,
+        Json(json!({"code": status.as_u16(), "message": message})),
+    )
+        .into_response()
+}
+
+fn refused(r: Refusal) -> Response {
+    error(r.status, r.message)
+}
+
+/// The query `/files` reads: `path`, `username`, and a signed URL's `signature` and
+/// `signature_expiration`.
+#[derive(Debug, Default)]
+struct Query {
+    path: Option<String>,
+    username: Option<String>,
+    signature: Option<String>,
+    expiry: Option<String>,
+}
+
+fn query(q: Option<&str>) -> Query {
+    let mut out = Query::default();
+    for (k, v) in form_urlencoded::parse(q.unwrap_or_default().as_bytes()) {
+        let slot = match k.as_ref() {
+            "path" => &mut out.path,
+            "username" => &mut out.username,
+            "signature" => &mut out.signature,
+            "signature_expiration" => &mut out.expiry,
+            _ => continue,
+        };
+        slot.get_or_insert_with(|| v.into_owned());
+    }
+    out
+}
+
+/// Who calls `/files`: the sandbox named by `E2b-Sandbox-Id` with its access token, or else
+/// the live sandbox whose token made the URL's signature (docs/e2b.md, "Signed URLs"). The
+/// answers for the rest are E2B's: 401 for a wrong or expired signature or a missing token,
+/// 502 for a sandbox that is not there.
+pub fn caller(state: &E2bState, req: &Request) -> Result<Arc<Sandbox>, Response> {
+    let headers = req.headers();
+    let id = super::auth::sandbox_id(headers).unwrap_or_default();
+    if headers.contains_key("x-access-token") || !id.is_empty() {
+        if let Some(s) = state.sandboxes.get(id) {
+            if super::auth::token_matches(headers, &s.access_token) {
+                return Ok(s);
+            }
+        }
+    }
+    let q = query(req.uri().query());
+    if let Some(sig) = q.signature.as_deref() {
+        let signed = Signed {
+            path: q.path.as_deref().unwrap_or_default(),
+            user: q.username.as_deref().unwrap_or_default(),
+            signature: sig,
+            expiry: q.expiry.as_deref(),
+        };
+        let op = if req.method() == Method::POST {
+            Op::Write
+        } else {
+            Op::Read
+        };
+        let now = crate::store::now_ms() / 1000;
+        return signature::find(&state.sandboxes, &signed, op, now).map_err(|e| match e {
+            SignatureError::Expired => error(StatusCode::UNAUTHORIZED, e.to_string()),
+            SignatureError::Invalid => error(StatusCode::UNAUTHORIZED, e.to_string()),
+        });
+    }
+    match state.sandboxes.get(id) {
+        None => Err(super::process::sandbox_not_found(id)),
+        Some(_) => Err(error(
+            StatusCode::UNAUTHORIZED,
+            "failed to identify the caller: the access token is missing or not this sandbox's (X-Access-Token), and the URL is not signed",
+        )),
+    }
+}
+
+/// The path and user a request names, checked.
+fn target(q: &Query, path: Option<&str>) -> Result<HomePath, Response> {
+    if let Err(m) = super::home::check_user(q.username.as_deref()) {
+        return Err(error(StatusCode::UNAUTHORIZED, m));
+    }
+    resolve(path.unwrap_or_default()).map_err(|e| refused(e.into()))
+}
+
+/// Whether `Accept-Encoding` takes gzip (and does not give it `q=0`).
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            let mut parts = item.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
+            let zero = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            name.eq_ignore_ascii_case("gzip") && !zero
+        })
+}
+
+/// `GET /files`: the file's bytes, at most the size it had when opened (a file the sandbox
+/// keeps growing still ends), gzip-encoded when accepted.
+pub async fn download(
+    State(state): State<Arc<E2bState>>,
+    Extension(homes): Extension<Arc<Homes>>,
+    Extension(sandbox): Extension<Arc<Sandbox>>,
+    req: Request,
+) -> Response {
+    let q = query(req.uri().query());
+    let p = match target(&q, q.path.as_deref()) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let home = match homes.open(&state, &sandbox, false).await {
+        Ok(h) => h,
+        Err(r) => return refused(r),
+    };
+    let gzip = accepts_gzip(req.headers());
+    let opened = tokio::task::spawn_blocking(move || home.ws.open_file(&p.rel)).await;
+    let (file, st) = match opened {
+        Ok(Ok(f)) => f,
+        Ok(Err(e)) => return refused(e.into()),
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("failed to open the file: {e}"),
+            )
+        }
+    };
+    let size = st.st_size.max(0) as u64;
+    let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(IN_FLIGHT);
+    tokio::task::spawn_blocking(move || send_file(file, size, gzip, tx));
+    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    let mut resp = (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/octet-stream")],
+        body,
+    )
+        .into_response();
+    if gzip {
+        resp.headers_mut().insert(
+            header::CONTENT_ENCODING,
+            "gzip".parse().expect("a header value"),
+        );
+    }
+    resp
+}
+
+/// Reads at most `size` bytes of `file` into `tx`, gzip-encoded if asked; stops when the
+/// client is gone.
+fn send_file(file: std::fs::File, size: u64, gzip: bool, tx: mpsc::Sender<io::Result<Bytes>>) {
+    let mut src = file.take(size);
+    let mut buf = vec![0u8; CHUNK];
+    let mut enc =
+        gzip.then(|| flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+    loop {
+        let n = match src.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let _ = tx.blocking_send(Err(e));
+                return;
+            }
+        };
+        let chunk = match enc.as_mut() {
+            None => Bytes::copy_from_slice(&buf[..n]),
+            Some(enc) => {
+                if let Err(e) = enc.write_all(&buf[..n]) {
+                    let _ = tx.blocking_send(Err(e));
+                    return;
+                }
+                Bytes::from(std::mem::take(enc.get_mut()))
+            }
+        };
+        if !chunk.is_empty() && tx.blocking_send(Ok(chunk)).is_err() {
+            return;
+        }
+    }
+    if let Some(enc) = enc {
+        let last = enc.finish().map(Bytes::from);
+        let _ = tx.blocking_send(last);
+    }
+}
+
+/// A blocking reader of the chunks a connection sends through a channel.
+struct ChannelReader {
+    rx: mpsc::Receiver<io::Result<Bytes>>,
+    current: Bytes,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rx.blocking_recv() {
+                None => return Ok(0),
+                Some(Ok(b)) => self.current = b,
+                Some(Err(e)) => return Err(e),
+            }
+        }
+        let n = out.len().min(self.current.len());
+        out[..n].copy_from_slice(&self.current[..n]);
+        let _ = self.current.split_to(n);
+        Ok(n)
+    }
+}
+
+/// The bound one file is written within: [`MAX_FILE_BYTES`], or the workspace's, if lower.
+fn file_bound(state: &E2bState) -> u64 {
+    match state.app.config.sandbox.workspace_max() {
+        0 => MAX_FILE_BYTES,
+        m => m.min(MAX_FILE_BYTES),
+    }
+}
+
+/// Writes one file at `p` from what `chunks` yields (gunzipped when `gzip`), through the
+/// confined layer; the body is read only as fast as the disk takes it.
+async fn write_one<S, E>(
+    ws: Arc<Workspace>,
+    p: &HomePath,
+    gzip: bool,
+    max: u64,
+    mut chunks: S,
+) -> Result<serde_json::Value, Response>
+where
+    S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(IN_FLIGHT);
+    let rel = p.rel.clone();
+    let writer = tokio::task::spawn_blocking(move || {
+        let entry = ws.entry(&rel, true)?;
+        let reader = ChannelReader {
+            rx,
+            current: Bytes::new(),
+        };
+        let mut src: Box<dyn Read> = if gzip {
+            Box::new(flate2::read::MultiGzDecoder::new(reader))
+        } else {
+            Box::new(reader)
+        };
+        entry.write_from(&mut src, max, ws.owner())
+    });
+    while let Some(chunk) = chunks.next().await {
+        let item = chunk.map_err(|e| io::Error::other(format!("the upload broke off: {e}")));
+        let failed = item.is_err();
+        if tx.send(item).await.is_err() || failed {
+            break;
+        }
+    }
+    drop(tx);
+    match writer.await {
+        Ok(Ok(_)) => Ok(json!({"name": p.name(), "type": "file", "path": p.shown()})),
+        Ok(Err(e)) => Err(refused(e.into())),
+        Err(e) => Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("failed to write the file: {e}"),
+        )),
+    }
+}
+
+/// `POST /files`: one file (`application/octet-stream`, `?path=`, maybe `Content-Encoding:
+/// gzip`) or many (`multipart/form-data`, parts named `file`, each file name a full path;
+/// `?path=` names the first). Answers `[{"name", "type": "file", "path"}]`, one per file.
+pub async fn upload(
+    State(state): State<Arc<E2bState>>,
+    Extension(homes): Extension<Arc<Homes>>,
+    Extension(sandbox): Extension<Arc<Sandbox>>,
+    req: Request,
+) -> Response {
+    let q = query(req.uri().query());
+    if let Err(m) = super::home::check_user(q.username.as_deref()) {
+        return error(StatusCode::UNAUTHORIZED, m);
+    }
+    let headers = req.headers().clone();
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let gzip = match headers.get(header::CONTENT_ENCODING).map(|v| v.to_str()) {
+        None => false,
+        Some(Ok(v)) if v.trim().eq_ignore_ascii_case("gzip") => true,
+        Some(Ok(v)) if v.trim().eq_ignore_ascii_case("identity") => false,
+        Some(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "failed to read the upload: its Content-Encoding is not gzip",
+            )
+        }
+    };
+    let home = match homes.open(&state, &sandbox, true).await {
+        Ok(h) => Arc::new(h.ws),
+        Err(r) => return refused(r),
+    };
+    let max = file_bound(&state);
+    let body = req.into_body().into_data_stream();
+    if let Ok(boundary) = multer::parse_boundary(&content_type) {
+        if gzip {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "failed to read the upload: a multipart body is not gzip-encoded (send one file as application/octet-stream to compress it)",
+            );
+        }
+        return multipart(home, body, boundary, q.path, max).await;
+    }
+    let p = match target(&q, q.path.as_deref()) {
+        Ok(p) if q.path.is_some() => p,
+        Ok(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "failed to write the upload: an application/octet-stream upload needs ?path=",
+            )
+        }
+        Err(r) => return r,
+    };
+    match write_one(home, &p, gzip, max, body).await {
+        Ok(v) => Json(json!([v])).into_response(),
+        Err(r) => r,
+    }
+}
+
+/// The files of a multipart upload, one after the other as they arrive.
+async fn multipart(
+    ws: Arc<Workspace>,
+    body: axum::body::BodyDataStream,
+    boundary: String,
+    first_path: Option<String>,
+    max: u64,
+) -> Response {
+    let limits = multer::Constraints::new().size_limit(
+        multer::SizeLimit::new()
+            .whole_stream(MAX_MULTIPART_BYTES)
+            .per_field(max.saturating_add(1)),
+    );
+    let mut parts = multer::Multipart::with_constraints(body, boundary, limits);
+    let mut written = Vec::new();
+    loop {
+        let field = match parts.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("failed to read the multipart upload: {e}"),
+                )
+            }
+        };
+        if field.name() != Some("file") {
+            continue;
+        }
+        if written.len() >= MAX_PARTS {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "failed to read the multipart upload: it holds more than {MAX_PARTS} files"
+                ),
+            );
+        }
+        let named = match (&first_path, written.is_empty()) {
+            (Some(p), true) => Some(p.clone()),
+            _ => field.file_name().map(str::to_string),
+        };
+        let Some(named) = named.filter(|n| !n.is_empty()) else {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "failed to read the multipart upload: a part names no file (its filename is the file's full path)",
+            );
+        };
+        let p = match resolve(&named) {
+            Ok(p) => p,
+            Err(e) => return refused(e.into()),
+        };
+        match write_one(ws.clone(), &p, false, max, field).await {
+            Ok(v) => written.push(v),
+            Err(r) => return r,
+        }
+    }
+    if written.is_empty() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "failed to read the multipart upload: it holds no part named `file`",
+        );
+    }
+    Json(written).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_and_encodings_read_as_e2b_sends_them() {
+        let q = query(Some("path=%2Fhome%2Fuser%2Fa%20b.txt&username=user&signature=v1_x&signature_expiration=12&path=second"));
+        assert_eq!(q.path.as_deref(), Some("/home/user/a b.txt"));
+        assert_eq!(q.username.as_deref(), Some("user"));
+        assert_eq!(q.signature.as_deref(), Some("v1_x"));
+        assert_eq!(q.expiry.as_deref(), Some("12"));
+        let h = |v: &str| {
+            let mut m = HeaderMap::new();
+            m.insert(header::ACCEPT_ENCODING, v.parse().unwrap());
+            m
+        };
+        assert!(accepts_gzip(&h("gzip")));
+        assert!(accepts_gzip(&h("deflate, GZIP;q=0.5")));
+        assert!(!accepts_gzip(&h("gzip;q=0")));
+        assert!(!accepts_gzip(&h("identity")));
+        assert!(!accepts_gzip(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn downloads_stream_within_the_size_at_open_and_gzip_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..(CHUNK * 3 + 17)).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        for gzip in [false, true] {
+            let (tx, mut rx) = mpsc::channel(IN_FLIGHT);
+            let file = std::fs::File::open(&path).unwrap();
+            // Only the first 1000 bytes: the size when it was opened.
+            let t = std::thread::spawn(move || send_file(file, 1000, gzip, tx));
+            let mut got = Vec::new();
+            while let Some(chunk) = rx.blocking_recv() {
+                got.extend_from_slice(&chunk.unwrap());
+            }
+            t.join().unwrap();
+            if gzip {
+                let mut plain = Vec::new();
+                flate2::read::GzDecoder::new(&got[..])
+                    .read_to_end(&mut plain)
+                    .unwrap();
+                got = plain;
+            }
+            assert_eq!(got, &data[..1000], "gzip {gzip}");
+        }
+    }
+
+    #[test]
+    fn a_channel_reads_as_a_stream_and_passes_errors_on() {
+        let (tx, rx) = mpsc::channel(4);
+        tx.try_send(Ok(Bytes::from_static(b"ab"))).unwrap();
+        tx.try_send(Ok(Bytes::new())).unwrap();
+        tx.try_send(Ok(Bytes::from_static(b"cde"))).unwrap();
+        tx.try_send(Err(io::Error::other("cut"))).unwrap();
+        drop(tx);
+        let mut r = ChannelReader {
+            rx,
+            current: Bytes::new(),
+        };
+        let mut out = Vec::new();
+        let err = r.read_to_end(&mut out).unwrap_err();
+        assert_eq!(out, b"abcde");
+        assert_eq!(err.to_string(), "cut");
+    }
+}

@@ -1,0 +1,232 @@
+//! A sandbox's home on the host, as the filesystem service and `/files` reach it (docs/e2b.md,
+//! "Files"): the session's workspace opened through moat's confined file layer
+//! (`files::Workspace`, never a host path by name), the container's names for owners and
+//! groups, and what a refusal of the confined layer answers over E2B's API.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::http::StatusCode;
+use nix::errno::Errno;
+
+use super::connect::{Code, RpcError};
+use super::entry::Names;
+use super::paths::PathError;
+use super::sandboxes::Sandbox;
+use super::state::E2bState;
+use crate::files::{ConfineError, Workspace};
+
+/// The user E2B's SDK names (`Authorization: Basic`, `username=`): the sandbox's own user.
+const E2B_USER: &str = "user";
+
+/// The homes' shared parts: the container's names, asked once per sandbox.
+#[derive(Default)]
+pub struct Homes {
+    /// Names by sandbox id; entries of sandboxes that are gone are dropped as others come.
+    names: Mutex<HashMap<String, Arc<Names>>>,
+}
+
+/// A refusal, as the filesystem service (its Connect code) and `/files` (its HTTP status)
+/// answer it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: Code,
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            status: code.http(),
+            message: message.into(),
+        }
+    }
+
+    pub fn rpc(self) -> RpcError {
+        RpcError::new(self.code, self.message)
+    }
+}
+
+impl From<PathError> for Refusal {
+    fn from(e: PathError) -> Self {
+        let code = match e {
+            PathError::Outside(_) => Code::PermissionDenied,
+            _ => Code::InvalidArgument,
+        };
+        Refusal::new(code, format!("failed to {e}"))
+    }
+}
+
+impl From<ConfineError> for Refusal {
+    fn from(e: ConfineError) -> Self {
+        let message = match &e {
+            ConfineError::Escapes { path } => format!(
+                "failed to use path `{path}`: it leads out of the user's home through `..` or a symbolic link; moat serves files beneath the home only (docs/e2b.md, \"Files\")"
+            ),
+            e => format!("failed to {}", crate::error_chain::error_chain(e)),
+        };
+        let (code, status) = match &e {
+            ConfineError::Missing { .. } => (Code::NotFound, StatusCode::NOT_FOUND),
+            ConfineError::Escapes { .. } | ConfineError::ReadOnlyPart { .. } => {
+                (Code::PermissionDenied, StatusCode::FORBIDDEN)
+            }
+            ConfineError::TooLarge { .. } => {
+                (Code::ResourceExhausted, StatusCode::PAYLOAD_TOO_LARGE)
+            }
+            ConfineError::Io { source, .. } => match source.raw_os_error().map(Errno::from_raw) {
+                Some(Errno::ENOSPC | Errno::EDQUOT) => {
+                    (Code::ResourceExhausted, StatusCode::INSUFFICIENT_STORAGE)
+                }
+                Some(Errno::EEXIST) => (Code::AlreadyExists, StatusCode::CONFLICT),
+                Some(Errno::ENOENT) => (Code::NotFound, StatusCode::NOT_FOUND),
+                Some(
+                    Errno::EINVAL
+                    | Errno::ENOTEMPTY
+                    | Errno::EISDIR
+                    | Errno::ENOTDIR
+                    | Errno::ENAMETOOLONG
+                    | Errno::EXDEV
+                    | Errno::ELOOP,
+                ) => (Code::InvalidArgument, StatusCode::BAD_REQUEST),
+                Some(Errno::EACCES | Errno::EPERM | Errno::EROFS) => {
+                    (Code::PermissionDenied, StatusCode::FORBIDDEN)
+                }
+                _ => (Code::Internal, StatusCode::INTERNAL_SERVER_ERROR),
+            },
+            ConfineError::Root { .. } => (Code::Unavailable, StatusCode::SERVICE_UNAVAILABLE),
+            _ => (Code::InvalidArgument, StatusCode::BAD_REQUEST),
+        };
+        Refusal {
+            code,
+            status,
+            message,
+        }
+    }
+}
+
+/// Whether a call may act as `user` (`None`: it names none). moat acts as the sandbox's user
+/// only, which E2B calls `user` (docs/e2b.md, "Users").
+pub fn check_user(user: Option<&str>) -> Result<(), String> {
+    match user {
+        None | Some("") | Some(E2B_USER) => Ok(()),
+        Some(u) => Err(format!(
+            "failed to act as `{}`: moat serves E2B's files as the sandbox's user (`{E2B_USER}`) only",
+            crate::output::escape_display(&u.chars().take(64).collect::<String>())
+        )),
+    }
+}
+
+/// A sandbox's home, opened.
+pub struct Home {
+    pub ws: Workspace,
+    /// The container, for its names.
+    container: String,
+}
+
+impl Homes {
+    /// Opens `sandbox`'s home. `write`: refused when the sandbox sees any of it read-only,
+    /// since moat writing on the host would get round the mount.
+    pub async fn open(
+        &self,
+        state: &E2bState,
+        sandbox: &Sandbox,
+        write: bool,
+    ) -> Result<Home, Refusal> {
+        let container = state
+            .app
+            .sessions
+            .ensure(&sandbox.session)
+            .await
+            .map_err(|e| {
+                Refusal::new(
+                    Code::Unavailable,
+                    format!(
+                        "failed to reach the sandbox: {}",
+                        crate::error_chain::error_chain(&e)
+                    ),
+                )
+            })?;
+        if write
+            && (container.read_only
+                || !container.read_only_parts.is_empty()
+                || state.app.config.sandbox.workspace_access == crate::config::WorkspaceAccess::Ro)
+        {
+            return Err(Refusal::new(
+                Code::PermissionDenied,
+                "failed to write: the sandbox sees its workspace (or part of it) read-only",
+            ));
+        }
+        let ws = Workspace::open(&container.workspace, container.owner).map_err(Refusal::from)?;
+        Ok(Home {
+            ws,
+            container: container.name,
+        })
+    }
+
+    /// The container's names for users and groups, asked once per sandbox; numbers stand in
+    /// while they cannot be had.
+    pub async fn names(&self, state: &E2bState, sandbox: &Sandbox, home: &Home) -> Arc<Names> {
+        if let Some(n) = self.names.lock().unwrap().get(&sandbox.id) {
+            return n.clone();
+        }
+        let commands = state.app.sessions.commands();
+        let ask = |table: &'static str| {
+            let argv = vec!["getent".to_string(), table.to_string()];
+            commands.exec_capture(&home.container, argv, None)
+        };
+        let (Ok((0, passwd)), Ok((0, group))) = (ask("passwd").await, ask("group").await) else {
+            return Arc::new(Names::default());
+        };
+        let names = Arc::new(Names::parse(
+            &String::from_utf8_lossy(&passwd),
+            &String::from_utf8_lossy(&group),
+        ));
+        let mut map = self.names.lock().unwrap();
+        map.retain(|id, _| state.sandboxes.any(id).is_some());
+        map.insert(sandbox.id.clone(), names.clone());
+        names
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_carry_connects_code_and_the_files_status() {
+        let r = Refusal::from(ConfineError::Missing { path: "a".into() });
+        assert_eq!((r.code, r.status), (Code::NotFound, StatusCode::NOT_FOUND));
+        let r = Refusal::from(ConfineError::Escapes { path: "l/x".into() });
+        assert_eq!(r.code, Code::PermissionDenied);
+        assert!(
+            r.message.contains("leads out of the user's home"),
+            "{}",
+            r.message
+        );
+        let io = |e: Errno| ConfineError::Io {
+            action: "write",
+            path: "a".into(),
+            source: std::io::Error::from(e),
+        };
+        assert_eq!(Refusal::from(io(Errno::ENOSPC)).status.as_u16(), 507);
+        assert_eq!(
+            Refusal::from(io(Errno::ENOTEMPTY)).code,
+            Code::InvalidArgument
+        );
+        assert_eq!(Refusal::from(io(Errno::EIO)).code, Code::Internal);
+        let r = Refusal::from(ConfineError::IsDir { path: "d".into() });
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        let r = Refusal::from(PathError::Outside("/etc".into()));
+        assert_eq!(r.code, Code::PermissionDenied);
+        assert!(
+            r.message.starts_with("failed to use path `/etc`"),
+            "{}",
+            r.message
+        );
+        assert!(check_user(None).is_ok());
+        assert!(check_user(Some("user")).is_ok());
+        assert!(check_user(Some("root")).unwrap_err().contains("`root`"));
+    }
+}
