@@ -320,6 +320,12 @@ pub async fn upload(
         return error(StatusCode::UNAUTHORIZED, m);
     }
     let headers = req.headers().clone();
+    if headers.keys().any(|k| k.as_str().starts_with("x-metadata-")) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "failed to write the upload: file metadata (X-Metadata-*) is not stored by moat yet (docs/e2b.md, \"What is not served\")",
+        );
+    }
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

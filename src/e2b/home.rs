@@ -75,6 +75,11 @@ impl From<ConfineError> for Refusal {
             ConfineError::TooLarge { .. } => {
                 (Code::ResourceExhausted, StatusCode::PAYLOAD_TOO_LARGE)
             }
+            // No errno: what was read was not what it claimed (a broken gzip stream), or the
+            // upload broke off.
+            ConfineError::Io { source, .. } if source.raw_os_error().is_none() => {
+                (Code::InvalidArgument, StatusCode::BAD_REQUEST)
+            }
             ConfineError::Io { source, .. } => match source.raw_os_error().map(Errno::from_raw) {
                 Some(Errno::ENOSPC | Errno::EDQUOT) => {
                     (Code::ResourceExhausted, StatusCode::INSUFFICIENT_STORAGE)
