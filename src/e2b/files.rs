@@ -7,6 +7,7 @@
 //! checked by [`caller`] in the gate before any body is read.
 
 use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -79,14 +80,31 @@ fn query(q: Option<&str>) -> Query {
 /// Who calls `/files`: the sandbox named by `E2b-Sandbox-Id` with its access token, or else
 /// the live sandbox whose token made the URL's signature (docs/e2b.md, "Signed URLs"). The
 /// answers for the rest are E2B's: 401 for a wrong or expired signature or a missing token,
-/// 502 for a sandbox that is not there.
-pub fn caller(state: &E2bState, req: &Request) -> Result<Arc<Sandbox>, Response> {
+/// 502 for a sandbox that is not there. The sandbox found goes into the request's
+/// extensions for the handlers, with [`SignedOnly`] when a signature let the caller in; the
+/// answer is its owner.
+pub fn caller(state: &E2bState, req: &mut Request) -> Result<String, Denied> {
+    let found = identify(state, req)?;
+    let owner = found.0.owner.clone();
+    req.extensions_mut().insert(found.0);
+    if found.1 {
+        req.extensions_mut().insert(SignedOnly);
+    }
+    Ok(owner)
+}
+
+/// A signed URL let this caller in: it may write the path it was signed for, nothing else.
+#[derive(Clone, Copy)]
+pub struct SignedOnly;
+
+/// The sandbox [`caller`] finds, and whether by a signature.
+fn identify(state: &E2bState, req: &Request) -> Result<(Arc<Sandbox>, bool), Denied> {
     let headers = req.headers();
     let id = super::auth::sandbox_id(headers).unwrap_or_default();
     if headers.contains_key("x-access-token") || !id.is_empty() {
         if let Some(s) = state.sandboxes.get(id) {
             if super::auth::token_matches(headers, &s.access_token) {
-                return Ok(s);
+                return Ok((s, false));
             }
         }
     }
@@ -104,26 +122,41 @@ pub fn caller(state: &E2bState, req: &Request) -> Result<Arc<Sandbox>, Response>
             Op::Read
         };
         let now = crate::store::now_ms() / 1000;
-        return signature::find(&state.sandboxes, &signed, op, now).map_err(|e| match e {
-            SignatureError::Expired => error(StatusCode::UNAUTHORIZED, e.to_string()),
-            SignatureError::Invalid => error(StatusCode::UNAUTHORIZED, e.to_string()),
-        });
+        return signature::find(&state.sandboxes, &signed, op, now)
+            .map(|s| (s, true))
+            .map_err(|e: SignatureError| Denied::Unauthorized(e.to_string()));
     }
     match state.sandboxes.get(id) {
-        None => Err(super::process::sandbox_not_found(id)),
-        Some(_) => Err(error(
-            StatusCode::UNAUTHORIZED,
-            "failed to identify the caller: the access token is missing or not this sandbox's (X-Access-Token), and the URL is not signed",
+        None => Err(Denied::NoSandbox(id.to_string())),
+        Some(_) => Err(Denied::Unauthorized(
+            "failed to identify the caller: the access token is missing or not this sandbox's (X-Access-Token), and the URL is not signed".into(),
         )),
     }
 }
 
-/// The path and user a request names, checked.
-fn target(q: &Query, path: Option<&str>) -> Result<HomePath, Response> {
-    if let Err(m) = super::home::check_user(q.username.as_deref()) {
-        return Err(error(StatusCode::UNAUTHORIZED, m));
+/// Why [`caller`] found no sandbox.
+pub enum Denied {
+    /// No live sandbox of the id named: E2B's proxy answer (502).
+    NoSandbox(String),
+    /// A token or signature that is wrong, missing or expired (401), with the message.
+    Unauthorized(String),
+}
+
+impl IntoResponse for Denied {
+    fn into_response(self) -> Response {
+        match self {
+            Denied::NoSandbox(id) => super::process::sandbox_not_found(&id),
+            Denied::Unauthorized(m) => error(StatusCode::UNAUTHORIZED, m),
+        }
     }
-    resolve(path.unwrap_or_default()).map_err(|e| refused(e.into()))
+}
+
+/// The path and user a request names, checked.
+fn target(q: &Query, path: Option<&str>) -> Result<HomePath, Refusal> {
+    if let Err(m) = super::home::check_user(q.username.as_deref()) {
+        return Err(Refusal::new(super::connect::Code::Unauthenticated, m));
+    }
+    Ok(resolve(path.unwrap_or_default())?)
 }
 
 /// Whether `Accept-Encoding` takes gzip (and does not give it `q=0`).
@@ -156,7 +189,7 @@ pub async fn download(
     let q = query(req.uri().query());
     let p = match target(&q, q.path.as_deref()) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return refused(r),
     };
     let home = match homes.open(&state, &sandbox, false).await {
         Ok(h) => h,
@@ -268,7 +301,7 @@ async fn write_one<S, E>(
     gzip: bool,
     max: u64,
     mut chunks: S,
-) -> Result<serde_json::Value, Response>
+) -> Result<serde_json::Value, Refusal>
 where
     S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
     E: std::fmt::Display,
@@ -298,9 +331,9 @@ where
     drop(tx);
     match writer.await {
         Ok(Ok(_)) => Ok(json!({"name": p.name(), "type": "file", "path": p.shown()})),
-        Ok(Err(e)) => Err(refused(e.into())),
-        Err(e) => Err(error(
-            StatusCode::INTERNAL_SERVER_ERROR,
+        Ok(Err(e)) => Err(e.into()),
+        Err(e) => Err(Refusal::new(
+            super::connect::Code::Internal,
             format!("failed to write the file: {e}"),
         )),
     }
@@ -313,6 +346,7 @@ pub async fn upload(
     State(state): State<Arc<E2bState>>,
     Extension(homes): Extension<Arc<Homes>>,
     Extension(sandbox): Extension<Arc<Sandbox>>,
+    signed: Option<Extension<SignedOnly>>,
     req: Request,
 ) -> Response {
     let q = query(req.uri().query());
@@ -320,7 +354,10 @@ pub async fn upload(
         return error(StatusCode::UNAUTHORIZED, m);
     }
     let headers = req.headers().clone();
-    if headers.keys().any(|k| k.as_str().starts_with("x-metadata-")) {
+    if headers
+        .keys()
+        .any(|k| k.as_str().starts_with("x-metadata-"))
+    {
         return error(
             StatusCode::BAD_REQUEST,
             "failed to write the upload: file metadata (X-Metadata-*) is not stored by moat yet (docs/e2b.md, \"What is not served\")",
@@ -348,14 +385,27 @@ pub async fn upload(
     };
     let max = file_bound(&state);
     let body = req.into_body().into_data_stream();
-    if let Ok(boundary) = multer::parse_boundary(&content_type) {
+    if content_type
+        .trim()
+        .to_ascii_lowercase()
+        .starts_with("multipart/")
+    {
+        let boundary = match multer::parse_boundary(&content_type) {
+            Ok(b) => b,
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("failed to read the multipart upload: {e}"),
+                )
+            }
+        };
         if gzip {
             return error(
                 StatusCode::BAD_REQUEST,
                 "failed to read the upload: a multipart body is not gzip-encoded (send one file as application/octet-stream to compress it)",
             );
         }
-        return multipart(home, body, boundary, q.path, max).await;
+        return multipart(home, body, boundary, q.path, signed.is_some(), max).await;
     }
     let p = match target(&q, q.path.as_deref()) {
         Ok(p) if q.path.is_some() => p,
@@ -365,20 +415,68 @@ pub async fn upload(
                 "failed to write the upload: an application/octet-stream upload needs ?path=",
             )
         }
-        Err(r) => return r,
+        Err(r) => return refused(r),
     };
     match write_one(home, &p, gzip, max, body).await {
         Ok(v) => Json(json!([v])).into_response(),
-        Err(r) => r,
+        Err(r) => refused(r),
     }
 }
 
-/// The files of a multipart upload, one after the other as they arrive.
+/// The most body bytes the multipart parser may hold that it has not passed on as file
+/// content, plus [`PART_HEAD`] for each part: it buffers a part's headers whole, so without
+/// this a part whose headers never end would be held in memory up to the body's bound.
+const MAX_PARSER_HOLD: u64 = 1 << 20;
+/// What each part's headers and boundary may add to [`MAX_PARSER_HOLD`]: a full path's file
+/// name and then some.
+const PART_HEAD: u64 = 16 << 10;
+
+/// The body as the multipart parser reads it, cut off with an error once the parser holds
+/// more than it may ([`MAX_PARSER_HOLD`]).
+struct Held<S> {
+    inner: S,
+    /// Bytes handed to the parser.
+    fed: u64,
+    /// Bytes the parser passed on as file content, and parts begun, counted by the reader.
+    taken: Arc<AtomicU64>,
+    parts: Arc<AtomicU64>,
+}
+
+impl<S> futures::Stream for Held<S>
+where
+    S: futures::Stream<Item = Result<Bytes, axum::Error>> + Unpin,
+{
+    type Item = io::Result<Bytes>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let item = std::task::ready!(std::pin::Pin::new(&mut self.inner).poll_next(cx));
+        std::task::Poll::Ready(item.map(|r| {
+            let b = r.map_err(io::Error::other)?;
+            self.fed += b.len() as u64;
+            let allowed = MAX_PARSER_HOLD
+                + PART_HEAD * self.parts.load(Ordering::Relaxed)
+                + self.taken.load(Ordering::Relaxed);
+            if self.fed > allowed {
+                return Err(io::Error::other(format!(
+                    "more than {MAX_PARSER_HOLD} bytes of it are not file content (a part's headers that never end?)"
+                )));
+            }
+            Ok(b)
+        }))
+    }
+}
+
+/// The files of a multipart upload, one after the other as they arrive. `signed`: a signed
+/// URL let the caller in, so only its own path (`first_path`) may be written.
 async fn multipart(
     ws: Arc<Workspace>,
     body: axum::body::BodyDataStream,
     boundary: String,
     first_path: Option<String>,
+    signed: bool,
     max: u64,
 ) -> Response {
     let limits = multer::Constraints::new().size_limit(
@@ -386,7 +484,15 @@ async fn multipart(
             .whole_stream(MAX_MULTIPART_BYTES)
             .per_field(max.saturating_add(1)),
     );
-    let mut parts = multer::Multipart::with_constraints(body, boundary, limits);
+    let taken = Arc::new(AtomicU64::new(0));
+    let parts_seen = Arc::new(AtomicU64::new(0));
+    let held = Held {
+        inner: body,
+        fed: 0,
+        taken: taken.clone(),
+        parts: parts_seen.clone(),
+    };
+    let mut parts = multer::Multipart::with_constraints(held, boundary, limits);
     let mut written = Vec::new();
     loop {
         let field = match parts.next_field().await {
@@ -399,34 +505,45 @@ async fn multipart(
                 )
             }
         };
+        parts_seen.fetch_add(1, Ordering::Relaxed);
         if field.name() != Some("file") {
             continue;
         }
-        if written.len() >= MAX_PARTS {
+        if written.len() >= MAX_PARTS || (signed && !written.is_empty()) {
+            let why = if signed {
+                "a signed URL writes the one path it was signed for".to_string()
+            } else {
+                format!("it holds more than {MAX_PARTS} files")
+            };
             return error(
                 StatusCode::BAD_REQUEST,
-                format!(
-                    "failed to read the multipart upload: it holds more than {MAX_PARTS} files"
-                ),
+                format!("failed to read the multipart upload: {why}"),
             );
         }
         let named = match (&first_path, written.is_empty()) {
             (Some(p), true) => Some(p.clone()),
+            _ if signed => None,
             _ => field.file_name().map(str::to_string),
         };
         let Some(named) = named.filter(|n| !n.is_empty()) else {
             return error(
                 StatusCode::BAD_REQUEST,
-                "failed to read the multipart upload: a part names no file (its filename is the file's full path)",
+                "failed to read the multipart upload: a part names no file (its filename is the file's full path, or ?path= for one file)",
             );
         };
         let p = match resolve(&named) {
             Ok(p) => p,
             Err(e) => return refused(e.into()),
         };
-        match write_one(ws.clone(), &p, false, max, field).await {
+        let counted = taken.clone();
+        let content = field.inspect(move |c| {
+            if let Ok(b) = c {
+                counted.fetch_add(b.len() as u64, Ordering::Relaxed);
+            }
+        });
+        match write_one(ws.clone(), &p, false, max, content).await {
             Ok(v) => written.push(v),
-            Err(r) => return r,
+            Err(r) => return refused(r),
         }
     }
     if written.is_empty() {
@@ -486,6 +603,36 @@ mod tests {
             }
             assert_eq!(got, &data[..1000], "gzip {gzip}");
         }
+    }
+
+    #[tokio::test]
+    async fn the_parser_may_hold_only_its_bound_beyond_the_content_it_passed_on() {
+        let run = |taken: u64, parts: u64| async move {
+            let chunks: Vec<Result<Bytes, axum::Error>> = (0..40)
+                .map(|_| Ok(Bytes::from(vec![b'x'; 64 << 10])))
+                .collect();
+            let mut held = Held {
+                inner: futures::stream::iter(chunks),
+                fed: 0,
+                taken: Arc::new(AtomicU64::new(taken)),
+                parts: Arc::new(AtomicU64::new(parts)),
+            };
+            let mut passed = 0;
+            while let Some(item) = held.next().await {
+                match item {
+                    Ok(_) => passed += 1,
+                    Err(e) => {
+                        assert!(e.to_string().contains("not file content"), "{e}");
+                        return passed;
+                    }
+                }
+            }
+            passed
+        };
+        // 1 MiB in 64 KiB chunks, and no more, when nothing was passed on as content.
+        assert_eq!(run(0, 0).await, 16);
+        assert_eq!(run(0, 8).await, 18, "each part adds room for its headers");
+        assert_eq!(run(4 << 20, 0).await, 40, "content passed on frees room");
     }
 
     #[test]

@@ -31,13 +31,9 @@ pub async fn gate(State(state): State<Arc<E2bState>>, mut req: Request, next: Ne
     // The sandbox API's handlers find the identified sandbox in the request's extensions.
     let owner = if path == "/files" {
         // A token, or a signed URL, which names no sandbox (docs/e2b.md, "Signed URLs").
-        match super::files::caller(&state, &req) {
-            Ok(s) => {
-                let owner = s.owner.clone();
-                req.extensions_mut().insert(s);
-                owner
-            }
-            Err(refusal) => return refusal,
+        match super::files::caller(&state, &mut req) {
+            Ok(owner) => owner,
+            Err(denied) => return denied.into_response(),
         }
     } else if is_sandbox_api(path) {
         let id = super::auth::sandbox_id(req.headers()).unwrap_or_default();

@@ -181,6 +181,17 @@ def test_signed_urls_with_and_without_expiry(served):
         with urllib.request.urlopen(req) as r:
             assert json.loads(r.read())[0]["path"] == f"{HOME}/up/by-url.txt"
         assert sb.files.read("up/by-url.txt") == "uploaded by url"
+        # A signed URL writes its own path only: a second part naming another is refused.
+        two = body.replace(f"--{boundary}--".encode(), b"") + (
+            f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"elsewhere.txt\"\r\n\r\n"
+            f"smuggled\r\n--{boundary}--\r\n"
+        ).encode()
+        req = urllib.request.Request(sb.upload_url("up/by-url.txt", "user", 60), data=two, method="POST")
+        req.add_header("Content-Type", f"multipart/form-data; boundary={boundary}")
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req)
+        assert e.value.code == 400 and b"signed for" in e.value.read()
+        assert not sb.files.exists("elsewhere.txt")
         # A download URL does not write.
         down = sb.download_url("up/by-url.txt", "user")
         with pytest.raises(urllib.error.HTTPError) as e:
