@@ -3,7 +3,8 @@
 //! so encoded) or many as `multipart/form-data` named by full paths. Every byte is streamed
 //! between the connection and a blocking thread through a small bounded channel, so memory
 //! stays a few chunks whatever the size; files go through moat's confined file layer as the
-//! sandbox's user. The caller is a sandbox's access token or a signed URL (`signature`),
+//! sandbox's user, with the upload's metadata (`X-Metadata-*`) as `user.e2b.*` extended
+//! attributes. The caller is a sandbox's access token or a signed URL (`signature`),
 //! checked by [`caller`] in the gate before any body is read.
 
 use std::io::{self, Read, Write};
@@ -285,6 +286,68 @@ impl Read for ChannelReader {
     }
 }
 
+/// The prefix of the extended attributes that hold a file's E2B metadata.
+pub const META_PREFIX: &str = "user.e2b.";
+/// The most metadata keys one upload may set.
+const MAX_META: usize = 32;
+/// The longest metadata key: the attribute's whole name stays within the kernel's 255 bytes.
+const MAX_META_KEY: usize = 200;
+
+/// The upload's metadata (`X-Metadata-<key>: <value>`) as the attributes every file of it
+/// gets: `user.e2b.<key, lowercased>`. Keys are HTTP tokens already (they are header names);
+/// values printable ASCII, at most [`MAX_VALUE`](crate::files::xattr::MAX_VALUE) bytes.
+fn metadata(headers: &HeaderMap) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let mut out: Vec<(String, Vec<u8>)> = Vec::new();
+    for (name, value) in headers {
+        let Some(key) = name.as_str().strip_prefix("x-metadata-") else {
+            continue;
+        };
+        let bad = |why: &str| {
+            format!(
+                "failed to read the metadata `{}`: {why}",
+                crate::output::escape_display(&key.chars().take(64).collect::<String>())
+            )
+        };
+        if key.is_empty() || key.len() > MAX_META_KEY {
+            return Err(bad(&format!("a key is 1 to {MAX_META_KEY} bytes")));
+        }
+        let value = value.as_bytes();
+        if value.len() > crate::files::xattr::MAX_VALUE
+            || !value.iter().all(|b| (0x20..0x7f).contains(b))
+        {
+            return Err(bad(&format!(
+                "a value is printable ASCII of at most {} bytes",
+                crate::files::xattr::MAX_VALUE
+            )));
+        }
+        let attr = format!("{META_PREFIX}{}", key.to_ascii_lowercase());
+        if out.iter().any(|(n, _)| *n == attr) {
+            continue;
+        }
+        if out.len() >= MAX_META {
+            return Err(bad(&format!("an upload sets at most {MAX_META} keys")));
+        }
+        out.push((attr, value.to_vec()));
+    }
+    Ok(out)
+}
+
+/// What an upload answers for one file: E2B's `WriteInfo`.
+fn write_info(p: &HomePath, attrs: &[(String, Vec<u8>)]) -> serde_json::Value {
+    let mut v = json!({"name": p.name(), "type": "file", "path": p.shown()});
+    if !attrs.is_empty() {
+        let meta: serde_json::Map<String, serde_json::Value> = attrs
+            .iter()
+            .map(|(n, value)| {
+                let key = n.strip_prefix(META_PREFIX).unwrap_or(n).to_string();
+                (key, String::from_utf8_lossy(value).into_owned().into())
+            })
+            .collect();
+        v["metadata"] = meta.into();
+    }
+    v
+}
+
 /// The bound one file is written within: [`MAX_FILE_BYTES`], or the workspace's, if lower.
 fn file_bound(state: &E2bState) -> u64 {
     match state.app.config.sandbox.workspace_max() {
@@ -300,6 +363,7 @@ async fn write_one<S, E>(
     p: &HomePath,
     gzip: bool,
     max: u64,
+    attrs: Arc<Vec<(String, Vec<u8>)>>,
     mut chunks: S,
 ) -> Result<serde_json::Value, Refusal>
 where
@@ -308,6 +372,7 @@ where
 {
     let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(IN_FLIGHT);
     let rel = p.rel.clone();
+    let set = attrs.clone();
     let writer = tokio::task::spawn_blocking(move || {
         let entry = ws.entry(&rel, true)?;
         let reader = ChannelReader {
@@ -319,7 +384,7 @@ where
         } else {
             Box::new(reader)
         };
-        entry.write_from(&mut src, max, ws.owner())
+        entry.write_from(&mut src, max, ws.owner(), &set)
     });
     while let Some(chunk) = chunks.next().await {
         let item = chunk.map_err(|e| io::Error::other(format!("the upload broke off: {e}")));
@@ -330,7 +395,7 @@ where
     }
     drop(tx);
     match writer.await {
-        Ok(Ok(_)) => Ok(json!({"name": p.name(), "type": "file", "path": p.shown()})),
+        Ok(Ok(_)) => Ok(write_info(p, &attrs)),
         Ok(Err(e)) => Err(e.into()),
         Err(e) => Err(Refusal::new(
             super::connect::Code::Internal,
@@ -354,15 +419,10 @@ pub async fn upload(
         return error(StatusCode::UNAUTHORIZED, m);
     }
     let headers = req.headers().clone();
-    if headers
-        .keys()
-        .any(|k| k.as_str().starts_with("x-metadata-"))
-    {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "failed to write the upload: file metadata (X-Metadata-*) is not stored by moat yet (docs/e2b.md, \"What is not served\")",
-        );
-    }
+    let attrs = match metadata(&headers) {
+        Ok(a) => Arc::new(a),
+        Err(m) => return error(StatusCode::BAD_REQUEST, m),
+    };
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -395,7 +455,10 @@ pub async fn upload(
             Err(e) => {
                 return error(
                     StatusCode::BAD_REQUEST,
-                    format!("failed to read the multipart upload: {e}"),
+                    format!(
+                        "failed to read the multipart upload: {}",
+                        crate::error_chain::error_chain(&e)
+                    ),
                 )
             }
         };
@@ -405,7 +468,7 @@ pub async fn upload(
                 "failed to read the upload: a multipart body is not gzip-encoded (send one file as application/octet-stream to compress it)",
             );
         }
-        return multipart(home, body, boundary, q.path, signed.is_some(), max).await;
+        return multipart(home, body, boundary, q.path, signed.is_some(), max, attrs).await;
     }
     let p = match target(&q, q.path.as_deref()) {
         Ok(p) if q.path.is_some() => p,
@@ -417,7 +480,7 @@ pub async fn upload(
         }
         Err(r) => return refused(r),
     };
-    match write_one(home, &p, gzip, max, body).await {
+    match write_one(home, &p, gzip, max, attrs, body).await {
         Ok(v) => Json(json!([v])).into_response(),
         Err(r) => refused(r),
     }
@@ -478,6 +541,7 @@ async fn multipart(
     first_path: Option<String>,
     signed: bool,
     max: u64,
+    attrs: Arc<Vec<(String, Vec<u8>)>>,
 ) -> Response {
     let limits = multer::Constraints::new().size_limit(
         multer::SizeLimit::new()
@@ -501,7 +565,10 @@ async fn multipart(
             Err(e) => {
                 return error(
                     StatusCode::BAD_REQUEST,
-                    format!("failed to read the multipart upload: {e}"),
+                    format!(
+                        "failed to read the multipart upload: {}",
+                        crate::error_chain::error_chain(&e)
+                    ),
                 )
             }
         };
@@ -541,7 +608,7 @@ async fn multipart(
                 counted.fetch_add(b.len() as u64, Ordering::Relaxed);
             }
         });
-        match write_one(ws.clone(), &p, false, max, content).await {
+        match write_one(ws.clone(), &p, false, max, attrs.clone(), content).await {
             Ok(v) => written.push(v),
             Err(r) => return refused(r),
         }
@@ -603,6 +670,47 @@ mod tests {
             }
             assert_eq!(got, &data[..1000], "gzip {gzip}");
         }
+    }
+
+    #[test]
+    fn metadata_headers_become_attributes_within_bounds() {
+        let h = |pairs: &[(&str, &str)]| {
+            let mut m = HeaderMap::new();
+            for (k, v) in pairs {
+                m.append(
+                    axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    v.parse().unwrap(),
+                );
+            }
+            m
+        };
+        let got = metadata(&h(&[
+            ("X-Metadata-Author", "mish"),
+            ("x-other", "no"),
+            ("X-Metadata-Tag", "a b"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            got,
+            vec![
+                ("user.e2b.author".to_string(), b"mish".to_vec()),
+                ("user.e2b.tag".to_string(), b"a b".to_vec())
+            ]
+        );
+        let info = write_info(&resolve("d/f").unwrap(), &got);
+        assert_eq!(info["metadata"], json!({"author": "mish", "tag": "a b"}));
+        assert!(write_info(&resolve("f").unwrap(), &[])
+            .get("metadata")
+            .is_none());
+        let long = "k".repeat(MAX_META_KEY + 1);
+        assert!(metadata(&h(&[(&format!("x-metadata-{long}"), "v")])).is_err());
+        let big = "v".repeat(crate::files::xattr::MAX_VALUE + 1);
+        assert!(metadata(&h(&[("x-metadata-k", &big)])).is_err());
+        let many: Vec<(String, &str)> = (0..=MAX_META)
+            .map(|i| (format!("x-metadata-k{i}"), "v"))
+            .collect();
+        let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert!(metadata(&h(&many)).unwrap_err().contains("at most"));
     }
 
     #[tokio::test]

@@ -88,9 +88,10 @@ where
     }
 }
 
-/// The entry of what `found` is.
+/// The entry of what `found` is, with its metadata (`user.e2b.*` attributes).
 fn info(ctx: &Ctx, found: &Found) -> Value {
-    serde_json::to_value(entry_info(found, &ctx.names, Default::default())).unwrap_or_default()
+    let meta = ctx.home.ws.attrs(&found.rel, super::files::META_PREFIX);
+    serde_json::to_value(entry_info(found, &ctx.names, meta)).unwrap_or_default()
 }
 
 fn kind_is_dir(found: &Found) -> bool {

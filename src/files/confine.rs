@@ -482,17 +482,20 @@ impl Entry {
     /// written, given its owner and mode, synced, then renamed over the name. A file that was
     /// there keeps its permission bits (set-id bits dropped); a new one is 0644.
     pub fn write(&self, data: &[u8], owner: Option<(u32, u32)>) -> Result<(), ConfineError> {
-        self.write_from(&mut &data[..], u64::MAX, owner).map(|_| ())
+        self.write_from(&mut &data[..], u64::MAX, owner, &[])
+            .map(|_| ())
     }
 
     /// [`Self::write`] of what `src` yields, streamed (memory stays one buffer's worth
     /// whatever the size), at most `max` bytes: past it nothing is replaced and the error is
-    /// [`ConfineError::TooLarge`]. Returns the bytes written.
+    /// [`ConfineError::TooLarge`]. The new file gets the extended attributes `attrs` (name,
+    /// value) and no others. Returns the bytes written.
     pub fn write_from(
         &self,
         src: &mut dyn Read,
         max: u64,
         owner: Option<(u32, u32)>,
+        attrs: &[(String, Vec<u8>)],
     ) -> Result<u64, ConfineError> {
         let mode = match self.regular()? {
             Some(st) => st.st_mode & 0o777,
@@ -528,6 +531,13 @@ impl Entry {
             }
             fchmod(&file, Mode::from_bits_truncate(mode))
                 .map_err(|e| io_err("set the mode of", &self.shown, e))?;
+            for (name, value) in attrs {
+                super::xattr::set(&file, name, value).map_err(|source| ConfineError::Io {
+                    action: "set the extended attributes of",
+                    path: self.shown.clone(),
+                    source,
+                })?;
+            }
             file.sync_all().map_err(|source| ConfineError::Io {
                 action: "sync",
                 path: self.shown.clone(),

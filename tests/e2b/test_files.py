@@ -151,6 +151,24 @@ def test_rename_and_remove(sb, d):
         sb.files.remove("~")
 
 
+def test_metadata_is_kept_as_extended_attributes(sb, d):
+    meta = {"author": "mish", "purpose": "upload"}
+    assert sb.files.write(f"{d}/m.txt", "with metadata", metadata=meta).metadata == meta
+    assert sb.files.get_info(f"{d}/m.txt").metadata == meta
+    assert sb.files.write(f"{d}/o.txt", "octet", metadata=meta, use_octet_stream=True).metadata == meta
+    infos = sb.files.write_files([WriteEntry(path=f"{d}/w{i}.txt", data="w") for i in range(2)], metadata={"Source": "suite"})
+    assert [i.metadata for i in infos] == [{"source": "suite"}] * 2, "keys are lowercased"
+    listed = {e.name: e.metadata for e in sb.files.list(d)}
+    assert listed["m.txt"] == meta and listed["w0.txt"] == {"source": "suite"}
+    assert sb.files.rename(f"{d}/m.txt", f"{d}/m2.txt").metadata == meta
+    # An upload replaces the metadata: none given, none kept.
+    assert sb.files.write(f"{d}/m2.txt", "again").metadata is None
+    assert sb.files.get_info(f"{d}/m2.txt").metadata is None
+    # They are the file's own attributes, as the sandbox sees them.
+    out = sb.commands.run(f"python3 -c \"import os; print(os.getxattr('{WS}/{d}/o.txt', 'user.e2b.author').decode())\"")
+    assert out.stdout == "mish\n"
+
+
 def test_signed_urls_with_and_without_expiry(served):
     sb = Sandbox.create(secure=True)
     try:

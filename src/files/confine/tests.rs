@@ -76,7 +76,9 @@ fn writes_are_atomic_and_refuse_links() {
     // A stream over its bound replaces nothing and leaves nothing; one within it is written.
     let entry = w.entry("src/a.txt", false).unwrap();
     let mut long = std::io::repeat(b'z').take(10_001);
-    let e = entry.write_from(&mut long, 10_000, w.owner()).unwrap_err();
+    let e = entry
+        .write_from(&mut long, 10_000, w.owner(), &[])
+        .unwrap_err();
     assert!(e.to_string().contains("10000-byte bound"), "{e}");
     assert_eq!(
         std::fs::read_to_string(ws.join("src/a.txt")).unwrap(),
@@ -85,7 +87,9 @@ fn writes_are_atomic_and_refuse_links() {
     assert_eq!(std::fs::read_dir(ws.join("src")).unwrap().count(), 1);
     let mut exact = std::io::repeat(b'z').take(10_000);
     assert_eq!(
-        entry.write_from(&mut exact, 10_000, w.owner()).unwrap(),
+        entry
+            .write_from(&mut exact, 10_000, w.owner(), &[])
+            .unwrap(),
         10_000
     );
     entry.write(b"new", w.owner()).unwrap();

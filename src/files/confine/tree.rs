@@ -70,6 +70,21 @@ impl Workspace {
         Ok(Found { rel, st, link })
     }
 
+    /// The extended attributes of the entry at `rel` (not followed) whose names start with
+    /// `prefix`, keyed by the rest ([`crate::files::xattr::read_prefixed`]); none when it is
+    /// gone, leads out, or is a symbolic link (whose `/proc/self/fd` link could lead on).
+    pub fn attrs(&self, rel: &Path, prefix: &str) -> std::collections::BTreeMap<String, String> {
+        let Ok(fd) = beneath::open(&self.root, rel, OFlag::O_PATH | OFlag::O_NOFOLLOW) else {
+            return Default::default();
+        };
+        match fstat(&fd) {
+            Ok(st) if kind(&st) != SFlag::S_IFLNK => {
+                crate::files::xattr::read_prefixed(&fd, prefix)
+            }
+            _ => Default::default(),
+        }
+    }
+
     /// What `rel` leads to, followed beneath the root: its metadata and where it is,
     /// relative to the root; `None` when it leads nowhere or out.
     fn follow(&self, rel: &Path) -> Option<(FileStat, PathBuf)> {
