@@ -364,7 +364,7 @@ async fn write_one<S, E>(
     gzip: bool,
     max: u64,
     attrs: Arc<Vec<(String, Vec<u8>)>>,
-    mut chunks: S,
+    chunks: &mut S,
 ) -> Result<serde_json::Value, Refusal>
 where
     S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
@@ -415,41 +415,113 @@ pub async fn upload(
     req: Request,
 ) -> Response {
     let q = query(req.uri().query());
-    if let Err(m) = super::home::check_user(q.username.as_deref()) {
-        return error(StatusCode::UNAUTHORIZED, m);
-    }
     let headers = req.headers().clone();
-    let attrs = match metadata(&headers) {
-        Ok(a) => Arc::new(a),
-        Err(m) => return error(StatusCode::BAD_REQUEST, m),
+    let mut body = req.into_body().into_data_stream();
+    let at = Upload {
+        state: &state,
+        homes: &homes,
+        sandbox: &sandbox,
+        signed: signed.is_some(),
+        q: &q,
+        headers: &headers,
     };
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    let gzip = match headers.get(header::CONTENT_ENCODING).map(|v| v.to_str()) {
-        None => false,
-        Some(Ok(v)) if v.trim().eq_ignore_ascii_case("gzip") => true,
-        Some(Ok(v)) if v.trim().eq_ignore_ascii_case("identity") => false,
-        Some(_) => {
+    let answer = at.take(&mut body).await;
+    if !answer.status().is_success() {
+        drain(&mut body).await;
+    }
+    answer
+}
+
+/// What an upload's refusal reads of the rest of its body before it answers, and for how
+/// long: a client still sending when the connection closes reads a broken pipe, not the
+/// answer (E2B's SDK raises that instead of the refusal). Past either bound the connection
+/// closes anyway.
+const MAX_DRAIN: usize = 8 << 20;
+const DRAIN_FOR: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn drain(body: &mut axum::body::BodyDataStream) {
+    let _ = tokio::time::timeout(DRAIN_FOR, async {
+        let mut read = 0;
+        while let Some(Ok(chunk)) = body.next().await {
+            read += chunk.len();
+            if read > MAX_DRAIN {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// One upload's request, apart from its body.
+struct Upload<'a> {
+    state: &'a E2bState,
+    homes: &'a Homes,
+    sandbox: &'a Sandbox,
+    /// A signed URL let the caller in ([`SignedOnly`]).
+    signed: bool,
+    q: &'a Query,
+    headers: &'a HeaderMap,
+}
+
+impl Upload<'_> {
+    /// Writes what `body` holds; what it did not read is the caller's to drain.
+    async fn take(&self, body: &mut axum::body::BodyDataStream) -> Response {
+        let q = self.q;
+        if let Err(m) = super::home::check_user(q.username.as_deref()) {
+            return error(StatusCode::UNAUTHORIZED, m);
+        }
+        let attrs = match metadata(self.headers) {
+            Ok(a) => Arc::new(a),
+            Err(m) => return error(StatusCode::BAD_REQUEST, m),
+        };
+        let content_type = self
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let gzip = match self
+            .headers
+            .get(header::CONTENT_ENCODING)
+            .map(|v| v.to_str())
+        {
+            None => false,
+            Some(Ok(v)) if v.trim().eq_ignore_ascii_case("gzip") => true,
+            Some(Ok(v)) if v.trim().eq_ignore_ascii_case("identity") => false,
+            Some(_) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "failed to read the upload: its Content-Encoding is not gzip",
+                )
+            }
+        };
+        // A path named in the query is checked before anything is opened or read.
+        let named = match q.path.as_deref().map(resolve).transpose() {
+            Ok(p) => p,
+            Err(e) => return refused(e.into()),
+        };
+        let multipart = content_type
+            .trim()
+            .to_ascii_lowercase()
+            .starts_with("multipart/");
+        if !multipart && named.is_none() {
             return error(
                 StatusCode::BAD_REQUEST,
-                "failed to read the upload: its Content-Encoding is not gzip",
-            )
+                "failed to write the upload: an application/octet-stream upload needs ?path=",
+            );
         }
-    };
-    let home = match homes.open(&state, &sandbox, true).await {
-        Ok(h) => Arc::new(h.ws),
-        Err(r) => return refused(r),
-    };
-    let max = file_bound(&state);
-    let body = req.into_body().into_data_stream();
-    if content_type
-        .trim()
-        .to_ascii_lowercase()
-        .starts_with("multipart/")
-    {
+        let home = match self.homes.open(self.state, self.sandbox, true).await {
+            Ok(h) => Arc::new(h.ws),
+            Err(r) => return refused(r),
+        };
+        let max = file_bound(self.state);
+        if !multipart {
+            let p = named.expect("checked above");
+            return match write_one(home, &p, gzip, max, attrs, body).await {
+                Ok(v) => Json(json!([v])).into_response(),
+                Err(r) => refused(r),
+            };
+        }
         let boundary = match multer::parse_boundary(&content_type) {
             Ok(b) => b,
             Err(e) => {
@@ -468,21 +540,14 @@ pub async fn upload(
                 "failed to read the upload: a multipart body is not gzip-encoded (send one file as application/octet-stream to compress it)",
             );
         }
-        return multipart(home, body, boundary, q.path, signed.is_some(), max, attrs).await;
-    }
-    let p = match target(&q, q.path.as_deref()) {
-        Ok(p) if q.path.is_some() => p,
-        Ok(_) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "failed to write the upload: an application/octet-stream upload needs ?path=",
-            )
-        }
-        Err(r) => return refused(r),
-    };
-    match write_one(home, &p, gzip, max, attrs, body).await {
-        Ok(v) => Json(json!([v])).into_response(),
-        Err(r) => refused(r),
+        let to = Parts {
+            ws: home,
+            first: named,
+            signed: self.signed,
+            max,
+            attrs,
+        };
+        to.write(body, boundary).await
     }
 }
 
@@ -532,94 +597,108 @@ where
     }
 }
 
-/// The files of a multipart upload, one after the other as they arrive. `signed`: a signed
-/// URL let the caller in, so only its own path (`first_path`) may be written.
-async fn multipart(
+/// Where a multipart upload's files go: `first` names the first (`?path=`); `signed`: a
+/// signed URL let the caller in, so only that path may be written.
+struct Parts {
     ws: Arc<Workspace>,
-    body: axum::body::BodyDataStream,
-    boundary: String,
-    first_path: Option<String>,
+    first: Option<HomePath>,
     signed: bool,
     max: u64,
     attrs: Arc<Vec<(String, Vec<u8>)>>,
-) -> Response {
-    let limits = multer::Constraints::new().size_limit(
-        multer::SizeLimit::new()
-            .whole_stream(MAX_MULTIPART_BYTES)
-            .per_field(max.saturating_add(1)),
-    );
-    let taken = Arc::new(AtomicU64::new(0));
-    let parts_seen = Arc::new(AtomicU64::new(0));
-    let held = Held {
-        inner: body,
-        fed: 0,
-        taken: taken.clone(),
-        parts: parts_seen.clone(),
-    };
-    let mut parts = multer::Multipart::with_constraints(held, boundary, limits);
-    let mut written = Vec::new();
-    loop {
-        let field = match parts.next_field().await {
-            Ok(Some(f)) => f,
-            Ok(None) => break,
-            Err(e) => {
+}
+
+impl Parts {
+    /// The files of a multipart upload, one after the other as they arrive.
+    async fn write(self, body: &mut axum::body::BodyDataStream, boundary: String) -> Response {
+        let Parts {
+            ws,
+            first: first_path,
+            signed,
+            max,
+            attrs,
+        } = self;
+        let limits = multer::Constraints::new().size_limit(
+            multer::SizeLimit::new()
+                .whole_stream(MAX_MULTIPART_BYTES)
+                .per_field(max.saturating_add(1)),
+        );
+        let taken = Arc::new(AtomicU64::new(0));
+        let parts_seen = Arc::new(AtomicU64::new(0));
+        let held = Held {
+            inner: body,
+            fed: 0,
+            taken: taken.clone(),
+            parts: parts_seen.clone(),
+        };
+        let mut parts = multer::Multipart::with_constraints(held, boundary, limits);
+        let mut written = Vec::new();
+        loop {
+            let field = match parts.next_field().await {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => {
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        format!(
+                            "failed to read the multipart upload: {}",
+                            crate::error_chain::error_chain(&e)
+                        ),
+                    )
+                }
+            };
+            parts_seen.fetch_add(1, Ordering::Relaxed);
+            if field.name() != Some("file") {
+                continue;
+            }
+            if written.len() >= MAX_PARTS || (signed && !written.is_empty()) {
+                let why = if signed {
+                    "a signed URL writes the one path it was signed for".to_string()
+                } else {
+                    format!("it holds more than {MAX_PARTS} files")
+                };
                 return error(
                     StatusCode::BAD_REQUEST,
-                    format!(
-                        "failed to read the multipart upload: {}",
-                        crate::error_chain::error_chain(&e)
-                    ),
+                    format!("failed to read the multipart upload: {why}"),
+                );
+            }
+            let p = match (&first_path, written.is_empty()) {
+            (Some(p), true) => p.clone(),
+            _ if signed => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "failed to read the multipart upload: a signed URL writes the one path it was signed for (?path=)",
                 )
             }
+            _ => match field.file_name().filter(|n| !n.is_empty()).map(resolve) {
+                Some(Ok(p)) => p,
+                Some(Err(e)) => return refused(e.into()),
+                None => {
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        "failed to read the multipart upload: a part names no file (its filename is the file's full path, or ?path= for one file)",
+                    )
+                }
+            },
         };
-        parts_seen.fetch_add(1, Ordering::Relaxed);
-        if field.name() != Some("file") {
-            continue;
-        }
-        if written.len() >= MAX_PARTS || (signed && !written.is_empty()) {
-            let why = if signed {
-                "a signed URL writes the one path it was signed for".to_string()
-            } else {
-                format!("it holds more than {MAX_PARTS} files")
-            };
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!("failed to read the multipart upload: {why}"),
-            );
-        }
-        let named = match (&first_path, written.is_empty()) {
-            (Some(p), true) => Some(p.clone()),
-            _ if signed => None,
-            _ => field.file_name().map(str::to_string),
-        };
-        let Some(named) = named.filter(|n| !n.is_empty()) else {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "failed to read the multipart upload: a part names no file (its filename is the file's full path, or ?path= for one file)",
-            );
-        };
-        let p = match resolve(&named) {
-            Ok(p) => p,
-            Err(e) => return refused(e.into()),
-        };
-        let counted = taken.clone();
-        let content = field.inspect(move |c| {
-            if let Ok(b) = c {
-                counted.fetch_add(b.len() as u64, Ordering::Relaxed);
+            let counted = taken.clone();
+            let mut content = field.inspect(move |c| {
+                if let Ok(b) = c {
+                    counted.fetch_add(b.len() as u64, Ordering::Relaxed);
+                }
+            });
+            match write_one(ws.clone(), &p, false, max, attrs.clone(), &mut content).await {
+                Ok(v) => written.push(v),
+                Err(r) => return refused(r),
             }
-        });
-        match write_one(ws.clone(), &p, false, max, attrs.clone(), content).await {
-            Ok(v) => written.push(v),
-            Err(r) => return refused(r),
         }
+        if written.is_empty() {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "failed to read the multipart upload: it holds no part named `file`",
+            );
+        }
+        Json(written).into_response()
     }
-    if written.is_empty() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "failed to read the multipart upload: it holds no part named `file`",
-        );
-    }
-    Json(written).into_response()
 }
 
 #[cfg(test)]

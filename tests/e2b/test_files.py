@@ -210,6 +210,13 @@ def test_signed_urls_with_and_without_expiry(served):
             urllib.request.urlopen(req)
         assert e.value.code == 400 and b"signed for" in e.value.read()
         assert not sb.files.exists("elsewhere.txt")
+        # A URL signed for no path writes nothing.
+        req = urllib.request.Request(sb.upload_url("", "user"), data=two, method="POST")
+        req.add_header("Content-Type", f"multipart/form-data; boundary={boundary}")
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req)
+        assert e.value.code == 400
+        assert not sb.files.exists("elsewhere.txt")
         # A download URL does not write.
         down = sb.download_url("up/by-url.txt", "user")
         with pytest.raises(urllib.error.HTTPError) as e:
