@@ -52,7 +52,7 @@ pub struct EntryInfo {
     pub is_symlink: bool,
 }
 
-/// The container's user and group names by id (`getent passwd`, `getent group`).
+/// The container's user and group names by id (its `/etc/passwd` and `/etc/group`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Names {
     users: HashMap<u32, String>,

@@ -170,24 +170,21 @@ impl Homes {
         })
     }
 
-    /// The container's names for users and groups, asked once per sandbox; numbers stand in
-    /// while they cannot be had.
+    /// The container's names for users and groups (its `/etc/passwd` and `/etc/group`, read
+    /// in the container), asked once per sandbox; numbers stand in for names it cannot give.
     pub async fn names(&self, state: &E2bState, sandbox: &Sandbox, home: &Home) -> Arc<Names> {
         if let Some(n) = self.names.lock().unwrap().get(&sandbox.id) {
             return n.clone();
         }
         let commands = state.app.sessions.commands();
-        let ask = |table: &'static str| {
-            let argv = vec!["getent".to_string(), table.to_string()];
-            commands.exec_capture(&home.container, argv, None)
+        let read = |table: &'static str| async move {
+            let argv = vec!["cat".to_string(), format!("/etc/{table}")];
+            match commands.exec_capture(&home.container, argv, None).await {
+                Ok((0, text)) => String::from_utf8_lossy(&text).into_owned(),
+                _ => String::new(),
+            }
         };
-        let (Ok((0, passwd)), Ok((0, group))) = (ask("passwd").await, ask("group").await) else {
-            return Arc::new(Names::default());
-        };
-        let names = Arc::new(Names::parse(
-            &String::from_utf8_lossy(&passwd),
-            &String::from_utf8_lossy(&group),
-        ));
+        let names = Arc::new(Names::parse(&read("passwd").await, &read("group").await));
         let mut map = self.names.lock().unwrap();
         map.retain(|id, _| state.sandboxes.any(id).is_some());
         map.insert(sandbox.id.clone(), names.clone());
