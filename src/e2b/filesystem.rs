@@ -90,7 +90,7 @@ where
 
 /// The entry of what `found` is, with its metadata (`user.e2b.*` attributes).
 fn info(ctx: &Ctx, found: &Found) -> Value {
-    let meta = ctx.home.ws.attrs(&found.rel, super::files::META_PREFIX);
+    let meta = ctx.home.ws.attrs(&found.rel, super::upload::META_PREFIX);
     serde_json::to_value(entry_info(found, &ctx.names, meta)).unwrap_or_default()
 }
 

@@ -3,8 +3,8 @@
 //!
 //! `serve` owns the listener and its routes, `conn` the connections, `gate` identifies callers before their bodies are read, `control` is the control plane, `process` the in-sandbox
 //! process service over `connect` (the Connect protocol's JSON codec), `stream` a process's
-//! streamed events, `filesystem` the filesystem service and `files` the `/files` transfers on
-//! the sandbox's `home` (`paths` maps E2B's paths onto it, `entry` is E2B's entry info,
+//! streamed events, `filesystem` the filesystem service and `files` and `upload` the `/files`
+//! transfers on the sandbox's `home` (`paths` maps E2B's paths onto it, `entry` is E2B's entry info,
 //! `signature` its signed URLs), `sandboxes` the table of sandboxes, `auth` keys and tokens,
 //! `wire` the messages, `state` what the handlers share.
 
@@ -24,6 +24,7 @@ mod serve;
 mod signature;
 mod state;
 mod stream;
+mod upload;
 mod wire;
 
 pub use serve::serve;

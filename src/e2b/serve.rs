@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::conn::{Conn, NoDelay};
 use super::home::Homes;
 use super::state::E2bState;
-use super::{control, files, filesystem, gate, process};
+use super::{control, files, filesystem, gate, process, upload};
 use crate::app::App;
 use crate::server::limits::{Limited, Slot, Tracker};
 use crate::server::Channel;
@@ -138,7 +138,7 @@ fn files_routes() -> Router<Arc<E2bState>> {
         .route(&f("RemoveWatcher"), post(filesystem::watcher_not_served))
         .layer(DefaultBodyLimit::max(MAX_CONTROL_BODY));
     let files = Router::new()
-        .route("/files", get(files::download).post(files::upload))
+        .route("/files", get(files::download).post(upload::upload))
         .layer(DefaultBodyLimit::disable());
     rpc.merge(files)
         .layer(axum::Extension(Arc::new(Homes::default())))
