@@ -25,6 +25,9 @@ use super::state::E2bState;
 const CHUNK: usize = 256 << 10;
 /// Chunks in flight between the connection and the disk, each way.
 pub(super) const IN_FLIGHT: usize = 4;
+/// How long a transfer may stall (a client that neither sends nor reads) before moat gives
+/// it up: E2B's daemon bounds each read the same way.
+pub(super) const IDLE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// E2B's `/files` error: `{"code": <status>, "message": "…"}`.
 pub(super) fn error(status: StatusCode, message: impl Into<String>) -> Response {
@@ -197,7 +200,12 @@ pub async fn download(
     };
     let size = st.st_size.max(0) as u64;
     let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(IN_FLIGHT);
-    tokio::task::spawn_blocking(move || send_file(file, size, gzip, tx));
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        send_file(file, size, gzip, |item| {
+            runtime.block_on(tx.send_timeout(item, IDLE)).is_ok()
+        })
+    });
     let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     let mut resp = (
         StatusCode::OK,
@@ -205,18 +213,29 @@ pub async fn download(
         body,
     )
         .into_response();
+    let h = resp.headers_mut();
     if gzip {
-        resp.headers_mut().insert(
+        h.insert(
             header::CONTENT_ENCODING,
-            "gzip".parse().expect("a header value"),
+            header::HeaderValue::from_static("gzip"),
         );
+    } else {
+        // The exact length: a file that shrinks as it is read, or a client that stalls past
+        // [`IDLE`], ends the body short, which the client sees as an error, never as the
+        // whole file (a gzip stream cut short fails its own check).
+        h.insert(header::CONTENT_LENGTH, header::HeaderValue::from(size));
     }
     resp
 }
 
-/// Reads at most `size` bytes of `file` into `tx`, gzip-encoded if asked; stops when the
-/// client is gone.
-fn send_file(file: std::fs::File, size: u64, gzip: bool, tx: mpsc::Sender<io::Result<Bytes>>) {
+/// Reads at most `size` bytes of `file` into `send`, gzip-encoded if asked; stops when
+/// `send` says the client is gone (or stalled).
+fn send_file(
+    file: std::fs::File,
+    size: u64,
+    gzip: bool,
+    mut send: impl FnMut(io::Result<Bytes>) -> bool,
+) {
     let mut src = file.take(size);
     let mut buf = vec![0u8; CHUNK];
     let mut enc =
@@ -227,7 +246,7 @@ fn send_file(file: std::fs::File, size: u64, gzip: bool, tx: mpsc::Sender<io::Re
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                let _ = tx.blocking_send(Err(e));
+                send(Err(e));
                 return;
             }
         };
@@ -235,19 +254,18 @@ fn send_file(file: std::fs::File, size: u64, gzip: bool, tx: mpsc::Sender<io::Re
             None => Bytes::copy_from_slice(&buf[..n]),
             Some(enc) => {
                 if let Err(e) = enc.write_all(&buf[..n]) {
-                    let _ = tx.blocking_send(Err(e));
+                    send(Err(e));
                     return;
                 }
                 Bytes::from(std::mem::take(enc.get_mut()))
             }
         };
-        if !chunk.is_empty() && tx.blocking_send(Ok(chunk)).is_err() {
+        if !chunk.is_empty() && !send(Ok(chunk)) {
             return;
         }
     }
     if let Some(enc) = enc {
-        let last = enc.finish().map(Bytes::from);
-        let _ = tx.blocking_send(last);
+        send(enc.finish().map(Bytes::from));
     }
 }
 
@@ -284,7 +302,9 @@ mod tests {
             let (tx, mut rx) = mpsc::channel(IN_FLIGHT);
             let file = std::fs::File::open(&path).unwrap();
             // Only the first 1000 bytes: the size when it was opened.
-            let t = std::thread::spawn(move || send_file(file, 1000, gzip, tx));
+            let t = std::thread::spawn(move || {
+                send_file(file, 1000, gzip, |item| tx.blocking_send(item).is_ok())
+            });
             let mut got = Vec::new();
             while let Some(chunk) = rx.blocking_recv() {
                 got.extend_from_slice(&chunk.unwrap());

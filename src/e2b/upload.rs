@@ -20,7 +20,7 @@ use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::files::{error, query, refused, Query, SignedOnly, IN_FLIGHT};
+use super::files::{error, query, refused, Query, SignedOnly, IDLE, IN_FLIGHT};
 use super::home::{Homes, Refusal};
 use super::paths::{resolve, HomePath};
 use super::sandboxes::Sandbox;
@@ -157,8 +157,17 @@ where
         };
         entry.write_from(&mut src, max, ws.owner(), &set)
     });
-    while let Some(chunk) = chunks.next().await {
-        let item = chunk.map_err(|e| io::Error::other(format!("the upload broke off: {e}")));
+    loop {
+        let item = match tokio::time::timeout(IDLE, chunks.next()).await {
+            Ok(None) => break,
+            Ok(Some(chunk)) => {
+                chunk.map_err(|e| io::Error::other(format!("the upload broke off: {e}")))
+            }
+            Err(_) => Err(io::Error::other(format!(
+                "the upload stalled: nothing came for {} s",
+                IDLE.as_secs()
+            ))),
+        };
         let failed = item.is_err();
         if tx.send(item).await.is_err() || failed {
             break;
