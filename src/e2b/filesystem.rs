@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::connect::{self, Code, RpcError};
 use super::entry::{entry_info, Names};
 use super::home::{Home, Homes, Refusal};
-use super::paths::{resolve, HomePath};
+use super::paths::resolve;
 use super::sandboxes::Sandbox;
 use super::state::E2bState;
 use super::wire::{ListDirRequest, MoveRequest, PathRequest};
@@ -191,6 +191,17 @@ pub async fn move_entry(
         |ctx, req: MoveRequest| {
             let from = resolve(&req.source)?;
             let to = resolve(&req.destination)?;
+            for p in [&from, &to] {
+                if p.rel == "." {
+                    return Err(Refusal::new(
+                        Code::InvalidArgument,
+                        format!(
+                            "failed to move `{}`: it is the user's home itself",
+                            p.shown()
+                        ),
+                    ));
+                }
+            }
             ctx.home.ws.rename(&from.rel, &to.rel)?;
             let found = ctx.home.ws.lookup(&to.rel)?;
             Ok(json!({ "entry": info(ctx, &found) }))
@@ -244,7 +255,7 @@ pub async fn remove(
         true,
         |ctx, req: PathRequest| {
             let p = resolve(&req.path)?;
-            if p == HomePath::of(std::path::Path::new(".")) {
+            if p.rel == "." {
                 return Err(Refusal::new(
                     Code::InvalidArgument,
                     format!(

@@ -182,6 +182,8 @@ def test_rename_and_remove(sb, d):
     assert sb.files.list(f"{d}/moved") == []
     with pytest.raises(InvalidArgumentException):
         sb.files.remove("~")
+    with pytest.raises(InvalidArgumentException):
+        sb.files.rename("~", f"{d}/home-moved")
 
 
 def test_metadata_is_kept_as_extended_attributes(sb, d):
