@@ -289,6 +289,14 @@ pub struct ProcessReport {
     pub idle_sessions: usize,
     pub rss_before_mib: f64,
     pub rss_idle_sessions_mib: f64,
+    /// Foreground execs that each print [`OUTPUT_EXEC_BYTES`] (each one's record is kept: the
+    /// output cap cut it), and this process's RSS before them (one session, idle) and after.
+    pub output_execs: usize,
+    pub output_exec_bytes: u64,
+    pub rss_idle_mib: f64,
+    pub rss_after_output_mib: f64,
+    /// `rss_after_output_mib / rss_idle_mib`: what finished records cost (issue 29: ≤ 2).
+    pub rss_output_ratio: f64,
 }
 
 impl ProcessReport {
@@ -296,12 +304,36 @@ impl ProcessReport {
         format!(
             "{} concurrent execs into one session: {:.0} ms in total, all succeeded: {}\n\
              line written in the container → waiting poll returns it ({} samples): p50 {:.1} ms, p90 {:.1} ms\n\
-             moat RSS: {:.1} MiB before, {:.1} MiB with {} idle sessions\n",
+             moat RSS: {:.1} MiB before, {:.1} MiB with {} idle sessions\n\
+             moat RSS: {:.1} MiB idle, {:.1} MiB after {} execs printing {} bytes each (ratio {:.2})\n",
             self.concurrent_execs, self.concurrent_total_ms, self.concurrent_all_ok,
             self.poll_samples, self.poll_latency_p50_ms, self.poll_latency_p90_ms,
             self.rss_before_mib, self.rss_idle_sessions_mib, self.idle_sessions,
+            self.rss_idle_mib, self.rss_after_output_mib, self.output_execs,
+            self.output_exec_bytes, self.rss_output_ratio,
         )
     }
+}
+
+/// Foreground execs of the memory figure, and the bytes each prints: a finished record each.
+const OUTPUT_EXECS: usize = 100;
+const OUTPUT_EXEC_BYTES: u64 = 1_000_000;
+
+/// This process's RSS with one idle session, and after [`OUTPUT_EXECS`] foreground execs that
+/// each print [`OUTPUT_EXEC_BYTES`] into it: the records they leave are what it measures
+/// (docs/ARCHITECTURE.md, "Process memory").
+async fn output_memory(app: &App, key: &str) -> Result<(f64, f64), BenchError> {
+    let idle = rss_mib();
+    let flood = request(&format!(
+        "yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz | head -c {OUTPUT_EXEC_BYTES}"
+    ));
+    for _ in 0..OUTPUT_EXECS {
+        let r = app.exec.run(key, &flood, true).await?;
+        if r.is_error() {
+            return Err(BenchError::Command(r.text().chars().take(500).collect()));
+        }
+    }
+    Ok((idle, rss_mib()))
 }
 
 fn rss_mib() -> f64 {
@@ -325,6 +357,11 @@ pub async fn run_processes(
     let rss_before = rss_mib();
     let key = format!("bench-proc-{}", std::process::id());
     app.exec.run(&key, &request("true"), true).await?;
+
+    progress(&format!(
+        "memory: {OUTPUT_EXECS} execs printing {OUTPUT_EXEC_BYTES} bytes each"
+    ));
+    let (rss_idle, rss_after_output) = output_memory(&app, &key).await?;
 
     progress(&format!("{concurrent} concurrent execs"));
     let t = Instant::now();
@@ -388,7 +425,7 @@ pub async fn run_processes(
         app.exec.run(&k, &request("true"), true).await?;
         keys.push(k);
     }
-    let rss_idle = rss_mib();
+    let rss_idle_sessions = rss_mib();
     for k in keys.iter().chain(std::iter::once(&key)) {
         app.sessions.remove(k).await.ok();
     }
@@ -402,6 +439,11 @@ pub async fn run_processes(
         poll_latency_p90_ms: percentile(&mut latencies, 0.9),
         idle_sessions,
         rss_before_mib: rss_before,
-        rss_idle_sessions_mib: rss_idle,
+        rss_idle_sessions_mib: rss_idle_sessions,
+        output_execs: OUTPUT_EXECS,
+        output_exec_bytes: OUTPUT_EXEC_BYTES,
+        rss_idle_mib: rss_idle,
+        rss_after_output_mib: rss_after_output,
+        rss_output_ratio: rss_after_output / rss_idle,
     })
 }

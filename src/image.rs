@@ -1,5 +1,5 @@
-//! Builds the sandbox image from `images/sandbox` (embedded in the binary, so an installed
-//! moat needs no checkout). Without a registry the base is bootstrapped from the host's own
+//! Builds the sandbox image from `images/sandbox`, and E2B's "base" template on top of it from
+//! `images/e2b-base` (both embedded in the binary, so an installed moat needs no checkout). Without a registry the base is bootstrapped from the host's own
 //! Debian mirror configuration by `scripts/bootstrap-base-image.sh` (also embedded), and the
 //! toolchain comes from the same mirror through the base's apt sources.
 //!
@@ -14,6 +14,10 @@ use sha2::{Digest, Sha256};
 use crate::runtime::{Runtime, RuntimeError};
 
 const DOCKERFILE: &str = include_str!("../images/sandbox/Dockerfile");
+const E2B_DOCKERFILE: &str = include_str!("../images/e2b-base/Dockerfile");
+/// The tag `moat image build --e2b` builds, and E2B's `base` template runs unless
+/// `[e2b.templates]` maps it (docs/e2b.md, "The base template").
+pub const E2B_BASE_TAG: &str = crate::config::e2b::BASE_IMAGE;
 const BOOTSTRAP: &str = include_str!("../scripts/bootstrap-base-image.sh");
 /// The locally bootstrapped base the Dockerfile defaults to.
 pub const LOCAL_BASE: &str = "moat-base:bookworm";
@@ -39,6 +43,8 @@ pub enum ImageError {
     Runtime(#[from] RuntimeError),
     #[error("bootstrap the base image {0} (see the output above; it needs root, debootstrap and the host's Debian mirror)")]
     Bootstrap(String),
+    #[error("build E2B's base template: its base, the sandbox image {0}, is missing; run `moat image build` first")]
+    NoSandboxImage(String),
     #[error("pack the build context")]
     Context(#[source] std::io::Error),
 }
@@ -70,16 +76,50 @@ pub async fn build(
             return Err(ImageError::Bootstrap(base));
         }
     }
-    let context = context_tar().map_err(ImageError::Context)?;
+    build_from(runtime, DOCKERFILE, recipe(), tag, base, Box::new(progress)).await
+}
+
+/// Builds E2B's base template as `tag` on top of the sandbox image `sandbox` (which must
+/// exist: `moat image build` makes it).
+pub async fn build_e2b_base(
+    runtime: &dyn Runtime,
+    tag: &str,
+    sandbox: &str,
+    progress: impl Fn(&str) + Send + Sync + 'static,
+) -> Result<(), ImageError> {
+    if !runtime.image_exists(sandbox).await? {
+        return Err(ImageError::NoSandboxImage(sandbox.to_string()));
+    }
+    let base = sandbox.to_string();
+    build_from(
+        runtime,
+        E2B_DOCKERFILE,
+        e2b_recipe(),
+        tag,
+        base,
+        Box::new(progress),
+    )
+    .await
+}
+
+async fn build_from(
+    runtime: &dyn Runtime,
+    dockerfile: &str,
+    recipe: String,
+    tag: &str,
+    base: String,
+    progress: crate::runtime::Progress,
+) -> Result<(), ImageError> {
+    let context = context_tar(dockerfile).map_err(ImageError::Context)?;
     let mut args = vec![("BASE".into(), base)];
     for name in PROXY_ARGS {
         if let Ok(v) = std::env::var(name) {
             args.push((name.to_string(), v));
         }
     }
-    let labels = vec![(RECIPE_LABEL.to_string(), recipe())];
+    let labels = vec![(RECIPE_LABEL.to_string(), recipe)];
     runtime
-        .build_image(context, tag, args, labels, Box::new(progress))
+        .build_image(context, tag, args, labels, progress)
         .await?;
     Ok(())
 }
@@ -87,7 +127,16 @@ pub async fn build(
 /// The recipe this moat builds the sandbox image from: the first 12 hex digits of the
 /// Dockerfile's SHA-256.
 pub fn recipe() -> String {
-    hex::encode(&Sha256::digest(DOCKERFILE.as_bytes())[..6])
+    digest(DOCKERFILE)
+}
+
+/// The recipe of E2B's base template, the same way.
+pub fn e2b_recipe() -> String {
+    digest(E2B_DOCKERFILE)
+}
+
+fn digest(dockerfile: &str) -> String {
+    hex::encode(&Sha256::digest(dockerfile.as_bytes())[..6])
 }
 
 /// What an image under a tag is, against this moat's [`recipe`].
@@ -112,24 +161,34 @@ pub fn freshness(
     labels: Option<&HashMap<String, String>>,
     default_tag: &str,
 ) -> Freshness {
+    freshness_of(&recipe(), tag, labels, default_tag)
+}
+
+/// [`freshness`] against any recipe (`e2b_recipe` for E2B's base template).
+pub fn freshness_of(
+    want: &str,
+    tag: &str,
+    labels: Option<&HashMap<String, String>>,
+    default_tag: &str,
+) -> Freshness {
     let Some(labels) = labels else {
         return Freshness::Missing;
     };
     match labels.get(RECIPE_LABEL) {
-        Some(r) if *r == recipe() => Freshness::Current,
+        Some(r) if *r == want => Freshness::Current,
         Some(r) => Freshness::Outdated(Some(r.clone())),
         None if tag == default_tag => Freshness::Outdated(None),
         None => Freshness::NotMoats,
     }
 }
 
-fn context_tar() -> std::io::Result<Vec<u8>> {
+fn context_tar(dockerfile: &str) -> std::io::Result<Vec<u8>> {
     let mut builder = tar::Builder::new(Vec::new());
     let mut header = tar::Header::new_gnu();
-    header.set_size(DOCKERFILE.len() as u64);
+    header.set_size(dockerfile.len() as u64);
     header.set_mode(0o644);
     header.set_cksum();
-    builder.append_data(&mut header, "Dockerfile", DOCKERFILE.as_bytes())?;
+    builder.append_data(&mut header, "Dockerfile", dockerfile.as_bytes())?;
     builder.into_inner()
 }
 
@@ -175,7 +234,7 @@ mod tests {
 
     #[test]
     fn context_holds_the_dockerfile() {
-        let tar = super::context_tar().unwrap();
+        let tar = super::context_tar(super::DOCKERFILE).unwrap();
         let mut archive = tar::Archive::new(&tar[..]);
         let names: Vec<String> = archive
             .entries()

@@ -17,7 +17,7 @@
 //! 9. `runtime` (the seams: `Engine` for containers, `Executor` for commands — Docker, the
 //!    in-container helper, a fake for tests);
 //! 10. services over the store: `approvals`, `secrets`, `skills`;
-//! 11. foundations: `config`, `store`, `home`;
+//! 11. foundations: `config`, `store`, `home`, `metrics` (the daemon's own figures);
 //! 12. `files`: confined file access beneath a root;
 //! 13. the wire: `contract` (what every tool shares: results, env rules, failure kinds, where
 //!     a command runs), `error_chain`;
@@ -43,6 +43,7 @@ pub mod home;
 pub mod host;
 pub mod image;
 pub mod mcp;
+pub mod metrics;
 pub mod names;
 pub mod output;
 pub mod policy;

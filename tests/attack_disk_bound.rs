@@ -186,7 +186,7 @@ async fn a_writer_left_by_an_exited_moat_is_stopped_too() {
     // The wrapper died with its group, so no exit file: the end is found by watching the
     // group (docs/ARCHITECTURE.md, "Killing"), which takes longer than a recorded exit.
     assert!(proc.wait_exit(std::time::Duration::from_secs(40)).await);
-    let text = proc.lock().output.aggregated();
+    let text = proc.with_output(|st| st.output.aggregated());
     assert!(text.contains("sandbox.workspace_max_bytes"), "{text}");
 }
 
@@ -420,7 +420,7 @@ async fn attack(prefix: &str, leave: Leave, user: Option<&str>) {
     if let Some(id) = background {
         let proc = m.app.registry.get(&m.key("a"), &id).expect("known");
         assert!(proc.wait_exit(std::time::Duration::from_secs(30)).await);
-        let text = proc.lock().output.aggregated();
+        let text = proc.with_output(|st| st.output.aggregated());
         assert!(
             text.contains("every process in the session's container was ended"),
             "{text}"

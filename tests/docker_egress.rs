@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::cli_home::{text, wait_until, TestHome};
+use common::cli_home::{text, unix_get, wait_until, TestHome};
 
 const UPSTREAM_IMAGE: &str = "moat-test-upstream:busybox";
 const BODY: &str = "hello from upstream";
@@ -311,6 +311,37 @@ async fn allowed_hosts_work_others_are_refused_and_every_connection_is_audited()
     assert_eq!(refused(&up.other, "not-allowed"), 2, "{rows:#?}");
     assert_eq!(refused(&rebind, "internal-address"), 1, "{rows:#?}");
     assert_eq!(refused(&ip, "ip-literal"), 1, "{rows:#?}");
+
+    // The daemon's `/metrics` counted the same connections and bytes (docs/http-api.md,
+    // "Metrics").
+    let (status, text) = unix_get(&home.path().join("moat.sock"), "/metrics");
+    assert_eq!(status, 200, "{text}");
+    let value = |series: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let sum = |key: &str| rows.iter().filter_map(|r| r[key].as_u64()).sum::<u64>();
+    assert_eq!(
+        value("moat_egress_connections_total{decision=\"allow\"}"),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        value("moat_egress_connections_total{decision=\"not-allowed\"}"),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        value("moat_egress_bytes_total{direction=\"up\"}"),
+        sum("bytes_up"),
+        "{text}"
+    );
+    assert_eq!(
+        value("moat_egress_bytes_total{direction=\"down\"}"),
+        sum("bytes_down"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

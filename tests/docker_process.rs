@@ -99,6 +99,41 @@ async fn write_and_eof_reach_a_non_pty_cat() {
     assert_eq!(p.details.to_json()["aggregated"], "hello\ndone\n");
 }
 
+/// The attack a hostile review made: a command that never reads its stdin, and more input
+/// than the pipe holds. The write waits for the command; the kill must not wait behind it.
+#[tokio::test]
+async fn a_command_that_never_reads_its_stdin_does_not_hold_off_its_kill() {
+    let Some(m) = common::moat("t-stall", Config::default()).await else {
+        return;
+    };
+    let id = m.background("a", "sleep 100000").await;
+    let p = m.app.registry.get(&m.key("a"), &id).unwrap();
+    // More than a pipe holds (64 KiB), written from a task of its own: it waits for a reader.
+    let writer = {
+        let p = p.clone();
+        tokio::spawn(async move { p.write(vec![b'x'; 1 << 20]).await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = std::time::Instant::now();
+    let k = tokio::time::timeout(Duration::from_secs(20), m.process("a", &preq("kill", &id)))
+        .await
+        .expect("the kill waited behind the write");
+    assert_eq!(k.text(), format!("Killed session {id}."));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let ps = m.docker_exec("a", "ps -eo args");
+    assert!(!ps.contains("sleep 100000"), "{ps}");
+    // The write ends too, with an error, rather than waiting for ever.
+    let written = tokio::time::timeout(Duration::from_secs(10), writer)
+        .await
+        .expect("the write outlived its process")
+        .unwrap();
+    assert!(written.is_err());
+}
+
 #[tokio::test]
 async fn kill_leaves_no_process_and_remove_forgets() {
     let Some(m) = common::moat("t-kill", Config::default()).await else {

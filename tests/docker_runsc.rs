@@ -35,6 +35,14 @@ async fn a_session_runs_under_gvisor() {
     let r = m.exec("a", "uname -r; echo done").await;
     assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert_eq!(m.inspect("a")["HostConfig"]["Runtime"], "runsc");
+    // Commands reach gVisor through the helper, whose socket's listener is the container's
+    // gofer (docs/helper.md, "Trust"), not through one engine exec each; unless this run
+    // takes the engine's exec on purpose.
+    if std::env::var("MOAT_TEST_TRANSPORT").as_deref() != Ok("exec") {
+        let r = m.exec("a", "true").await;
+        assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
+        assert_eq!(m.app.commands.transport_of(&m.container("a")), "helper");
+    }
     // gVisor's own kernel answers, not the host's.
     let host = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     let inside = r.details.aggregated().unwrap().to_string();

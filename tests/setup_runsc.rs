@@ -42,7 +42,7 @@ fn the_merge_keeps_every_other_setting_and_is_idempotent() {
     assert_eq!(v["runtimes"]["other"]["path"], "/x");
     assert_eq!(
         v["runtimes"]["runsc"]["runtimeArgs"],
-        serde_json::json!(["--network=host", "--host-fifo=open"])
+        serde_json::json!(["--network=host", "--host-fifo=open", "--host-uds=create"])
     );
     let before = std::fs::read(&file).unwrap();
     let meta = std::fs::metadata(&file).unwrap().modified().unwrap();

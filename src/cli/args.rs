@@ -421,9 +421,13 @@ pub enum SessionsCommand {
 pub enum ImageCommand {
     /// Build the default sandbox image (and, offline, its local base first).
     Build {
-        /// Tag to build (default: sandbox.image).
+        /// Tag to build (default: sandbox.image, or moat-e2b-base:bookworm with --e2b).
         #[arg(long)]
         tag: Option<String>,
+        /// Build E2B's base template on top of the sandbox image (sandbox.image, built first
+        /// when missing) instead (docs/e2b.md, "The base template").
+        #[arg(long)]
+        e2b: bool,
         /// Base image (default: moat-base:bookworm, bootstrapped locally when missing).
         #[arg(long)]
         base: Option<String>,
@@ -494,7 +498,8 @@ pub struct BenchArgs {
     /// Bytes of output for the flood test.
     #[arg(long, default_value_t = 1 << 30)]
     pub flood_bytes: u64,
-    /// Measure the process layer instead: concurrent execs, poll latency, idle-session RSS.
+    /// Measure the process layer instead: concurrent execs, poll latency, idle-session RSS,
+    /// RSS after 100 execs printing 1 MB each.
     #[arg(long)]
     pub processes: bool,
     /// Concurrent execs for --processes.

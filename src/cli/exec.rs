@@ -53,6 +53,9 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         elevated: a.elevated.then_some(true),
         host: a.host,
         shell: None,
+        user: None,
+        start_in: None,
+        edge_env: Default::default(),
     };
     let client = super::daemon::client(&home).await?;
     if a.workspace.is_some() {

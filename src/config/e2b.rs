@@ -16,7 +16,7 @@ pub struct E2bConfig {
     /// The API keys the SDK sends (`E2B_API_KEY`). Each is an agent identity of its own:
     /// it sees and acts on the sandboxes it created only, and never decides approvals.
     pub api_keys: Vec<String>,
-    /// Template id → image. `base` maps to `sandbox.image` unless set here.
+    /// Template id → image. `base` maps to [`BASE_IMAGE`] unless set here.
     pub templates: BTreeMap<String, String>,
     /// Longest lifetime a sandbox may ask for, in seconds (E2B's `timeout`); longer asks are
     /// cut to it. 0 = 24 hours.
@@ -27,6 +27,14 @@ pub struct E2bConfig {
     /// gVisor's user-space kernel between E2B's programs and the host's); empty = the same.
     pub runtime: String,
 }
+
+/// The image E2B's `base` template runs unless `templates` maps it: moat's sandbox image with
+/// E2B's user, built by `moat image build --e2b` (docs/e2b.md, "The base template").
+pub const BASE_IMAGE: &str = "moat-e2b-base:bookworm";
+
+/// Where an E2B sandbox's user has its home, and where moat mounts the session's workspace a
+/// second time (docs/e2b.md, "The base template").
+pub const HOME: &str = "/home/user";
 
 /// The shortest an API key may be: E2B's keys are `e2b_` and 40 hex digits; moat asks for no
 /// less than half of that, so a key is never guessable.
@@ -39,10 +47,10 @@ impl E2bConfig {
     }
 
     /// The image a template runs, `None` for a template moat does not know.
-    pub fn image_of(&self, template: &str, default_image: &str) -> Option<String> {
+    pub fn image_of(&self, template: &str) -> Option<String> {
         match self.templates.get(template) {
             Some(image) => Some(image.clone()),
-            None if template == "base" => Some(default_image.to_string()),
+            None if template == "base" => Some(BASE_IMAGE.to_string()),
             None => None,
         }
     }
@@ -131,8 +139,13 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(ok.check(), Ok(()));
-        assert_eq!(ok.image_of("base", "img:1").as_deref(), Some("img:1"));
-        assert_eq!(ok.image_of("other", "img:1"), None);
+        assert_eq!(ok.image_of("base").as_deref(), Some(BASE_IMAGE));
+        assert_eq!(ok.image_of("other"), None);
+        let mapped = E2bConfig {
+            templates: [("base".to_string(), "mine:1".to_string())].into(),
+            ..ok.clone()
+        };
+        assert_eq!(mapped.image_of("base").as_deref(), Some("mine:1"));
         let cases: &[(E2bConfig, &str)] = &[
             (
                 E2bConfig {

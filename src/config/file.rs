@@ -194,6 +194,17 @@ pub struct SandboxConfig {
     pub cpus: f64,
     /// Extra Linux capabilities to add back after `cap-drop ALL` (empty by default).
     pub cap_add: Vec<String>,
+    /// The sandbox may become root: `no-new-privileges` off, so `sudo` works, and commands
+    /// may ask for uid 0, with [`crate::session::ROOT_CAPS`] added to the bounding set. Never
+    /// read from the file: a session gets it from its setup (E2B's sandboxes, docs/e2b.md,
+    /// "Users"). Written into the container hash only when set, so other hashes stay.
+    #[serde(skip_deserializing, skip_serializing_if = "is_false")]
+    pub root: bool,
+    /// A second place inside the container where the workspace is mounted (E2B's
+    /// `/home/user`, docs/e2b.md, "The base template"); empty: none. Never read from the
+    /// file; in the hash only when set.
+    #[serde(skip_deserializing, skip_serializing_if = "String::is_empty")]
+    pub home_mount: String,
     /// Extra bind mounts `host:container[:ro]`; dangerous host paths are refused at load.
     pub binds: Vec<String>,
     /// Environment every command of the session sees (overridden by a request's `env`).
@@ -246,6 +257,10 @@ pub struct SandboxConfig {
     pub disk_bound: DiskBound,
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 impl Default for SandboxConfig {
     fn default() -> Self {
         Self {
@@ -262,6 +277,8 @@ impl Default for SandboxConfig {
             pids_limit: 512,
             cpus: 0.0,
             cap_add: Vec::new(),
+            root: false,
+            home_mount: String::new(),
             binds: Vec::new(),
             env: BTreeMap::new(),
             path_prepend: Vec::new(),

@@ -3,7 +3,7 @@
 //! Loading is a pure function of (file text, environment) so every rule is unit-tested without
 //! touching the disk; `load` is the thin I/O shell around it.
 
-mod e2b;
+pub mod e2b;
 mod egress;
 mod env;
 mod error;

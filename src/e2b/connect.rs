@@ -189,9 +189,93 @@ impl<'a> Iterator for Frames<'a> {
     }
 }
 
+/// Envelopes as a body streams in (a client stream, `StreamInput`): bytes are pushed as they
+/// arrive and each whole envelope is taken out, so what is held is one unfinished envelope and
+/// the last chunk; an envelope that declares more than [`MAX_MESSAGE`] fails at its header.
+#[derive(Default)]
+pub struct Decoder {
+    buf: Vec<u8>,
+}
+
+impl Decoder {
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The next whole envelope, `None` until one has arrived whole.
+    pub fn next_envelope(&mut self) -> Option<Result<(u8, Vec<u8>), RpcError>> {
+        if self.buf.len() < 5 {
+            return None;
+        }
+        let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]) as usize;
+        if len > MAX_MESSAGE {
+            return Some(Err(RpcError::new(
+                Code::InvalidArgument,
+                format!("a message of {len} bytes is over the {MAX_MESSAGE}-byte bound"),
+            )));
+        }
+        if self.buf.len() - 5 < len {
+            return None;
+        }
+        let flags = self.buf[0];
+        let payload = self.buf[5..5 + len].to_vec();
+        self.buf.drain(..5 + len);
+        Some(Ok((flags, payload)))
+    }
+
+    /// At the body's end: an error when an envelope was cut short.
+    pub fn finish(&self) -> Result<(), RpcError> {
+        if self.buf.is_empty() {
+            Ok(())
+        } else {
+            Err(RpcError::new(
+                Code::InvalidArgument,
+                format!(
+                    "the stream ended inside an envelope ({} bytes left)",
+                    self.buf.len()
+                ),
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_decodes_whatever_its_chunks() {
+        let mut body = message(&serde_json::json!({"a": 1})).to_vec();
+        body.extend_from_slice(&message(&serde_json::json!({"b": 2})));
+        for cut in 0..body.len() {
+            let mut d = Decoder::default();
+            let mut got = Vec::new();
+            for chunk in [&body[..cut], &body[cut..]] {
+                d.push(chunk);
+                while let Some(e) = d.next_envelope() {
+                    got.push(e.unwrap().1);
+                }
+            }
+            d.finish().unwrap();
+            assert_eq!(
+                got,
+                [br#"{"a":1}"#.to_vec(), br#"{"b":2}"#.to_vec()],
+                "cut at {cut}"
+            );
+        }
+        let mut d = Decoder::default();
+        d.push(&[0, 0xff, 0xff, 0xff, 0xff]);
+        assert!(d
+            .next_envelope()
+            .unwrap()
+            .unwrap_err()
+            .message
+            .contains("bound"));
+        let mut d = Decoder::default();
+        d.push(&[0, 0, 0, 0, 9, b'{']);
+        assert!(d.next_envelope().is_none());
+        assert!(d.finish().is_err());
+    }
 
     #[test]
     fn envelopes_round_trip_and_bad_bodies_name_what_is_wrong() {

@@ -134,7 +134,7 @@ pub async fn create(
     let req: CreateRequest = body(&bytes)?;
     let config = &state.app.config;
     let template = req.template_id.unwrap_or_else(|| "base".into());
-    let Some(image) = config.e2b.image_of(&template, &config.sandbox.image) else {
+    let Some(image) = config.e2b.image_of(&template) else {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             format!(
@@ -183,6 +183,10 @@ pub async fn create(
         image: (image != config.sandbox.image).then_some(image),
         runtime: (!runtime.is_empty() && *runtime != config.sandbox.runtime)
             .then(|| runtime.clone()),
+        // E2B's programs take root for granted (`sudo`, `user="root"`), and their files under
+        // the user's home (docs/e2b.md, "Users" and "The base template").
+        root: true,
+        home: Some(crate::config::e2b::HOME.to_string()),
         ..Default::default()
     };
     // The making runs on its own task: a client that hangs up mid-create drops this handler,

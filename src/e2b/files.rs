@@ -16,7 +16,6 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::home::{Homes, Refusal};
-use super::paths::{resolve, HomePath};
 use super::sandboxes::Sandbox;
 use super::signature::{self, Op, SignatureError, Signed};
 use super::state::E2bState;
@@ -142,14 +141,6 @@ impl IntoResponse for Denied {
     }
 }
 
-/// The path and user a request names, checked.
-fn target(q: &Query, path: Option<&str>) -> Result<HomePath, Refusal> {
-    if let Err(m) = super::home::check_user(q.username.as_deref()) {
-        return Err(Refusal::new(super::connect::Code::Unauthenticated, m));
-    }
-    Ok(resolve(path.unwrap_or_default())?)
-}
-
 /// Whether `Accept-Encoding` takes gzip (and does not give it `q=0`).
 fn accepts_gzip(headers: &HeaderMap) -> bool {
     headers
@@ -178,12 +169,16 @@ pub async fn download(
     req: Request,
 ) -> Response {
     let q = query(req.uri().query());
-    let p = match target(&q, q.path.as_deref()) {
-        Ok(p) => p,
+    let user = match super::home::user_named(q.username.as_deref()) {
+        Ok(u) => u,
         Err(r) => return refused(r),
     };
-    let home = match homes.open(&state, &sandbox, false).await {
+    let home = match homes.open(&state, &sandbox, user, false).await {
         Ok(h) => h,
+        Err(r) => return refused(r),
+    };
+    let p = match home.resolve(q.path.as_deref().unwrap_or_default()) {
+        Ok(p) => p,
         Err(r) => return refused(r),
     };
     let gzip = accepts_gzip(req.headers());

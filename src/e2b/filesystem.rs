@@ -16,7 +16,6 @@ use serde_json::{json, Value};
 use super::connect::{self, Code, RpcError};
 use super::entry::{entry_info, Names};
 use super::home::{Home, Homes, Refusal};
-use super::paths::resolve;
 use super::sandboxes::Sandbox;
 use super::state::E2bState;
 use super::wire::{ListDirRequest, MoveRequest, PathRequest};
@@ -69,10 +68,11 @@ where
             ))
         }
     };
-    if let Err(m) = super::home::check_user(user.as_deref()) {
-        return unary_error(RpcError::new(Code::PermissionDenied, m));
-    }
-    let home = match homes.open(state, sandbox, write).await {
+    let user = match super::home::user_named(user.as_deref()) {
+        Ok(u) => u,
+        Err(r) => return unary_error(r.rpc()),
+    };
+    let home = match homes.open(state, sandbox, user, write).await {
         Ok(h) => h,
         Err(r) => return unary_error(r.rpc()),
     };
@@ -120,7 +120,7 @@ pub async fn stat(
         &body,
         false,
         |ctx, req: PathRequest| {
-            let p = resolve(&req.path)?;
+            let p = ctx.home.resolve(&req.path)?;
             let found = ctx.home.ws.lookup(&p.rel)?;
             Ok(json!({ "entry": info(ctx, &found) }))
         },
@@ -145,7 +145,7 @@ pub async fn make_dir(
         &body,
         true,
         |ctx, req: PathRequest| {
-            let p = resolve(&req.path)?;
+            let p = ctx.home.resolve(&req.path)?;
             match ctx.home.ws.lookup(&p.rel) {
                 Ok(found) if kind_is_dir(&found) => {
                     return Err(Refusal::new(
@@ -189,8 +189,8 @@ pub async fn move_entry(
         &body,
         true,
         |ctx, req: MoveRequest| {
-            let from = resolve(&req.source)?;
-            let to = resolve(&req.destination)?;
+            let from = ctx.home.resolve(&req.source)?;
+            let to = ctx.home.resolve(&req.destination)?;
             for p in [&from, &to] {
                 if p.rel == "." {
                     return Err(Refusal::new(
@@ -227,7 +227,7 @@ pub async fn list_dir(
         &body,
         false,
         |ctx, req: ListDirRequest| {
-            let p = resolve(&req.path)?;
+            let p = ctx.home.resolve(&req.path)?;
             let depth = req.depth.unwrap_or(0).max(1) as usize;
             let found = ctx.home.ws.list(&p.rel, depth, MAX_LIST_ENTRIES)?;
             let entries: Vec<Value> = found.iter().map(|f| info(ctx, f)).collect();
@@ -254,7 +254,7 @@ pub async fn remove(
         &body,
         true,
         |ctx, req: PathRequest| {
-            let p = resolve(&req.path)?;
+            let p = ctx.home.resolve(&req.path)?;
             if p.rel == "." {
                 return Err(Refusal::new(
                     Code::InvalidArgument,

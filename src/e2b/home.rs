@@ -14,10 +14,8 @@ use super::entry::Names;
 use super::paths::PathError;
 use super::sandboxes::Sandbox;
 use super::state::E2bState;
+use super::user::User;
 use crate::files::{ConfineError, Workspace};
-
-/// The user E2B's SDK names (`Authorization: Basic`, `username=`): the sandbox's own user.
-const E2B_USER: &str = "user";
 
 /// The homes' shared parts: the container's names, asked once per sandbox.
 #[derive(Default)]
@@ -47,6 +45,24 @@ impl Refusal {
     pub fn rpc(self) -> RpcError {
         RpcError::new(self.code, self.message)
     }
+}
+
+impl Home {
+    /// Where `path` is beneath the home, `~` and relative paths taken from the user's home.
+    pub fn resolve(&self, path: &str) -> Result<super::paths::HomePath, Refusal> {
+        Ok(super::paths::resolve_for(path, self.user.home())?)
+    }
+}
+
+/// The user a call names (`None`: none), as E2B refuses any other: `unauthenticated`,
+/// `invalid username`.
+pub fn user_named(name: Option<&str>) -> Result<User, Refusal> {
+    User::named(name).map_err(|m| {
+        Refusal::new(
+            Code::Unauthenticated,
+            format!("failed to act as the user: {m}"),
+        )
+    })
 }
 
 impl From<PathError> for Refusal {
@@ -111,32 +127,25 @@ impl From<ConfineError> for Refusal {
     }
 }
 
-/// Whether a call may act as `user` (`None`: it names none). moat acts as the sandbox's user
-/// only, which E2B calls `user` (docs/e2b.md, "Users").
-pub fn check_user(user: Option<&str>) -> Result<(), String> {
-    match user {
-        None | Some("") | Some(E2B_USER) => Ok(()),
-        Some(u) => Err(format!(
-            "failed to act as `{}`: moat serves E2B's files as the sandbox's user (`{E2B_USER}`) only",
-            crate::output::escape_display(&u.chars().take(64).collect::<String>())
-        )),
-    }
-}
-
-/// A sandbox's home, opened.
+/// A sandbox's home, opened for a user.
 pub struct Home {
+    /// The workspace; what it makes belongs to the user the call acts as.
     pub ws: Workspace,
+    /// Who the call acts as: whose home `~` and relative paths mean.
+    pub user: User,
     /// The container, for its names.
     container: String,
 }
 
 impl Homes {
-    /// Opens `sandbox`'s home. `write`: refused when the sandbox sees any of it read-only,
-    /// since moat writing on the host would get round the mount.
+    /// Opens `sandbox`'s home for `user`: what it makes is the user's (root's, or the
+    /// sandbox user's). `write`: refused when the sandbox sees any of it read-only, since moat
+    /// writing on the host would get round the mount.
     pub async fn open(
         &self,
         state: &E2bState,
         sandbox: &Sandbox,
+        user: User,
         write: bool,
     ) -> Result<Home, Refusal> {
         let container = state
@@ -163,9 +172,14 @@ impl Homes {
                 "failed to write: the sandbox sees its workspace (or part of it) read-only",
             ));
         }
-        let ws = Workspace::open(&container.workspace, container.owner).map_err(Refusal::from)?;
+        let owner = match user {
+            User::Sandbox => container.owner,
+            User::Root => (0, 0),
+        };
+        let ws = Workspace::open(&container.workspace, owner).map_err(Refusal::from)?;
         Ok(Home {
             ws,
+            user,
             container: container.name,
         })
     }
@@ -227,8 +241,5 @@ mod tests {
             "{}",
             r.message
         );
-        assert!(check_user(None).is_ok());
-        assert!(check_user(Some("user")).is_ok());
-        assert!(check_user(Some("root")).unwrap_err().contains("`root`"));
     }
 }

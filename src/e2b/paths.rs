@@ -1,14 +1,14 @@
 //! E2B's paths onto the sandbox's home (docs/e2b.md, "Files"): a relative path, `~` and
-//! `~/…` are under the user's home, `/home/user`, which is the session's workspace (also
-//! `/workspace` in the container). The text is cleaned as E2B's daemon cleans it (`..` taken
+//! `~/…` are under the calling user's home (`/home/user`, or root's `/root`); what moat serves
+//! is `/home/user`, the session's workspace (also `/workspace` in the container). The text is cleaned as E2B's daemon cleans it (`..` taken
 //! lexically, never above `/`), and what is then outside the home is refused with the rule
 //! named. Pure: whether the path stays inside once symbolic links are followed is the
 //! kernel's to say when it is opened (`files::confine`).
 
 use std::path::{Component, Path, PathBuf};
 
-/// The E2B user's home, where relative paths start.
-pub const HOME: &str = "/home/user";
+/// The E2B user's home: the session's workspace, the one directory moat serves.
+pub use crate::config::e2b::HOME;
 /// The same directory as the container also mounts it.
 const WORKSPACE: &str = crate::contract::WORKSPACE_MOUNT;
 /// The longest path accepted, in bytes (PATH_MAX).
@@ -61,6 +61,12 @@ impl HomePath {
     }
 }
 
+/// [`resolve_for`] the sandbox's own user, whose home is [`HOME`].
+#[cfg(test)]
+pub fn resolve(path: &str) -> Result<HomePath, PathError> {
+    resolve_for(path, HOME)
+}
+
 /// `path` as cleaned absolute components, `..` popping (never above `/`).
 fn clean(path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
@@ -76,8 +82,8 @@ fn clean(path: &Path) -> PathBuf {
     out
 }
 
-/// Where `path` (from a request) is beneath the home.
-pub fn resolve(path: &str) -> Result<HomePath, PathError> {
+/// Where `path` (from a request by a user whose home is `user_home`) is beneath the home.
+pub fn resolve_for(path: &str, user_home: &str) -> Result<HomePath, PathError> {
     let shown = || crate::output::escape_display(&path.chars().take(256).collect::<String>());
     if path.len() > MAX_PATH {
         return Err(PathError::TooLong(shown()));
@@ -86,11 +92,11 @@ pub fn resolve(path: &str) -> Result<HomePath, PathError> {
         return Err(PathError::Nul(shown()));
     }
     let absolute = if path == "~" {
-        PathBuf::from(HOME)
+        PathBuf::from(user_home)
     } else if let Some(rest) = path.strip_prefix("~/") {
-        Path::new(HOME).join(rest)
+        Path::new(user_home).join(rest)
     } else {
-        Path::new(HOME).join(path)
+        Path::new(user_home).join(path)
     };
     let cleaned = clean(&absolute);
     let rel = [HOME, WORKSPACE]
@@ -137,6 +143,10 @@ mod tests {
                 (got, want) => panic!("{given}: got {got:?}, want {want:?}"),
             }
         }
+        // Root's relative paths are under /root, which moat does not serve.
+        assert!(resolve_for("x", "/root").is_err());
+        assert!(resolve_for("~", "/root").is_err());
+        assert_eq!(resolve_for("/home/user/x", "/root").unwrap().rel, "x");
         assert!(resolve("a\0b").unwrap_err().to_string().contains("NUL"));
         assert!(resolve(&"a/".repeat(3000))
             .unwrap_err()

@@ -20,6 +20,7 @@ use super::connect::{self, Code, RpcError};
 use super::sandboxes::{E2bProcess, Sandbox};
 use super::state::E2bState;
 use super::stream::{self, Follow, Kind, RawTail};
+use super::user::User;
 use super::wire::{
     ProcessConfig, ProcessInfo, ProcessRequest, SendInputRequest, SendSignalRequest, Signal,
     StartRequest, UpdateRequest,
@@ -63,7 +64,7 @@ pub fn sandbox_not_found(id: &str) -> Response {
 }
 
 /// Why a call reached no sandbox.
-enum NoSandbox {
+pub(super) enum NoSandbox {
     /// None of that id: E2B's proxy answer.
     Missing(String),
     /// The access token is missing or another's.
@@ -88,7 +89,7 @@ pub fn no_token() -> Response {
 }
 
 /// The sandbox a call names, with its access token checked.
-fn sandbox(state: &E2bState, headers: &HeaderMap) -> Result<Arc<Sandbox>, NoSandbox> {
+pub(super) fn sandbox(state: &E2bState, headers: &HeaderMap) -> Result<Arc<Sandbox>, NoSandbox> {
     let id = super::auth::sandbox_id(headers).unwrap_or_default();
     let Some(s) = state.sandboxes.get(id) else {
         return Err(NoSandbox::Missing(id.to_string()));
@@ -117,24 +118,26 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, RpcError> {
     })
 }
 
-/// Whether the caller may run as the user it asks for. moat runs every command as the
-/// sandbox's own user; E2B's `user` names it, and root is not served yet (docs/e2b.md,
-/// "Users").
-fn check_user(headers: &HeaderMap) -> Result<(), RpcError> {
-    match super::auth::basic_user(headers) {
-        Ok(None) => Ok(()),
-        Ok(Some(u)) if u == "user" => Ok(()),
-        Ok(Some(u)) => Err(RpcError::new(
-            Code::PermissionDenied,
-            format!("failed to run as `{u}`: moat runs E2B commands as the sandbox's user (`user`) only"),
-        )),
-        Err(m) => Err(RpcError::new(Code::InvalidArgument, format!("failed to read the user: {m}"))),
-    }
+/// The user the call asks to run as (docs/e2b.md, "Users").
+fn user_of(headers: &HeaderMap) -> Result<User, RpcError> {
+    let name = super::auth::basic_user(headers).map_err(|m| {
+        RpcError::new(
+            Code::InvalidArgument,
+            format!("failed to read the user: {m}"),
+        )
+    })?;
+    User::named(name.as_deref()).map_err(|m| {
+        RpcError::new(
+            Code::Unauthenticated,
+            format!("failed to run the command: {m}"),
+        )
+    })
 }
 
 /// The text moat runs for a process config, and the login shell it runs in. The SDK's own
 /// form, `/bin/bash -l -c CMD`, is CMD in a bash login shell, so the policy judges CMD itself;
-/// any other program is run by name (`exec`), quoted. A `cwd` is entered first.
+/// any other program is run by name (`exec`), quoted. A `cwd` is entered first (without one
+/// the command starts in the user's home, `ExecRequest::start_in`).
 pub fn command_text(cfg: &ProcessConfig) -> (String, Option<Shell>) {
     let bash = matches!(cfg.cmd.as_str(), "/bin/bash" | "bash" | "/usr/bin/bash");
     let (body, shell) = match cfg.args.as_slice() {
@@ -232,7 +235,7 @@ async fn started(
     body: &[u8],
 ) -> Result<Follow, RpcError> {
     let req: StartRequest = parse(connect::single_message(body)?)?;
-    check_user(headers)?;
+    let user = user_of(headers)?;
     if req.tag.as_ref().is_some_and(|t| t.len() > MAX_TAG) {
         return Err(RpcError::new(
             Code::InvalidArgument,
@@ -256,6 +259,14 @@ async fn started(
         pty: Some(pty),
         timeout: Some(deadline_secs(headers)),
         shell,
+        user: user.exec_user(),
+        // E2B's daemon starts every process in its user's home.
+        start_in: Some(user.home().to_string()),
+        edge_env: user
+            .env()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         ..Default::default()
     };
     let caller = Caller {
@@ -369,7 +380,7 @@ fn open_tails(files: &RunFiles, pty: bool, from_end: bool) -> Result<Vec<RawTail
 }
 
 /// The live process a selector names, or `not_found` worded as E2B's daemon words it.
-fn selected(
+pub(super) fn selected(
     state: &E2bState,
     sandbox: &Sandbox,
     sel: &super::wire::Selector,
@@ -382,7 +393,9 @@ fn selected(
             Code::NotFound,
             format!(
                 "process with tag {} not found",
-                crate::output::escape_display(tag)
+                // A selector's tag is the caller's text, not a started one's (those are at
+                // most MAX_TAG bytes): only its start is said back.
+                crate::output::escape_display(&tag.chars().take(MAX_TAG).collect::<String>())
             ),
         ),
         (None, None) => RpcError::new(
@@ -628,8 +641,8 @@ mod tests {
                 None,
             ),
             (
-                cfg("/bin/bash", &["-i", "-l"], None),
-                "exec /bin/bash -i -l",
+                cfg("/bin/bash", &["-i", "-l"], Some("/")),
+                "cd -- / && exec /bin/bash -i -l",
                 None,
             ),
         ];

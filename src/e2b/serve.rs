@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::conn::{Conn, NoDelay};
 use super::home::Homes;
 use super::state::E2bState;
+use super::stream_input;
 use super::{control, files, filesystem, gate, process, upload};
 use crate::app::App;
 use crate::server::limits::{Limited, Slot, Tracker};
@@ -109,6 +110,7 @@ fn router(state: Arc<E2bState>) -> Router {
         .route(&p("List"), post(process::list))
         .route(&p("SendSignal"), post(process::send_signal))
         .route(&p("SendInput"), post(process::send_input))
+        .route(&p("StreamInput"), post(stream_input::stream_input))
         .route(&p("CloseStdin"), post(process::close_stdin))
         .route(&p("Update"), post(process::update))
         .layer(DefaultBodyLimit::max(MAX_PROCESS_BODY));

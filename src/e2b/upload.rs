@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 
 use super::files::{error, query, refused, Query, SignedOnly, IDLE, IN_FLIGHT};
 use super::home::{Homes, Refusal};
-use super::paths::{resolve, HomePath};
+use super::paths::{resolve_for, HomePath};
 use super::sandboxes::Sandbox;
 use super::state::E2bState;
 use crate::files::Workspace;
@@ -247,9 +247,10 @@ impl Upload<'_> {
     /// Writes what `body` holds; what it did not read is the caller's to drain.
     async fn take(&self, body: &mut axum::body::BodyDataStream) -> Response {
         let q = self.q;
-        if let Err(m) = super::home::check_user(q.username.as_deref()) {
-            return error(StatusCode::UNAUTHORIZED, m);
-        }
+        let user = match super::home::user_named(q.username.as_deref()) {
+            Ok(u) => u,
+            Err(r) => return refused(r),
+        };
         let attrs = match metadata(self.headers) {
             Ok(a) => Arc::new(a),
             Err(m) => return error(StatusCode::BAD_REQUEST, m),
@@ -276,7 +277,12 @@ impl Upload<'_> {
             }
         };
         // A path named in the query is checked before anything is opened or read.
-        let named = match q.path.as_deref().map(resolve).transpose() {
+        let named = match q
+            .path
+            .as_deref()
+            .map(|p| resolve_for(p, user.home()))
+            .transpose()
+        {
             Ok(p) => p,
             Err(e) => return refused(e.into()),
         };
@@ -290,10 +296,12 @@ impl Upload<'_> {
                 "failed to write the upload: an application/octet-stream upload needs ?path=",
             );
         }
-        let home = match self.homes.open(self.state, self.sandbox, true).await {
-            Ok(h) => Arc::new(h.ws),
+        let home = match self.homes.open(self.state, self.sandbox, user, true).await {
+            Ok(h) => h,
             Err(r) => return refused(r),
         };
+        let user_home = home.user.home();
+        let home = Arc::new(home.ws);
         let max = file_bound(self.state);
         if !multipart {
             let p = named.expect("checked above");
@@ -322,6 +330,7 @@ impl Upload<'_> {
         }
         let to = Parts {
             ws: home,
+            user_home,
             first: named,
             signed: self.signed,
             max,
@@ -381,6 +390,8 @@ where
 /// signed URL let the caller in, so only that path may be written.
 struct Parts {
     ws: Arc<Workspace>,
+    /// The calling user's home: what `~` and relative file names mean.
+    user_home: &'static str,
     first: Option<HomePath>,
     signed: bool,
     max: u64,
@@ -392,6 +403,7 @@ impl Parts {
     async fn write(self, body: &mut axum::body::BodyDataStream, boundary: String) -> Response {
         let Parts {
             ws,
+            user_home,
             first: first_path,
             signed,
             max,
@@ -449,7 +461,11 @@ impl Parts {
                     "failed to read the multipart upload: a signed URL writes the one path it was signed for (?path=)",
                 )
             }
-            _ => match field.file_name().filter(|n| !n.is_empty()).map(resolve) {
+            _ => match field
+                .file_name()
+                .filter(|n| !n.is_empty())
+                .map(|n| resolve_for(n, user_home))
+            {
                 Some(Ok(p)) => p,
                 Some(Err(e)) => return refused(e.into()),
                 None => {
@@ -510,9 +526,9 @@ mod tests {
                 ("user.e2b.tag".to_string(), b"a b".to_vec())
             ]
         );
-        let info = write_info(&resolve("d/f").unwrap(), &got);
+        let info = write_info(&super::super::paths::resolve("d/f").unwrap(), &got);
         assert_eq!(info["metadata"], json!({"author": "mish", "tag": "a b"}));
-        assert!(write_info(&resolve("f").unwrap(), &[])
+        assert!(write_info(&super::super::paths::resolve("f").unwrap(), &[])
             .get("metadata")
             .is_none());
         let long = "k".repeat(MAX_META_KEY + 1);

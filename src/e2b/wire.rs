@@ -116,6 +116,22 @@ pub struct SendInputRequest {
     pub input: Input,
 }
 
+/// One message of a `StreamInput` stream: the process first, then input or keepalives.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct StreamInputRequest {
+    pub start: Option<ProcessRequest>,
+    pub data: Option<InputData>,
+    pub keepalive: Option<serde_json::Value>,
+}
+
+/// A `StreamInput` message's input.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct InputData {
+    pub input: Input,
+}
+
 /// The two signals E2B's SDK sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {

@@ -256,6 +256,13 @@ impl Gate {
     }
 
     fn audit(&self, record: ConnectionRecord) {
+        // Counted before the audit log's budget: `/metrics` sees every connection
+        // (docs/http-api.md, "Metrics").
+        crate::metrics::metrics().egress_connection(
+            &record.decision,
+            record.bytes_up,
+            record.bytes_down,
+        );
         // Re-checked: only a host that parses and a known method reach the log.
         let Ok(host) = Host::parse(&record.host) else {
             return;

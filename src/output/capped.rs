@@ -143,6 +143,22 @@ impl CappedText {
         out
     }
 
+    /// Heap bytes this view holds (capacity, not length): what a record that keeps it costs.
+    pub fn held_bytes(&self) -> usize {
+        self.head.capacity() + self.tail.capacity()
+    }
+
+    /// Drops the dead prefix of the tail and any spare capacity, for a view nothing will be
+    /// pushed to any more (a finished process's): it then holds its characters and no more.
+    pub fn compact(&mut self) {
+        if self.tail_start > 0 {
+            self.tail.drain(..self.tail_start);
+            self.tail_start = 0;
+        }
+        self.head.shrink_to_fit();
+        self.tail.shrink_to_fit();
+    }
+
     fn live_tail(&self) -> &str {
         &self.tail[self.tail_start..]
     }

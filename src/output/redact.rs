@@ -124,6 +124,12 @@ impl Redactor {
         self.max_len
     }
 
+    /// Heap bytes the stream holds back between pushes (its buffer's capacity, which the
+    /// largest push set): what a process's record keeps until `finish`.
+    pub fn held_bytes(&self) -> usize {
+        self.stream.buf.capacity()
+    }
+
     /// Whether there is anything to redact.
     pub fn is_empty(&self) -> bool {
         self.secrets.is_empty()

@@ -31,6 +31,17 @@ impl Executors {
         }
     }
 
+    /// Which transport ran the exec `exec_id` at `place`, as `/metrics` labels it: `host`,
+    /// `helper` (the helper's exec ids are `helper-N`, docs/helper.md), or `exec` (one engine
+    /// exec, also when the helper handed a command to the engine).
+    pub fn transport_of(place: &Place, exec_id: &str) -> &'static str {
+        match place {
+            Place::Host => "host",
+            Place::Container(_) if exec_id.starts_with("helper-") => "helper",
+            Place::Container(_) => "exec",
+        }
+    }
+
     /// How `l` runs at `place`: each place builds its own wrapper around it (a container's in
     /// `script`, the host's in `host::wrap`).
     pub fn wrap(&self, place: &Place, l: &Launch) -> Wrapping {
@@ -38,5 +49,18 @@ impl Executors {
             Place::Container(_) => super::script::container_wrap(l),
             Place::Host => self.host.wrap(l),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_transport_is_told_by_place_and_exec_id() {
+        let c = Place::Container("moat-a".into());
+        assert_eq!(Executors::transport_of(&c, "helper-12"), "helper");
+        assert_eq!(Executors::transport_of(&c, "4f0c9e1d2a"), "exec");
+        assert_eq!(Executors::transport_of(&Place::Host, "helper-1"), "host");
     }
 }

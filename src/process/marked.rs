@@ -36,12 +36,17 @@ const RUN_MOUNT: &str = "run/moat";
 
 /// Kills every process in `container` that carries process `id`'s marker (five passes at
 /// most, see `script::sweep_argv`); returns how many it killed.
-pub(super) async fn sweep(runtime: &dyn Executor, container: &str, id: &str) -> usize {
+pub(super) async fn sweep(
+    runtime: &dyn Executor,
+    container: &str,
+    id: &str,
+    user: Option<&str>,
+) -> usize {
     let Some(argv) = sweep_argv(id) else {
         return 0;
     };
     match runtime
-        .exec_capture_within(container, argv, None, SWEEP_DEADLINE)
+        .exec_capture_within(container, argv, user.map(String::from), SWEEP_DEADLINE)
         .await
     {
         Ok((_, out)) => {
@@ -67,6 +72,7 @@ pub(super) async fn end_left(
     files: &RunFiles,
     cgroup: Option<&CgroupDirs>,
     id: &str,
+    user: Option<&str>,
 ) -> bool {
     let Place::Container(container) = place else {
         return false;
@@ -78,7 +84,7 @@ pub(super) async fn end_left(
     if seen == Some(0) {
         return false;
     }
-    sweep(runtime, container, id).await > 0
+    sweep(runtime, container, id, user).await > 0
 }
 
 /// How many live processes in the container carry process `id`'s marker, as the host sees

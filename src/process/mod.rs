@@ -3,7 +3,8 @@
 //! `script` builds what runs in the container, `files` owns the host side of its log, FIFO
 //! and status files, `approved` the read-only copies of the files an approved sandbox plan
 //! runs, `supervisor` is the owner task per process, `registry` keeps them all
-//! (and re-attaches them after a restart), `output` is the in-memory view of the output.
+//! (and re-attaches them after a restart), `output` is the in-memory view of the output and
+//! `shelf` how a finished process puts its views away and gets them back from its log.
 //! `executors` says what runs a process at its place (`contract::Place`; handed over by the
 //! app; docs/ARCHITECTURE.md, "Seams"). `marked` ends what a container command started by its
 //! marker, including what left its process group.
@@ -13,6 +14,7 @@ mod events;
 mod executors;
 mod files;
 pub mod holes;
+mod input;
 pub mod limit;
 mod log_view;
 pub mod marked;
@@ -20,6 +22,7 @@ mod output;
 mod proc;
 mod registry;
 pub mod script;
+mod shelf;
 mod signal;
 mod status;
 mod supervisor;

@@ -24,9 +24,16 @@ pub struct ProcInfo {
     pub pty: bool,
     pub started_at_ms: i64,
     pub timeout_secs: Option<u64>,
+    /// The user moat's kill, liveness and sweep helpers run as in its container: root
+    /// (`"0"`) in a session that may become root, whose commands may have become root and
+    /// could not be signalled by the sandbox's user; `None`: the container's user, through
+    /// the helper (docs/e2b.md, "Users").
+    pub signal_as: Option<String>,
 }
 
 pub struct ProcState {
+    /// Its text. Read a finished process's through [`Proc::with_output`]: its views may be
+    /// shelved (`process::shelf`).
     pub output: OutputState,
     pub exit: Option<ExitInfo>,
     /// Moved to the background (by `background: true` or the yield window).
@@ -56,6 +63,16 @@ pub struct ProcState {
     pub kill_requested: bool,
 }
 
+impl ProcState {
+    /// Once the process ended, puts away what its record no longer needs
+    /// (`OutputState::shelve`); a running process's state is left alone.
+    pub fn shelve(&mut self) {
+        if self.exit.is_some() {
+            self.output.shelve(self.log.as_ref());
+        }
+    }
+}
+
 /// Requests to the owner task.
 pub enum Control {
     Write(Vec<u8>, oneshot::Sender<std::io::Result<()>>),
@@ -78,6 +95,28 @@ pub struct Proc {
 impl Proc {
     pub fn lock(&self) -> std::sync::MutexGuard<'_, ProcState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` on the state with the output views in memory, replaying them from the log
+    /// first (without the lock) when they were shelved, and shelving them again after when the
+    /// process has ended. A replay reads at most `REPLAY_MAX_BYTES` of log: async callers that
+    /// may meet one run this on a blocking thread.
+    pub fn with_output<R>(&self, f: impl FnOnce(&mut ProcState) -> R) -> R {
+        loop {
+            let replay = {
+                let mut st = self.lock();
+                match st.output.replay() {
+                    None => {
+                        let r = f(&mut st);
+                        st.shelve();
+                        return r;
+                    }
+                    Some(replay) => replay,
+                }
+            };
+            let views = replay.run();
+            self.lock().output.unshelve(views);
+        }
     }
 
     pub fn exit(&self) -> Option<ExitInfo> {

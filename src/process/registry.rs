@@ -83,6 +83,10 @@ pub struct StartSpec {
     /// The session is sticky: the command's shell records where it ended in `<id>.state`
     /// (`script::sticky_command`). Sandbox commands only.
     pub sticky: bool,
+    /// The container user instead of the container's own (`"0"`: root, in a session that may
+    /// become root). Such a command goes through the engine's exec: the helper can only be
+    /// the container's user (docs/helper.md).
+    pub user: Option<String>,
 }
 
 /// How often `start` sweeps a session's finished processes.
@@ -206,8 +210,22 @@ impl Registry {
         found
     }
 
+    /// Who signals `session`'s processes at `place` ([`ProcInfo::signal_as`]): root in a
+    /// container whose session may become root, as its setup records.
+    fn signal_as(&self, session: &str, place: &Place) -> Option<String> {
+        let root = matches!(place, Place::Container(_))
+            && self
+                .store
+                .session_setup(session)
+                .ok()
+                .flatten()
+                .is_some_and(|s| s.root);
+        root.then(|| "0".to_string())
+    }
+
     /// Starts a command; returns as soon as it runs.
     pub async fn start(self: &Arc<Self>, spec: StartSpec) -> Result<Arc<Proc>, ProcessError> {
+        let begun = std::time::Instant::now();
         self.sweep_if_due(&spec.session);
         let id = {
             let procs = self.procs.lock().unwrap();
@@ -225,6 +243,7 @@ impl Registry {
             pty: spec.pty,
             started_at_ms: now_ms(),
             timeout_secs: spec.timeout_secs,
+            signal_as: self.signal_as(&spec.session, &spec.place),
         };
         self.store
             .insert_process(&row_for(&info, &spec.run_dir, spec.background))?;
@@ -254,7 +273,7 @@ impl Registry {
             !spec.pty || started.tty.is_some(),
         );
         self.prime(&proc, (spec.notify_exit, spec.pty, wrap.split_stderr), &log);
-        let watch = self.exit_watch(&proc, &files, started.id, started.finished);
+        let watch = self.exit_watch(&proc, &files, (started.id, begun), started.finished);
         self.supervise(
             &proc,
             files,
@@ -314,7 +333,7 @@ impl Registry {
         &self,
         proc: &Arc<Proc>,
         files: &RunFiles,
-        exec_id: String,
+        (exec_id, begun): (String, std::time::Instant),
         finished: tokio::sync::oneshot::Receiver<()>,
     ) -> ExitWatch {
         let lost = (
@@ -322,13 +341,18 @@ impl Registry {
             proc.info.place.clone(),
             files.clone(),
             proc.info.started_at_ms,
+            proc.info.signal_as.clone(),
         );
         ExitWatch::Exec {
             exec_id,
+            started: begun,
             finished: Box::pin(async move {
                 if finished.await.is_err() {
-                    let (executors, place, files, started_at) = lost;
-                    super::supervisor::recovered_exit(executors, place, files, started_at).await;
+                    let (executors, place, files, started_at, signal_as) = lost;
+                    super::supervisor::recovered_exit(
+                        executors, place, files, started_at, signal_as,
+                    )
+                    .await;
                 }
             }),
         }
@@ -392,8 +416,10 @@ impl Registry {
     /// cancellation and signals"). Never blocks: usable from a drop guard.
     pub fn cancel(&self, proc: &Arc<Proc>, why: &str) {
         if proc.exit().is_some() {
-            // It ended before the call went away; still keep its record visible.
+            // It ended before the call went away; still keep its record visible, and only
+            // what a record needs of it.
             self.set_background(proc);
+            proc.lock().shelve();
             return;
         }
         proc.lock().output.note(why);
@@ -484,6 +510,7 @@ impl Registry {
             Ok(f) => (Some(f), None),
             Err(e) => (None, Some(e.to_string())),
         };
+        let signal_as = self.signal_as(&row.session, &place);
         let info = ProcInfo {
             id: row.id.clone(),
             session: row.session.clone(),
@@ -493,6 +520,7 @@ impl Registry {
             pty: row.pty,
             started_at_ms: row.started_at_ms,
             timeout_secs: row.timeout_secs,
+            signal_as,
         };
         let secrets = self.secrets_for(&row.session, &info.place);
         let mut output = OutputState::new(self.limits.max_output_chars, secrets);
@@ -558,6 +586,7 @@ impl Registry {
                 timed_out: row.timed_out,
                 finished_at_ms: row.finished_at_ms.unwrap_or(row.started_at_ms),
             });
+            st.shelve();
         } else {
             // stdin cannot be re-attached: its writer closed with the moat that started it.
             proc.lock().stdin_open = false;
@@ -717,6 +746,7 @@ fn launch_of(spec: &StartSpec, id: &str) -> Launch {
         split_stderr: spec.split_stderr,
         sticky: spec.sticky,
         owner: spec.owner,
+        user: spec.user.clone(),
     }
 }
 

@@ -11,12 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::events::{exit_event, EventBus, EventKind, EventOutcome};
 use super::executors::Executors;
 use super::files::RunFiles;
+use super::input::InputWriter;
 use super::limit::{classify, ContainerFate, Evidence};
 use super::marked;
 use super::output::LineMark;
@@ -53,6 +53,9 @@ pub enum ExitWatch {
     Exec {
         exec_id: String,
         finished: Pin<Box<dyn Future<Output = ()> + Send>>,
+        /// When the registry began to start it: a foreground command's latency runs from
+        /// here to its recorded end (docs/http-api.md, "Metrics").
+        started: std::time::Instant,
     },
     /// A process found after a restart: watch for its exit file and for its group vanishing.
     Recovered,
@@ -162,9 +165,14 @@ struct Follow {
     /// The exec moat started (`None` for a re-attached process): resize and the engine's
     /// exit code need it.
     exec_id: Option<String>,
-    /// A terminal's output and input; `None` without a PTY, and the output once it closed.
+    /// When the registry began to start it (`None` for a re-attached process).
+    exec_started: Option<std::time::Instant>,
+    /// A terminal's output; `None` without a PTY, and once it closed.
     tty_out: Option<TtyOutput>,
-    tty_in: Option<Pin<Box<dyn tokio::io::AsyncWrite + Send>>>,
+    /// The process's input (stdin FIFO or terminal), written by a task of its own.
+    input: InputWriter,
+    /// A stdin FIFO was handed over: a foreground command gets end-of-file on it once ready.
+    fifo: bool,
 }
 
 /// Resolves when the command ended (the exec's stream closed, or its run files say so).
@@ -185,9 +193,13 @@ impl Supervisor {
     /// The loop's state, and how the end will be seen: the exec's stream, or for a
     /// re-attached process its run files.
     fn begin(&mut self) -> (Follow, Finished) {
-        let (exec_id, finished): (Option<String>, Finished) =
+        let (exec_id, finished, exec_started): (Option<String>, Finished, _) =
             match std::mem::replace(&mut self.watch, ExitWatch::Recovered) {
-                ExitWatch::Exec { exec_id, finished } => (Some(exec_id), finished),
+                ExitWatch::Exec {
+                    exec_id,
+                    finished,
+                    started,
+                } => (Some(exec_id), finished, Some(started)),
                 ExitWatch::Recovered => (
                     None,
                     Box::pin(recovered_exit(
@@ -195,13 +207,17 @@ impl Supervisor {
                         self.proc.info.place.clone(),
                         self.files.clone(),
                         self.proc.info.started_at_ms,
+                        self.proc.info.signal_as.clone(),
                     )),
+                    None,
                 ),
             };
         let (tty_out, tty_in) = match self.tty.take() {
             Some(t) => (Some(t.output), Some(t.input)),
             None => (None, None),
         };
+        let fifo = self.stdin.is_some();
+        let input = InputWriter::spawn(self.stdin.take(), tty_in);
         let (kill_done_tx, kill_done_rx) = mpsc::unbounded_channel::<KillReport>();
         let follow = Follow {
             buf: vec![0u8; READ_CHUNK],
@@ -210,8 +226,10 @@ impl Supervisor {
             kill_done_tx,
             kill_done_rx,
             exec_id,
+            exec_started,
             tty_out,
-            tty_in,
+            input,
+            fifo,
         };
         (follow, finished)
     }
@@ -229,11 +247,11 @@ impl Supervisor {
         // FIFO: `cat` and `read` return instead of waiting for the timeout. The writer must
         // stay until then, or the wrapper's open would wait for ever (docs/mcp.md,
         // "Foreground and background").
-        let mut eof_when_ready = !self.proc.lock().background && self.stdin.is_some();
+        let mut eof_when_ready = !self.proc.lock().background && f.fifo;
         loop {
             if eof_when_ready && self.files.is_ready() {
                 eof_when_ready = false;
-                self.stdin = None;
+                f.input.close(None);
                 self.proc.lock().stdin_open = false;
             }
             let sleep = tokio::time::sleep(interval);
@@ -292,11 +310,12 @@ impl Supervisor {
     async fn terminal_output(&mut self, f: &mut Follow, bytes: &[u8]) {
         let _ = append(&self.log, bytes);
         let cpr = self.proc.lock().term.observe(bytes);
-        if let (Some(w), true) = (f.tty_in.as_mut(), cpr > 0) {
+        if cpr > 0 {
             for _ in 0..cpr {
-                let _ = w
-                    .write_all(&crate::terminal_keys::cursor_position_report(1, 1))
-                    .await;
+                f.input.write(
+                    crate::terminal_keys::cursor_position_report(1, 1).to_vec(),
+                    None,
+                );
             }
         }
     }
@@ -304,22 +323,12 @@ impl Supervisor {
     /// One request from the process's handle: write, close stdin, kill, resize.
     async fn serve(&mut self, f: &mut Follow, msg: Control) {
         match msg {
-            Control::Write(data, reply) => {
-                let r = match (f.tty_in.as_mut(), self.stdin.as_mut()) {
-                    (Some(w), _) => w.write_all(&data).await.and(w.flush().await),
-                    (None, Some(w)) => w.write_all(&data).await,
-                    (None, None) => Err(std::io::Error::other("stdin is closed")),
-                };
-                let _ = reply.send(r);
-            }
+            // Handed to the input's own task: a command that does not read stalls its writer,
+            // never this loop (`input`).
+            Control::Write(data, reply) => f.input.write(data, Some(reply)),
             Control::CloseStdin(reply) => {
-                if let Some(w) = f.tty_in.as_mut() {
-                    // A terminal has no half-close: Ctrl-D is end-of-file to the line discipline.
-                    let _ = w.write_all(&[0x04]).await;
-                }
-                self.stdin = None;
                 self.proc.lock().stdin_open = false;
-                let _ = reply.send(());
+                f.input.close(Some(reply));
             }
             Control::Kill(reply) => {
                 f.kill.waiters.push(reply);
@@ -367,6 +376,7 @@ impl Supervisor {
                 &self.proc.info.place,
                 self.files.clone(),
                 self.limits.cgroup.clone(),
+                self.proc.info.signal_as.as_deref(),
             )
             .await;
         let marked_ended = ended_now
@@ -376,6 +386,7 @@ impl Supervisor {
                 &self.files,
                 self.limits.cgroup.as_deref(),
                 &self.proc.info.id,
+                self.proc.info.signal_as.as_deref(),
             )
             .await;
         let leftovers_ended = group_ended || marked_ended;
@@ -416,6 +427,16 @@ impl Supervisor {
         )
         .await;
         killed_with_container(&mut exit, limit);
+        // A foreground command's latency, by the transport that ran it; a background one's
+        // run time is its own business.
+        if let (false, Some(begun), Some(id)) = (
+            self.proc.lock().background,
+            f.exec_started,
+            f.exec_id.as_deref(),
+        ) {
+            let transport = Executors::transport_of(&self.proc.info.place, id);
+            crate::metrics::metrics().exec_took(transport, begun.elapsed().as_secs_f64());
+        }
         self.record(exit, limit, leftovers_ended);
         for w in f.kill.waiters {
             let _ = w.send(true);
@@ -438,7 +459,13 @@ impl Supervisor {
             st.leftovers_ended = leftovers_ended;
             st.stdin_open = false;
             let event = exit_event(&self.proc.info.id, &exit, &st.output.tail(400));
-            (st.background && st.notify_exit, st.output.redact(&event))
+            let told = (st.background && st.notify_exit, st.output.redact(&event));
+            // Nobody waits for a background run's whole text: its record keeps what
+            // `OutputState::shelve` leaves. A foreground one's caller takes it first.
+            if st.background {
+                st.shelve();
+            }
+            told
         };
         let outcome = {
             let kind = if exit.success() {
@@ -547,6 +574,7 @@ impl Supervisor {
         let files = self.files.clone();
         let cgroup = self.limits.cgroup.clone();
         let id = self.proc.info.id.clone();
+        let user = self.proc.info.signal_as.clone();
         tokio::spawn(async move {
             // The wrapper writes its pid first thing; give a just-started process a moment.
             let mut pgid = files.read_pgid();
@@ -564,10 +592,11 @@ impl Supervisor {
                 });
                 return;
             };
-            let ended = end_group(&executors, &place, pgid, cgroup.as_deref()).await;
+            let ended =
+                end_group(&executors, &place, pgid, cgroup.as_deref(), user.as_deref()).await;
             // What left the group (`setsid`, a double fork) still carries the marker.
             if let Place::Container(container) = &place {
-                marked::sweep(executors.sandbox.as_ref(), container, &id).await;
+                marked::sweep(executors.sandbox.as_ref(), container, &id, user.as_deref()).await;
             }
             let _ = done.send(KillReport {
                 escalated: ended.as_ref().is_some_and(|out| out.contains("killed")),
@@ -585,6 +614,7 @@ async fn end_leftovers(
     place: &Place,
     files: RunFiles,
     cgroup: Option<Arc<CgroupDirs>>,
+    user: Option<&str>,
 ) -> bool {
     let Some(pgid) = files.read_pgid() else {
         return false;
@@ -595,7 +625,7 @@ async fn end_leftovers(
     {
         return false;
     }
-    end_group(executors, place, pgid, cgroup.as_deref())
+    end_group(executors, place, pgid, cgroup.as_deref(), user)
         .await
         .is_some_and(|out| out.contains("signalled"))
 }
@@ -615,6 +645,7 @@ async fn end_group(
     place: &Place,
     pgid: u32,
     cgroup: Option<&CgroupDirs>,
+    user: Option<&str>,
 ) -> Option<String> {
     let runtime = executors.of(place);
     let container = place.stored();
@@ -624,7 +655,7 @@ async fn end_group(
             .exec_capture_within(
                 container,
                 kill_group_argv(pgid, KILL_GRACE_MS),
-                None,
+                user.map(String::from),
                 within,
             )
             .await
@@ -793,6 +824,7 @@ pub(super) async fn recovered_exit(
     place: Place,
     files: RunFiles,
     started_at_ms: i64,
+    signal_as: Option<String>,
 ) {
     let runtime = executors.of(&place);
     let container = place.stored();
@@ -810,7 +842,10 @@ pub(super) async fn recovered_exit(
                         "-c".into(),
                         format!("kill -0 -{pgid} 2>/dev/null && echo alive"),
                     ];
-                    match runtime.exec_capture(container, argv, None).await {
+                    match runtime
+                        .exec_capture(container, argv, signal_as.clone())
+                        .await
+                    {
                         Ok((_, out)) => {
                             errors = 0;
                             String::from_utf8_lossy(&out).contains("alive")
@@ -980,7 +1015,7 @@ mod recovery_tests {
             engine: fake,
         };
         let c = || Place::Container("c".into());
-        let waiting = recovered_exit(rt.clone(), c(), f.clone(), crate::store::now_ms());
+        let waiting = recovered_exit(rt.clone(), c(), f.clone(), crate::store::now_ms(), None);
         assert!(
             tokio::time::timeout(Duration::from_millis(500), waiting)
                 .await
@@ -991,7 +1026,7 @@ mod recovery_tests {
         let old = crate::store::now_ms() - START_GRACE_MS - 1;
         tokio::time::timeout(
             Duration::from_secs(2),
-            recovered_exit(rt.clone(), c(), f.clone(), old),
+            recovered_exit(rt.clone(), c(), f.clone(), old, None),
         )
         .await
         .expect("an exec that never started is taken for ended");
@@ -999,7 +1034,7 @@ mod recovery_tests {
         std::fs::write(dir.path().join("p.exit"), "0").unwrap();
         tokio::time::timeout(
             Duration::from_secs(2),
-            recovered_exit(rt, c(), f, crate::store::now_ms()),
+            recovered_exit(rt, c(), f, crate::store::now_ms(), None),
         )
         .await
         .expect("a recorded exit ends the wait");

@@ -31,6 +31,11 @@ struct Moat {
 
 impl Moat {
     fn new(script: impl Fn(&str) -> Play + Send + Sync + 'static) -> Self {
+        Self::with_cap(script, 10_000)
+    }
+
+    /// [`Moat::new`] with `max_output_chars` = `cap`.
+    fn with_cap(script: impl Fn(&str) -> Play + Send + Sync + 'static, cap: usize) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let run_dir = dir.path().join("run");
         std::fs::create_dir(&run_dir).unwrap();
@@ -38,7 +43,7 @@ impl Moat {
         let store = Arc::new(Store::in_memory().unwrap());
         let wrapper = Wrapper::new(&run_dir, script);
         let fake = wrapper.engine();
-        let registry = registry_on(&fake, &store);
+        let registry = registry_capped(&fake, &store, cap);
         Self {
             _dir: dir,
             run_dir,
@@ -64,8 +69,13 @@ impl Moat {
 /// A registry over `store`: another moat over the same index (as after a restart) when the
 /// store already has rows.
 fn registry_on(fake: &FakeRuntime, store: &Arc<Store>) -> Arc<Registry> {
+    registry_capped(fake, store, 10_000)
+}
+
+/// [`registry_on`] with `max_output_chars` = `cap`.
+fn registry_capped(fake: &FakeRuntime, store: &Arc<Store>, cap: usize) -> Arc<Registry> {
     let limits = Limits {
-        max_output_chars: 10_000,
+        max_output_chars: cap,
         spill_max: 1 << 20,
         ttl_ms: 3_600_000,
         max_finished: 50,
@@ -102,6 +112,7 @@ fn spec(run_dir: &Path, command: &str, background: bool) -> StartSpec {
         shell: Shell::Sh,
         split_stderr: false,
         sticky: false,
+        user: None,
     }
 }
 
@@ -163,7 +174,10 @@ async fn a_started_process_is_listed_found_and_forgotten() {
     for (proc, code, out) in [(&bg, 3, "hi"), (&fg, 0, "there")] {
         let exit = ended(proc).await;
         assert_eq!((exit.code, exit.signal.as_deref()), (Some(code), None));
-        assert_eq!(proc.lock().output.aggregated(), format!("{out}\n"));
+        assert_eq!(
+            proc.with_output(|st| st.output.aggregated()),
+            format!("{out}\n")
+        );
     }
     let row = moat.store.process(&bg.info.id).unwrap().unwrap();
     assert_eq!(
@@ -220,7 +234,9 @@ async fn a_running_process_is_reattached_and_ended_by_the_next_moat() {
     assert_eq!(proc.info.id, first.info.id);
     assert!(!Arc::ptr_eq(proc, &first), "the next moat has its own");
     assert!(proc.exit().is_none(), "still running: {:?}", proc.exit());
-    assert!(proc.lock().output.aggregated().contains("sleeping"));
+    assert!(proc
+        .with_output(|st| st.output.aggregated())
+        .contains("sleeping"));
     let asked = std::time::Instant::now();
     proc.kill().await;
     // The helper reports before the exit file is seen: its report is not waited for again.
@@ -279,7 +295,7 @@ async fn a_process_whose_run_files_were_tampered_with_is_listed_as_failed() {
         let proc = &listed[0];
         let exit = proc.exit().unwrap_or_else(|| panic!("{name}: not ended"));
         assert_eq!((exit.code, exit.signal), (None, None), "{name}");
-        let text = proc.lock().output.aggregated();
+        let text = proc.with_output(|st| st.output.aggregated());
         assert!(
             text.contains("stopped following this process") && text.contains(why),
             "{name}: {text}"
@@ -335,6 +351,37 @@ async fn a_kill_reports_sigterm_or_the_escalation_to_sigkill() {
     }
 }
 
+/// In a session that may become root (E2B's), a command may have become root, which the
+/// sandbox's user cannot signal: the kill helper runs as root there, and only there.
+#[tokio::test]
+async fn a_root_sessions_kill_runs_as_root() {
+    for root in [false, true] {
+        let moat = Moat::new(script);
+        let setup = crate::store::SessionSetup {
+            root,
+            ..Default::default()
+        };
+        moat.store.claim_session_setup(SESSION, &setup).unwrap();
+        let proc = moat.start("sleep 600", true).await;
+        let pgid = group_of(&moat, &proc).await;
+        proc.kill().await;
+        ended(&proc).await;
+        let kill = kill_group_argv(pgid, KILL_GRACE_MS);
+        let users: Vec<Option<String>> = moat
+            .fake
+            .calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                Call::Capture { argv, user, .. } if argv == kill => Some(user),
+                _ => None,
+            })
+            .collect();
+        let want = root.then(|| "0".to_string());
+        assert_eq!(users, [want], "root = {root}");
+        assert_eq!(proc.info.signal_as, root.then(|| "0".to_string()));
+    }
+}
+
 /// A timeout is a kill the supervisor sends itself, and the exit says so.
 #[tokio::test]
 async fn a_timeout_kills_the_group_and_is_recorded() {
@@ -368,7 +415,10 @@ async fn a_host_process_never_reaches_the_engine() {
     let proc = moat.registry.start(host).await.unwrap();
     let exit = ended(&proc).await;
     assert_eq!(exit.code, Some(0));
-    assert_eq!(proc.lock().output.aggregated(), "on-the-host\n");
+    assert_eq!(
+        proc.with_output(|st| st.output.aggregated()),
+        "on-the-host\n"
+    );
     assert!(
         moat.fake.calls().is_empty(),
         "the engine saw {:?}",
@@ -446,4 +496,80 @@ async fn a_container_that_ended_under_a_command_is_told_apart() {
         assert_eq!(got, *want, "{then:?}");
     });
     futures::future::join_all(cases).await;
+}
+
+/// A finished process's record holds no output buffer beyond a small bound, foreground or
+/// background: once its result is taken, its views are shelved and the reused buffers gone
+/// (a megabyte of output kept 1.4 MB per record, 200 records 330 MiB: issue 29). A later
+/// reader gets the same text back from the log, redacted and sanitized as before.
+#[tokio::test]
+async fn a_finished_record_holds_no_output_buffers() {
+    const CAP: usize = 200_000;
+    let secrets = vec![("TOKEN".to_string(), "hunter2hunter2".to_string())];
+    let flood: String = (0..16_000)
+        .map(|i| {
+            format!(
+                "line {i:06} \x1b[31mred\x1b[0m hunter2hunter2 {}\n",
+                "x".repeat(30)
+            )
+        })
+        .collect();
+    assert!(flood.len() > 1 << 20);
+    // What a live run shows: the same bytes through a fresh pipeline.
+    let mut want = super::output::OutputState::new(CAP, secrets.clone());
+    want.ingest(flood.as_bytes(), true);
+    want.finish();
+    let want = want.aggregated();
+    assert!(
+        want.contains("[REDACTED:TOKEN]") && !want.contains("hunter2") && !want.contains('\x1b')
+    );
+    let out = flood.clone();
+    let moat = Moat::with_cap(
+        move |c| match c {
+            "flood" => Play::Exit {
+                out: out.clone(),
+                code: 0,
+            },
+            other => script(other),
+        },
+        CAP,
+    );
+    for background in [false, true] {
+        let mut spec = spec(&moat.run_dir, "flood", background);
+        spec.secrets = secrets.clone();
+        let proc = moat.registry.start(spec).await.unwrap();
+        ended(&proc).await;
+        // The exec's result (foreground), a poll (background): taken once, in full.
+        let (text, drained) = proc.with_output(|st| (st.output.aggregated(), st.output.drain()));
+        assert_eq!(text, want, "background: {background}");
+        assert_eq!(drained, want, "background: {background}");
+        let held = proc.lock().output.held_bytes();
+        assert!(
+            held <= 4 << 10,
+            "a finished record holds {held} bytes of output buffers (background: {background})"
+        );
+        assert!(proc.lock().output.is_shelved());
+        // Read again: the same text, nothing pending, and shelved again after.
+        let (again, pending) = proc.with_output(|st| (st.output.aggregated(), st.output.drain()));
+        assert_eq!((again.as_str(), pending.as_str()), (want.as_str(), ""));
+        let st = proc.lock();
+        assert!(st.output.is_shelved() && st.output.truncated() && !st.output.has_pending());
+    }
+}
+
+/// A running process keeps no buffer the size of its largest read: text is sanitized and
+/// redacted a slice at a time.
+#[tokio::test]
+async fn a_running_record_holds_bounded_buffers() {
+    let mut o = super::output::OutputState::new(
+        200_000,
+        vec![("TOKEN".to_string(), "hunter2hunter2".to_string())],
+    );
+    let chunk = "0123456789abcdef hunter2hunter2\n".repeat(40_000);
+    o.ingest(chunk.as_bytes(), true);
+    let held = o.held_bytes();
+    // One capped view while nothing was drained (its tail drops its dead prefix lazily, so up
+    // to about twice the cap) and slice-sized buffers: not three copies of the 1.3 MB read.
+    assert!(chunk.len() > 1 << 20);
+    assert!(held < 1 << 20, "a running record holds {held} bytes");
 }

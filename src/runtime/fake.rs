@@ -29,6 +29,8 @@ pub enum Call {
     Capture {
         container: String,
         argv: Vec<String>,
+        /// The user it was asked to run as (`None`: the container's).
+        user: Option<String>,
     },
     CreateNetwork(String),
     RemoveNetwork(String),
@@ -254,6 +256,7 @@ impl Engine for FakeRuntime {
                 pid: 0,
                 image: spec.image.clone(),
                 started_at_ms: None,
+                runtime: spec.runtime.clone(),
             },
         );
         Ok(id)
@@ -438,7 +441,7 @@ impl Executor for FakeRuntime {
         &self,
         container: &str,
         argv: Vec<String>,
-        _user: Option<String>,
+        user: Option<String>,
         _within: std::time::Duration,
     ) -> Result<(i64, Vec<u8>), RuntimeError> {
         let answer = match &self.on_capture {
@@ -448,6 +451,7 @@ impl Executor for FakeRuntime {
         self.state.lock().unwrap().calls.push(Call::Capture {
             container: container.to_string(),
             argv,
+            user,
         });
         Ok(answer)
     }

@@ -99,6 +99,9 @@ pub struct ContainerInfo {
     /// `None` from a listing or before its first start. A container that started after a
     /// command did was restarted under it (`process::limit`, docs/mcp.md, "Limits in results").
     pub started_at_ms: Option<i64>,
+    /// The OCI runtime it runs under (`runsc`), from an inspect; `None` from a listing or for
+    /// the engine's default.
+    pub runtime: Option<String>,
 }
 
 /// One command to start in a container.
@@ -154,6 +157,8 @@ pub struct Launch {
     pub sticky: bool,
     /// The sandbox user (uid, gid), for run files a container's command opens.
     pub owner: (u32, u32),
+    /// Another container user to run as (`"0"`: root); `None`: the container's.
+    pub user: Option<String>,
 }
 
 impl Launch {
@@ -164,7 +169,7 @@ impl Launch {
             argv,
             env,
             workdir: Some(self.cwd.clone()),
-            user: None,
+            user: self.user.clone(),
             tty: self.pty,
             console_size: self.pty.then_some(crate::wrapper::PTY_SIZE),
             wrapped,

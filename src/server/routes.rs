@@ -186,6 +186,7 @@ pub fn router(state: Arc<ServerState>, channel: Channel) -> Router {
         .merge(crate::console::router(state.clone()))
         .route("/v1/health", get(handlers::daemon::health))
         .route("/v1/daemon/stop", post(handlers::daemon::stop))
+        .route("/metrics", get(handlers::metrics::metrics_text))
         .route(
             "/v1/sessions",
             get(handlers::sessions::list).post(handlers::sessions::create),

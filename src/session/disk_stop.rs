@@ -23,7 +23,9 @@
 //!    It forks nothing (shell builtins only), so it runs at a full pids limit too.
 //! 2. **The engine kills the container** (`docker kill`), when the script could not run,
 //!    did not finish, found a process it may not signal (another uid: an operator's
-//!    `cap_add` or `docker exec -u`), or the session grew again right after a stop. That
+//!    `cap_add`, `docker exec -u`, or root in an E2B sandbox, which may become root,
+//!    docs/security.md, "Root inside E2B's sandboxes"), or the session grew again right
+//!    after a stop. That
 //!    ends every process whatever its user, under runc and runsc alike; the container is
 //!    started again by the next command, with its tmpfs mounts empty.
 //!

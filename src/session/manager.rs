@@ -43,7 +43,7 @@ pub enum SessionError {
         #[source]
         source: std::io::Error,
     },
-    #[error("find image `{0}`: build it with `moat image build` (or set sandbox.image)")]
+    #[error("find image `{0}`: build it with `{cmd}` (or set sandbox.image)", cmd = build_command(.0))]
     NoImage(String),
     #[error("run sandbox.setup_command (exit code {code}): {output}")]
     Setup { code: i64, output: String },
@@ -589,6 +589,7 @@ impl Sessions {
                 self.ensure_egress(key, &names.name, sandbox).await?;
                 if !existing.running {
                     self.runtime.start_container(&existing.id).await?;
+                    crate::metrics::metrics().sandbox_restarted();
                 }
                 return Ok(SessionContainer {
                     key: key.to_string(),
@@ -749,11 +750,13 @@ impl Sessions {
         spec: &crate::runtime::ContainerSpec,
         sandbox: &SandboxConfig,
     ) -> Result<String, SessionError> {
+        let begun = std::time::Instant::now();
         let id = self.runtime.create_container(spec).await?;
         if let Err(e) = self.runtime.start_container(&id).await {
             let _ = self.runtime.remove_container(&id).await;
             return Err(e.into());
         }
+        crate::metrics::metrics().sandbox_created(begun.elapsed().as_secs_f64());
         if !sandbox.setup_command.trim().is_empty() {
             let argv = vec!["sh".into(), "-lc".into(), sandbox.setup_command.clone()];
             // The operator's own command (package installs): long, but not for ever.
@@ -809,6 +812,15 @@ impl Sessions {
     }
 }
 
+/// The command that builds `image` when it is one of moat's own.
+fn build_command(image: &str) -> &'static str {
+    if image == crate::config::e2b::BASE_IMAGE {
+        "moat image build --e2b"
+    } else {
+        "moat image build"
+    }
+}
+
 /// The sandbox settings a session's container is made with: the config, with the session's
 /// image and network, and for a host workspace its user, read-only mount, writable git
 /// metadata when asked for, and a usable HOME (docs/security.md, "Host workspaces").
@@ -822,6 +834,10 @@ fn effective_sandbox(config: &SandboxConfig, setup: &crate::store::SessionSetup)
     }
     if let Some(runtime) = &setup.runtime {
         sandbox.runtime = runtime.clone();
+    }
+    sandbox.root = setup.root;
+    if let Some(home) = &setup.home {
+        sandbox.home_mount = home.clone();
     }
     if let Some(row) = &setup.workspace {
         if row.user != config.user {

@@ -22,4 +22,6 @@ pub use container_name::{container_key, ContainerName};
 pub use manager::{SessionContainer, SessionError, Sessions};
 pub use prune::{prune_once, prune_reason};
 pub use setup::SetupError;
-pub use spec::{build_spec, config_hash, labels, GitMode, GIT_LABEL, MOAT_LABEL, RUN_MOUNT};
+pub use spec::{
+    build_spec, config_hash, labels, GitMode, GIT_LABEL, MOAT_LABEL, ROOT_CAPS, RUN_MOUNT,
+};

@@ -139,6 +139,12 @@ fn describe(setup: &SessionSetup, default: Option<&Path>) -> String {
     if let Some(r) = &setup.runtime {
         parts.push(format!("runtime {r}"));
     }
+    if setup.root {
+        parts.push("root allowed".to_string());
+    }
+    if let Some(h) = &setup.home {
+        parts.push(format!("the workspace also at {h}"));
+    }
     parts.join(", ")
 }
 

@@ -123,6 +123,23 @@ pub fn labels(key: &str, hash: &str, created_at_ms: i64) -> BTreeMap<String, Str
     ])
 }
 
+/// What root may do in a sandbox that may become root ([`SandboxConfig::root`]): own, read
+/// and write any file of the container, change users, and signal any of its processes — a
+/// subset of the engine's default set without `NET_RAW`, `MKNOD`, `SETFCAP`, `SETPCAP` and
+/// `SYS_CHROOT`. A user other than root holds none of them: they bound what uid 0 gets
+/// (docs/security.md, "Root inside E2B's sandboxes").
+pub const ROOT_CAPS: [&str; 9] = [
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "AUDIT_WRITE",
+    "NET_BIND_SERVICE",
+];
+
 pub fn build_spec(
     sandbox: &SandboxConfig,
     name: &str,
@@ -136,6 +153,13 @@ pub fn build_spec(
         mounts.push(Mount {
             source: workspace.display().to_string(),
             target: WORKSPACE_MOUNT.into(),
+            read_only: sandbox.workspace_access == WorkspaceAccess::Ro,
+        });
+    }
+    if sandbox.workspace_access != WorkspaceAccess::None && !sandbox.home_mount.is_empty() {
+        mounts.push(Mount {
+            source: workspace.display().to_string(),
+            target: sandbox.home_mount.clone(),
             read_only: sandbox.workspace_access == WorkspaceAccess::Ro,
         });
     }
@@ -168,7 +192,15 @@ pub fn build_spec(
             (m.path.clone(), options)
         })
         .collect();
-    let mut security_opt = vec!["no-new-privileges:true".to_string()];
+    // A sandbox that may become root keeps setuid programs working (`sudo`): the rest of the
+    // hardening stays (docs/security.md, "Root inside E2B's sandboxes").
+    let mut security_opt = Vec::new();
+    let mut cap_add = sandbox.cap_add.clone();
+    if sandbox.root {
+        cap_add.extend(ROOT_CAPS.iter().map(|c| c.to_string()));
+    } else {
+        security_opt.push("no-new-privileges:true".to_string());
+    }
     if !sandbox.seccomp_profile.is_empty() {
         security_opt.push(format!("seccomp={}", sandbox.seccomp_profile));
     }
@@ -187,7 +219,7 @@ pub fn build_spec(
         tmpfs,
         read_only_root: sandbox.read_only_root,
         network: sandbox.network.clone(),
-        cap_add: sandbox.cap_add.clone(),
+        cap_add,
         security_opt,
         pids_limit: sandbox.pids_limit,
         memory_bytes: sandbox.memory_bytes(),
@@ -234,6 +266,65 @@ mod tests {
         let mut other = base.clone();
         other.image = "x".into();
         assert_ne!(config_hash(&other), config_hash(&base));
+    }
+
+    /// A sandbox that may become root loses only `no-new-privileges` and gains only the
+    /// listed capabilities; its workspace also appears at the home it names. Other
+    /// sandboxes' hashes do not move (the two fields are written only when set).
+    #[test]
+    fn a_root_sandbox_keeps_the_rest_of_the_hardening() {
+        let plain = SandboxConfig::default();
+        let mut root = plain.clone();
+        root.root = true;
+        root.home_mount = "/home/user".into();
+        let spec = |s: &SandboxConfig| {
+            build_spec(s, "moat-x", "x", Path::new("/h/ws"), Path::new("/h/run"), 1)
+        };
+        let (p, r) = (spec(&plain), spec(&root));
+        assert!(!r
+            .security_opt
+            .iter()
+            .any(|o| o.contains("no-new-privileges")));
+        assert_eq!(r.cap_add, ROOT_CAPS.map(String::from).to_vec());
+        assert!(p.cap_add.is_empty());
+        for cap in [
+            "SYS_ADMIN",
+            "NET_RAW",
+            "NET_ADMIN",
+            "SYS_PTRACE",
+            "MKNOD",
+            "SYS_MODULE",
+        ] {
+            assert!(!r.cap_add.iter().any(|c| c == cap), "{cap}");
+        }
+        assert_eq!(
+            (
+                r.read_only_root,
+                &r.user,
+                r.pids_limit,
+                r.memory_bytes,
+                &r.network
+            ),
+            (
+                p.read_only_root,
+                &p.user,
+                p.pids_limit,
+                p.memory_bytes,
+                &p.network
+            )
+        );
+        let home = r.mounts.iter().find(|m| m.target == "/home/user").unwrap();
+        assert_eq!(home.source, "/h/ws");
+        assert!(!p.mounts.iter().any(|m| m.target == "/home/user"));
+        assert_ne!(config_hash(&root), config_hash(&plain));
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(
+            !json.contains("\"root\"") && !json.contains("home_mount"),
+            "{json}"
+        );
+        // Neither is a key of moat.toml.
+        let parsed: Result<SandboxConfig, _> = toml::from_str("root = true");
+        assert!(parsed.is_err());
     }
 
     #[test]

@@ -135,6 +135,9 @@ const MIGRATIONS: &[&str] = &[
     // "Host workspaces").
     "ALTER TABLE session_setup ADD COLUMN git_writable INTEGER NOT NULL DEFAULT 0;",
     "ALTER TABLE session_setup ADD COLUMN runtime TEXT;",
+    // E2B's sandboxes: root allowed, and the workspace at the user's home too (docs/e2b.md).
+    "ALTER TABLE session_setup ADD COLUMN root INTEGER NOT NULL DEFAULT 0;",
+    "ALTER TABLE session_setup ADD COLUMN home TEXT;",
 ];
 
 /// See the module docs.

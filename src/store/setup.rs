@@ -47,6 +47,12 @@ pub struct SessionSetup {
     /// The engine runtime instead of `sandbox.runtime` (`runsc` for E2B's sandboxes when
     /// `e2b.runtime` says so, docs/e2b.md, "Sandboxes are sessions").
     pub runtime: Option<String>,
+    /// The sandbox may become root (`sudo`, commands as uid 0): E2B's sandboxes, whose
+    /// programs take root for granted (docs/e2b.md, "Users"; docs/security.md, "Root inside
+    /// E2B's sandboxes").
+    pub root: bool,
+    /// A second place the workspace is mounted inside the container (E2B's `/home/user`).
+    pub home: Option<String>,
 }
 
 impl SessionSetup {
@@ -57,7 +63,7 @@ impl SessionSetup {
 }
 
 /// A `session_setup` row read from column 0: workspace, read_only, user, image, network,
-/// git_writable, runtime.
+/// git_writable, runtime, root, home.
 fn setup_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSetup> {
     setup_row_at(r, 0)
 }
@@ -80,6 +86,8 @@ fn setup_row_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<SessionSet
         image: r.get(at + 3)?,
         network: r.get(at + 4)?,
         runtime: r.get(at + 6)?,
+        root: r.get(at + 7)?,
+        home: r.get(at + 8)?,
     })
 }
 
@@ -94,8 +102,8 @@ impl Store {
         self.conn()
             .execute(
                 "INSERT INTO session_setup (key, workspace, read_only, user, image, network,
-                                            git_writable, runtime)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                                            git_writable, runtime, root, home)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                  ON CONFLICT(key) DO NOTHING",
                 params![
                     key,
@@ -106,6 +114,8 @@ impl Store {
                     setup.network,
                     ws.is_some_and(|w| w.git_writable),
                     setup.runtime,
+                    setup.root,
+                    setup.home,
                 ],
             )
             .ctx("record session setup")?;
@@ -115,7 +125,7 @@ impl Store {
     pub fn session_setup(&self, key: &str) -> Result<Option<SessionSetup>, StoreError> {
         self.conn()
             .query_row(
-                "SELECT workspace, read_only, user, image, network, git_writable, runtime
+                "SELECT workspace, read_only, user, image, network, git_writable, runtime, root, home
                  FROM session_setup WHERE key = ?1",
                 [key],
                 setup_row,
@@ -131,7 +141,7 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn
             .prepare(
-                "SELECT key, workspace, read_only, user, image, network, git_writable, runtime
+                "SELECT key, workspace, read_only, user, image, network, git_writable, runtime, root, home
                  FROM session_setup WHERE workspace IS NOT NULL ORDER BY key",
             )
             .ctx("list host workspaces")?;
@@ -181,12 +191,16 @@ mod tests {
             image: None,
             network: Some("bridge".into()),
             runtime: None,
+            root: false,
+            home: None,
         };
         let b = SessionSetup {
             workspace: None,
             image: Some("img:1".into()),
             network: None,
             runtime: Some("runsc".into()),
+            root: true,
+            home: Some("/home/user".into()),
         };
         assert_eq!(s.claim_session_setup("k", &a).unwrap(), a);
         assert_eq!(s.claim_session_setup("k", &b).unwrap(), a);

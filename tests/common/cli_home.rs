@@ -171,3 +171,23 @@ pub fn unix_post(socket: &Path, path: &str, body: &str) -> (u16, String) {
         .unwrap_or(0);
     (status, out)
 }
+
+/// One GET on a daemon's socket (as the operator); (status, body).
+pub fn unix_get(socket: &Path, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, body.to_string())
+}

@@ -166,6 +166,24 @@ def test_list_with_depth_walks_lexically(sb, d):
         sb.files.list(d, depth=0)  # the SDK's own check
 
 
+def test_root_makes_roots_files_under_the_home(sb, d):
+    info = sb.files.write(f"{HOME}/{d}/r/root.txt", "root's", user="root")
+    assert info.path == f"{HOME}/{d}/r/root.txt"
+    assert sb.files.get_info(f"{d}/r/root.txt", user="root").owner == "root"
+    assert sb.commands.run(f"stat -c '%U %U' {HOME}/{d}/r {HOME}/{d}/r/root.txt").stdout == "root root\n"
+    assert sb.files.read(f"{HOME}/{d}/r/root.txt", user="root") == "root's"
+    # Root's `~` is /root, which moat does not serve.
+    with pytest.raises(SandboxException) as e:
+        sb.files.write("relative.txt", "x", user="root")
+    assert "outside the user's home" in str(e.value)
+    with pytest.raises(Exception) as e:
+        sb.files.read(f"{d}/r/root.txt", user="nobody")
+    assert "invalid username" in str(e.value)
+    with pytest.raises(Exception) as e:
+        sb.files.list(d, user="nobody")
+    assert "invalid username" in str(e.value)
+
+
 def test_rename_and_remove(sb, d):
     sb.files.write(f"{d}/old.txt", "moving")
     info = sb.files.rename(f"{d}/old.txt", f"{d}/moved/new.txt")

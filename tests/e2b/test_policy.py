@@ -48,7 +48,7 @@ def test_a_command_that_needs_approval_names_it_and_waits_for_the_operator(askin
             sb.commands.run("rm -f /tmp/never-ran")
         pending = json.loads(asking.cli("approvals", "list", "--json"))
         mine = [a for a in pending if a["session"] == f"e2b-{sb.sandbox_id}"]
-        assert len(mine) == 1, pending
+        assert len(mine) == 1, (pending, str(e.value))
         assert f"moat approvals approve {mine[0]['id'][:8]}" in str(e.value), str(e.value)
         assert "rm -f /tmp/never-ran" in mine[0]["command"]
     finally:

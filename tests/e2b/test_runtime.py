@@ -28,5 +28,11 @@ def test_e2b_sandboxes_run_under_the_runtime_e2b_names(under_runsc):
         assert runtime == "runsc"
         # gVisor's own kernel answers, not the host's.
         assert "gVisor" in sb.commands.run("dmesg 2>/dev/null | head -n 3 || true").stdout
+        # Root is gVisor's root: a command that asks for it is uid 0 there, and its process is
+        # ended by a kill like any other (docs/security.md, "Root inside E2B's sandboxes").
+        assert sb.commands.run("id -u", user="root").stdout == "0\n"
+        h = sb.commands.run("sleep 600", background=True, user="root")
+        assert sb.commands.kill(h.pid) is True
+        assert h.pid not in [p.pid for p in sb.commands.list()]
     finally:
         sb.kill()

@@ -146,6 +146,22 @@ fn memory_stays_bounded() {
     assert_eq!(c.total_chars(), 200_000);
 }
 
+/// A compacted view renders as before and holds its characters, not the dead prefix or the
+/// spare capacity pushes left.
+#[test]
+fn compact_keeps_the_text_and_drops_the_rest() {
+    let mut c = CappedText::new(10_000);
+    for i in 0..2_000 {
+        c.push_str(&format!("line {i}\n"));
+    }
+    let before = c.render();
+    assert!(c.held_bytes() > 12_000, "{}", c.held_bytes());
+    c.compact();
+    assert_eq!(c.render(), before);
+    assert_eq!(c.held_bytes(), c.head.len() + c.tail.len());
+    assert!(c.held_bytes() <= 10_000, "{}", c.held_bytes());
+}
+
 #[test]
 fn last_chars() {
     let c = capped(20, &["abc", "def"]);

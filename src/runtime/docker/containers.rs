@@ -50,6 +50,10 @@ impl DockerRuntime {
                     started_at_ms: state
                         .and_then(|s| s.started_at.as_deref())
                         .and_then(started_at_ms),
+                    runtime: c
+                        .host_config
+                        .and_then(|h| h.runtime)
+                        .filter(|r| !r.is_empty()),
                 }))
             }
             Err(bollard::errors::Error::DockerResponseServerError {
@@ -140,6 +144,7 @@ impl DockerRuntime {
                     pid: 0,
                     image: c.image_id.unwrap_or_default(),
                     started_at_ms: None,
+                    runtime: None,
                 }
             })
             .collect())

@@ -22,6 +22,8 @@ const TTY_READ: usize = 32 * 1024;
 /// The most a helper command (name resolution, kill, health checks) may print: they print a
 /// few lines; anything more is refused instead of held in memory.
 const MAX_CAPTURE_BYTES: usize = 1 << 20;
+/// Longest the engine may take to create and start a short helper command (`capture`).
+const CAPTURE_START_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl DockerRuntime {
     pub(super) async fn start_exec(
@@ -181,16 +183,28 @@ impl DockerRuntime {
             ..Default::default()
         };
         let action = || format!("run a helper command in {container}");
-        let created = self
-            .docker
-            .create_exec(container, options)
+        // The engine's own start is bounded too: an exec into a container that is being killed
+        // or restarted under gVisor can wait in the engine without end, and a liveness check
+        // or kill that never answers holds its caller for ever.
+        let start = async {
+            let created = self
+                .docker
+                .create_exec(container, options)
+                .await
+                .map_err(|e| RuntimeError::engine(action(), e))?;
+            let started = self
+                .docker
+                .start_exec(&created.id, None::<StartExecOptions>)
+                .await
+                .map_err(|e| RuntimeError::engine(action(), e))?;
+            Ok::<_, RuntimeError>((created, started))
+        };
+        let (created, started) = tokio::time::timeout(CAPTURE_START_DEADLINE, start)
             .await
-            .map_err(|e| RuntimeError::engine(action(), e))?;
-        let started = self
-            .docker
-            .start_exec(&created.id, None::<StartExecOptions>)
-            .await
-            .map_err(|e| RuntimeError::engine(action(), e))?;
+            .map_err(|_| RuntimeError::Other {
+                action: action(),
+                message: format!("the engine did not start it within {CAPTURE_START_DEADLINE:?}"),
+            })??;
         let mut out = Vec::new();
         if let StartExecResults::Attached { mut output, .. } = started {
             let read = async {

@@ -2,10 +2,13 @@
 //!
 //! It lives in the run directory (moat's own, 0755, already mounted at `/run/moat`) rather
 //! than a mount of its own, so containers made by an older moat get it too and the container
-//! spec does not change. The sandbox cannot replace it there (it creates no entries in the
-//! run directory), and even if it could it would gain nothing: the helper runs with the
-//! sandbox user's rights. moat still checks the bytes by hash before each start, so a stale or
-//! damaged copy is replaced rather than trusted (docs/helper.md, "The binary").
+//! spec does not change. The sandbox's user cannot replace it there (it creates no entries in
+//! the run directory), but root in a sandbox that may become root can (uid 0 owns the
+//! directory), and gains nothing by it: the helper runs with the sandbox user's rights. So
+//! moat checks the bytes by hash before each start, replacing a stale, damaged or planted
+//! copy rather than trusting it, and opens the name without blocking: a FIFO planted there
+//! would otherwise hold a daemon thread until someone wrote to it (docs/helper.md, "The
+//! binary"; docs/security.md, "Run directory and workspace files").
 
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -51,7 +54,7 @@ fn is_current(fd: OwnedFd) -> bool {
 
 /// Makes sure the run directory (open as `dir`) holds the current helper, read-only.
 pub fn install(dir: &OwnedFd) -> Result<(), HelperError> {
-    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
     if let Ok(fd) = openat(dir, FILE_NAME, flags, Mode::empty()) {
         if is_current(fd) {
             return Ok(());
@@ -124,5 +127,24 @@ mod tests {
         install(&fd).unwrap();
         assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
         assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+    }
+
+    /// The attack a root sandbox made: a FIFO in the helper's place held the daemon's threads
+    /// in `open` until someone wrote to it. Now it is a file that is not the helper, replaced.
+    #[test]
+    fn a_fifo_in_its_place_does_not_block_and_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let fd = crate::descriptors::open_dir(dir.path()).unwrap();
+        let path = dir.path().join(FILE_NAME);
+        nix::unistd::mkfifo(&path, Mode::from_bits_truncate(0o644)).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(install(&fd).is_ok()).unwrap());
+        let done = rx.recv_timeout(std::time::Duration::from_secs(5));
+        if done.is_err() {
+            // Let the stuck thread go before failing.
+            let _ = std::fs::OpenOptions::new().write(true).open(&path);
+        }
+        assert_eq!(done, Ok(true), "install blocked on the FIFO");
+        assert_eq!(std::fs::read(&path).unwrap(), HELPER);
     }
 }

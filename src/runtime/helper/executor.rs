@@ -73,6 +73,10 @@ pub struct HelperExecutor {
     last: Mutex<HashMap<String, Transport>>,
     execs: Arc<Mutex<HashMap<String, HelperExec>>>,
     seq: AtomicU64,
+    /// Containers whose helper runs under gVisor: their terminals go through the engine,
+    /// since a terminal the helper opens there does not send Ctrl-C's SIGINT to the
+    /// command's foreground group (seen with Debian's runsc, 2022-12-19).
+    gvisor: Mutex<std::collections::HashSet<String>>,
 }
 
 /// Where the helper lives inside the container.
@@ -111,6 +115,7 @@ impl HelperExecutor {
             last: Mutex::default(),
             execs: Arc::default(),
             seq: AtomicU64::new(1),
+            gvisor: Mutex::default(),
         }
     }
 
@@ -199,9 +204,37 @@ impl HelperExecutor {
                 Err(e) => return Err(HelperError::Start(crate::error_chain::error_chain(&e))),
             }
         };
+        let pid = self.listener_of(container, pid).await?;
         socket::write_pid(&dir, pid)?;
         let stream = self.wait_for_socket(&dir, pid, deadline).await?;
         Conn::open(stream).await
+    }
+
+    /// The pid the kernel will record as the listener of the socket of the helper started as
+    /// host pid `helper`: the helper itself, or under gVisor the container's gofer, which
+    /// makes the host socket for it (`gvisor`, docs/helper.md, "Trust").
+    async fn listener_of(&self, container: &str, helper: u32) -> Result<u32, HelperError> {
+        let info = self
+            .inner
+            .inspect_container(container)
+            .await
+            .map_err(|e| HelperError::Start(crate::error_chain::error_chain(&e)))?;
+        match info {
+            Some(c) if c.runtime.as_deref() == Some("runsc") => {
+                self.gvisor.lock().unwrap().insert(container.to_string());
+                let sandbox = c.pid;
+                tokio::task::spawn_blocking(move || super::gvisor::find_gofer(sandbox))
+                    .await
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| {
+                        HelperError::Start(format!(
+                            "no single gofer beside the gVisor sandbox process (pid {sandbox})"
+                        ))
+                    })
+            }
+            _ => Ok(helper),
+        }
     }
 
     async fn wait_for_socket(
@@ -316,11 +349,13 @@ async fn follow(
 #[async_trait]
 impl Executor for HelperExecutor {
     async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
-        // The helper is the container's user: another user's command takes the engine.
+        // The helper is the container's user: another user's command takes the engine; so
+        // does a terminal under gVisor (`gvisor` above).
         let conn = match spec.user {
             None => self.conn_for(container).await,
             Some(_) => None,
-        };
+        }
+        .filter(|_| !(spec.tty && self.gvisor.lock().unwrap().contains(container)));
         let Some(conn) = conn else {
             self.note(container, Transport::Exec);
             return self.inner.exec(container, spec).await;
@@ -498,7 +533,8 @@ impl Executor for HelperExecutor {
     }
 
     fn release(&self, container: &str) {
-        // A new container of the same name gets a new helper.
+        // A new container of the same name gets a new helper, and may have another runtime.
+        self.gvisor.lock().unwrap().remove(container);
         if let Some(slot) = self.slots.lock().unwrap().remove(container) {
             if let Ok(slot) = slot.try_lock() {
                 if let Some(c) = &slot.conn {

@@ -6,6 +6,7 @@
 //! - `binary`: the embedded helper and its installation into a run directory.
 //! - `target`: which containers have a run directory, and where.
 //! - `socket`: reaching the helper's socket without following anything the sandbox controls.
+//! - `gvisor`: whose listener that socket is under runsc (the container's gofer).
 //! - `conn`: one connection: handshake, requests in flight, bounded reads.
 //! - `executor`: [`HelperExecutor`], the [`crate::runtime::Executor`] that routes through it
 //!   and falls back to the engine's exec.
@@ -15,6 +16,7 @@ mod conn;
 mod error;
 mod executor;
 pub mod frame;
+mod gvisor;
 pub mod socket;
 mod target;
 

@@ -7,6 +7,7 @@ pub mod exec;
 mod exec_failure;
 mod exec_wait;
 pub mod explain;
+pub mod metrics;
 pub mod process;
 pub mod run;
 pub mod sessions;

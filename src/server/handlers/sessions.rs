@@ -213,6 +213,8 @@ pub async fn create(
         // The operator's runtime for every session made here (`sandbox.runtime`); a session's
         // own runtime is E2B's setting only (docs/e2b.md).
         runtime: None,
+        root: false,
+        home: None,
     };
     let c = sessions
         .create(&req.session, &setup)

@@ -44,6 +44,7 @@ impl ExecTool {
             shell: p.shell,
             split_stderr: p.split_stderr,
             sticky: p.sticky,
+            user: p.user.clone(),
         };
         let proc = match self.registry.start(spec.clone()).await {
             Ok(p) => p,
@@ -99,7 +100,8 @@ impl ExecTool {
             if let (false, Some(files)) = (proc.info.pty, &files) {
                 files.wait_ready(Duration::from_secs(5)).await;
             }
-            let tail = proc.lock().output.tail(2000);
+            // Through `with_output`: it may have ended (and shelved its views) meanwhile.
+            let tail = proc.with_output(|st| st.output.tail(2000));
             return running_result(
                 &proc.info.id,
                 files.as_ref().and_then(RunFiles::read_pgid),
@@ -109,8 +111,8 @@ impl ExecTool {
             )
             .with_warnings(&p.warnings);
         }
-        let (exit, aggregated, truncated, limit, leftovers_ended) = {
-            let st = proc.lock();
+        // The result is taken once; the record keeps only what it needs after (`shelf`).
+        let (exit, aggregated, truncated, limit, leftovers_ended) = proc.with_output(|st| {
             (
                 st.exit.clone().expect("ended"),
                 st.output.aggregated(),
@@ -118,7 +120,7 @@ impl ExecTool {
                 st.limit,
                 st.leftovers_ended,
             )
-        };
+        });
         // A foreground run's result is its whole record, unless the output cap cut it: then
         // the record stays (evicted like any finished process) so `process log` can page what
         // the result left out (docs/mcp.md, `log`).

@@ -129,6 +129,8 @@ pub(super) struct Prepared {
     pub split_stderr: bool,
     /// Record where the command ends (a sticky session); set by the caller after preparing.
     pub sticky: bool,
+    /// The container user instead of the sandbox's ([`ExecRequest::user`]).
+    pub user: Option<String>,
 }
 
 impl Prepared {
@@ -254,10 +256,14 @@ impl ExecTool {
         tweak: &(dyn Fn(&mut Policy) + Sync),
     ) -> Result<Prepared, ExecError> {
         let container = self.sessions.ensure(session).await?;
-        let cwd = map_workdir(req.workdir.as_deref(), &container.workspace)?;
+        let cwd = match &req.start_in {
+            Some(dir) => dir.clone(),
+            None => map_workdir(req.workdir.as_deref(), &container.workspace)?,
+        };
         let sandbox = &self.config.sandbox;
         let secrets = self.secrets.for_sandbox(session)?;
         let mut base = sandbox.env.clone();
+        base.extend(req.edge_env.clone());
         base.extend(secrets.iter().cloned());
         // A request's PATH entries go after the login profile, through the prelude
         // (docs/mcp.md, "env.PATH"). Under an allowlist the policy refuses PATH itself.
@@ -354,6 +360,7 @@ impl ExecTool {
             shell,
             split_stderr: false,
             sticky: false,
+            user: req.user.clone(),
         };
         self.add_runtime_entries(&mut p, &skills);
         Ok(p)
@@ -452,6 +459,7 @@ impl ExecTool {
             shell: elevated.shell,
             split_stderr: false,
             sticky: false,
+            user: None,
         };
         self.add_runtime_entries(&mut p, &skills);
         Ok(p)

@@ -36,6 +36,21 @@ pub struct ExecRequest {
     /// the wire: agents choose no shell.
     #[serde(skip)]
     pub shell: Option<crate::config::Shell>,
+    /// The container user the command runs as instead of the sandbox's (`"0"`: root), for
+    /// an edge whose protocol names one in a session that may become root (E2B's
+    /// `user="root"`, docs/e2b.md, "Users"). Never read from the wire.
+    #[serde(skip)]
+    pub user: Option<String>,
+    /// The container directory the command starts in instead of the workspace, for an edge
+    /// whose protocol starts commands in the user's home (E2B's, docs/e2b.md, "Processes").
+    /// Never read from the wire: an agent's directory is `workdir`, mapped and checked.
+    #[serde(skip)]
+    pub start_in: Option<String>,
+    /// Variables the edge itself sets for its protocol, under the request's `env` (E2B's
+    /// `HOME`, `USER`, `LOGNAME` for the user a call runs as): the session's, not the agent's,
+    /// so an allowlist does not judge them as request env. Never read from the wire.
+    #[serde(skip)]
+    pub edge_env: BTreeMap<String, String>,
 }
 
 /// Where a command runs.

@@ -15,8 +15,26 @@ use crate::contract::{validate_env, Denied, Details, Limit, NotStarted, Status, 
 use crate::policy::{Ask, Decision, Evaluation, Parsed};
 
 impl ExecTool {
-    /// One call (see the module docs).
+    /// One call (see the module docs), counted by its outcome (docs/http-api.md, "Metrics").
     pub(super) async fn run_inner(
+        &self,
+        caller: &Caller,
+        session: &str,
+        req: &ExecRequest,
+        wait_to_end: bool,
+        split_stderr: bool,
+        started: impl FnOnce(&str) + Send,
+    ) -> Result<ToolResult, ExecError> {
+        let result = self
+            .run_steps(caller, session, req, wait_to_end, split_stderr, started)
+            .await;
+        let outcome = crate::metrics::exec_outcome(result.as_ref().map_err(ExecError::kind));
+        crate::metrics::metrics().exec_ended(outcome);
+        result
+    }
+
+    /// The steps of one call.
+    async fn run_steps(
         &self,
         caller: &Caller,
         session: &str,

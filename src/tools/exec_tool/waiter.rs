@@ -236,8 +236,7 @@ impl ExecTool {
             ended = proc.wait_exit(Duration::from_secs(3600)).await;
         }
         self.drop_copies(&prepared, &row.id);
-        let (text, outcome) = {
-            let st = proc.lock();
+        let (text, outcome) = proc.with_output(|st| {
             let exit = st.exit.clone().expect("ended");
             let text = st.output.redact(&finished_event(
                 &row,
@@ -248,7 +247,7 @@ impl ExecTool {
             let outcome =
                 EventOutcome::ended(EventKind::Finished, &proc.info.id, &exit, Some(&row.id));
             (text, outcome)
-        };
+        });
         self.registry.events().publish(&row.session, text, outcome);
     }
 }

@@ -131,14 +131,13 @@ pub(super) fn read_log(
 
 /// The capped view by lines: only for a process without a log descriptor.
 fn capped_log(p: &Proc, offset: Option<usize>, limit: Option<usize>) -> ToolResult {
-    let (aggregated, total_chars, truncated) = {
-        let st = p.lock();
+    let (aggregated, total_chars, truncated) = p.with_output(|st| {
         (
             st.output.aggregated(),
             st.output.total_chars(),
             st.output.truncated(),
         )
-    };
+    });
     let status = status_of(p);
     if aggregated.is_empty() {
         let text = if status == Status::Running {

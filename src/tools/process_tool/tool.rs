@@ -251,17 +251,32 @@ impl ProcessTool {
             p.wait_for(wait, |s| s.exit.is_some() || s.output.has_pending())
                 .await;
         }
-        let (text, offset, retry) = {
-            let mut st = p.lock();
-            let text = st.output.drain();
-            let offset = st.output.drained_at;
-            if text.trim().is_empty() {
-                st.empty_polls += 1;
-            } else {
-                st.empty_polls = 0;
+        let proc = p.clone();
+        let take = move || {
+            proc.with_output(|st| {
+                let text = st.output.drain();
+                let offset = st.output.drained_at;
+                if text.trim().is_empty() {
+                    st.empty_polls += 1;
+                } else {
+                    st.empty_polls = 0;
+                }
+                let retry = RETRY_MS[(st.empty_polls.max(1) - 1).min(RETRY_MS.len() - 1)];
+                (text, offset, retry, st.output.aggregated())
+            })
+        };
+        // A finished process's shelved views come back by replaying its log: blocking file
+        // I/O, off the async workers like `log`.
+        let shelved = p.lock().output.is_shelved();
+        let (text, offset, retry, aggregated) = if shelved {
+            match tokio::task::spawn_blocking(take).await {
+                Ok(taken) => taken,
+                Err(e) => {
+                    return failed(format!("Failed to read the output of {}: {e}", p.info.id))
+                }
             }
-            let retry = RETRY_MS[(st.empty_polls.max(1) - 1).min(RETRY_MS.len() - 1)];
-            (text, offset, retry)
+        } else {
+            take()
         };
         self.registry.record_drain(p, offset);
         let body = if text.trim().is_empty() {
@@ -272,7 +287,7 @@ impl ProcessTool {
         let status = status_of(p);
         let exit = p.exit();
         let details = Details::Poll(Poll {
-            aggregated: p.lock().output.aggregated(),
+            aggregated,
             exit_code: exit.as_ref().and_then(|e| e.code),
             exit_signal: exit.as_ref().and_then(|e| e.signal.clone()),
             limit: None,
