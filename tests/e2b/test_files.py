@@ -169,7 +169,7 @@ def test_list_with_depth_walks_lexically(sb, d):
 def test_root_makes_roots_files_under_the_home(sb, d):
     info = sb.files.write(f"{HOME}/{d}/r/root.txt", "root's", user="root")
     assert info.path == f"{HOME}/{d}/r/root.txt"
-    assert sb.files.get_info(f"{d}/r/root.txt", user="root").owner == "root"
+    assert sb.files.get_info(f"{HOME}/{d}/r/root.txt", user="root").owner == "root"
     assert sb.commands.run(f"stat -c '%U' {HOME}/{d}/r {HOME}/{d}/r/root.txt").stdout == "root\nroot\n"
     assert sb.files.read(f"{HOME}/{d}/r/root.txt", user="root") == "root's"
     # Root's `~` is /root, which moat does not serve.
