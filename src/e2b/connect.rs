@@ -27,6 +27,7 @@ pub enum Code {
     Internal,
     Unavailable,
     Unauthenticated,
+    Unimplemented,
 }
 
 impl Code {
@@ -41,6 +42,7 @@ impl Code {
             Code::Internal => "internal",
             Code::Unavailable => "unavailable",
             Code::Unauthenticated => "unauthenticated",
+            Code::Unimplemented => "unimplemented",
         }
     }
 
@@ -56,6 +58,7 @@ impl Code {
             Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Code::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Code::Unimplemented => StatusCode::NOT_IMPLEMENTED,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The gate in front of every E2B route: the caller identifies itself before any body is read
-//! — an API key for the control plane, a live sandbox's access token for the sandbox's API —
+//! — an API key for the control plane, a live sandbox's access token (or, for `/files`, a
+//! signed URL) for the sandbox's API —
 //! and its connection is then counted against that key (`server::limits`). `/health` alone
 //! needs no identity (docs/e2b.md, "Health"); a connection that never identifies is closed at
 //! the listener's deadline.
@@ -19,22 +20,33 @@ use crate::server::limits::Slot;
 /// Whether `path` is the sandbox's own API (identified by a sandbox's token) rather than the
 /// control plane (identified by an API key).
 fn is_sandbox_api(path: &str) -> bool {
-    path.starts_with("/process.Process/")
+    path.starts_with("/process.Process/") || path.starts_with("/filesystem.Filesystem/")
 }
 
-pub async fn gate(State(state): State<Arc<E2bState>>, req: Request, next: Next) -> Response {
+pub async fn gate(State(state): State<Arc<E2bState>>, mut req: Request, next: Next) -> Response {
     let path = req.uri().path();
     if path == "/health" {
         return next.run(req).await;
     }
-    let owner = if is_sandbox_api(path) {
+    // The sandbox API's handlers find the identified sandbox in the request's extensions.
+    let owner = if path == "/files" {
+        // A token, or a signed URL, which names no sandbox (docs/e2b.md, "Signed URLs").
+        match super::files::caller(&state, &mut req) {
+            Ok(owner) => owner,
+            Err(denied) => return denied.into_response(),
+        }
+    } else if is_sandbox_api(path) {
         let id = super::auth::sandbox_id(req.headers()).unwrap_or_default();
         match state.sandboxes.get(id) {
             None => return super::process::sandbox_not_found(id),
             Some(s) if !super::auth::token_matches(req.headers(), &s.access_token) => {
                 return super::process::no_token()
             }
-            Some(s) => s.owner.clone(),
+            Some(s) => {
+                let owner = s.owner.clone();
+                req.extensions_mut().insert(s);
+                owner
+            }
         }
     } else {
         match state.keys.owner(req.headers()) {

@@ -2,21 +2,31 @@
 //! sandboxes and run commands in them unchanged.
 //!
 //! `serve` owns the listener and its routes, `conn` the connections, `gate` identifies callers before their bodies are read, `control` is the control plane, `process` the in-sandbox
-//! process service (`stream_input` its client stream) over `connect` (the Connect protocol's JSON codec), `stream` a process's
-//! streamed events, `sandboxes` the table of sandboxes, `auth` keys and tokens, `user` who a
-//! call runs as, `wire` the messages, `state` what the handlers share.
+//! process service (`stream_input` its client stream) over `connect` (the Connect protocol's
+//! JSON codec), `stream` a process's streamed events, `filesystem` the filesystem service and
+//! `files` and `upload` the `/files` transfers on the sandbox's `home` (`paths` maps E2B's
+//! paths onto it, `entry` is E2B's entry info, `signature` its signed URLs), `sandboxes` the
+//! table of sandboxes, `auth` keys and tokens, `user` who a call runs as, `wire` the messages,
+//! `state` what the handlers share.
 
 mod auth;
 mod conn;
 mod connect;
 mod control;
+mod entry;
+mod files;
+mod filesystem;
 mod gate;
+mod home;
+mod paths;
 mod process;
 mod sandboxes;
 mod serve;
+mod signature;
 mod state;
 mod stream;
 mod stream_input;
+mod upload;
 mod user;
 mod wire;
 

@@ -20,9 +20,10 @@ use axum::Router;
 use tokio_util::sync::CancellationToken;
 
 use super::conn::{Conn, NoDelay};
+use super::home::Homes;
 use super::state::E2bState;
 use super::stream_input;
-use super::{control, gate, process};
+use super::{control, files, filesystem, gate, process, upload};
 use crate::app::App;
 use crate::server::limits::{Limited, Slot, Tracker};
 use crate::server::Channel;
@@ -115,11 +116,34 @@ fn router(state: Arc<E2bState>) -> Router {
         .layer(DefaultBodyLimit::max(MAX_PROCESS_BODY));
     control
         .merge(envd)
+        .merge(files_routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             gate::gate,
         ))
         .with_state(state)
+}
+
+/// The filesystem service and `/files` (docs/e2b.md, "Files"): uploads bound themselves as
+/// they stream, so `/files` has no body limit of its own.
+fn files_routes() -> Router<Arc<E2bState>> {
+    let f = |m: &str| format!("/filesystem.Filesystem/{m}");
+    let rpc = Router::new()
+        .route(&f("Stat"), post(filesystem::stat))
+        .route(&f("MakeDir"), post(filesystem::make_dir))
+        .route(&f("Move"), post(filesystem::move_entry))
+        .route(&f("ListDir"), post(filesystem::list_dir))
+        .route(&f("Remove"), post(filesystem::remove))
+        .route(&f("WatchDir"), post(filesystem::watch_dir_not_served))
+        .route(&f("CreateWatcher"), post(filesystem::watcher_not_served))
+        .route(&f("GetWatcherEvents"), post(filesystem::watcher_not_served))
+        .route(&f("RemoveWatcher"), post(filesystem::watcher_not_served))
+        .layer(DefaultBodyLimit::max(MAX_CONTROL_BODY));
+    let files = Router::new()
+        .route("/files", get(files::download).post(upload::upload))
+        .layer(DefaultBodyLimit::disable());
+    rpc.merge(files)
+        .layer(axum::Extension(Arc::new(Homes::default())))
 }
 
 /// Serves E2B's API on `e2b.listen` until `shutdown`, its connections counted by `tracker`,

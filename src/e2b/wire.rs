@@ -1,4 +1,4 @@
-//! The messages of E2B's process service and control plane, as moat reads and writes them
+//! The messages of E2B's process and filesystem services and control plane, as moat reads and writes them
 //! (docs/e2b.md, "What is served"). Proto3's JSON mapping: lowerCamel names (snake_case
 //! accepted too), enums by name or number, `bytes` as standard base64.
 
@@ -214,6 +214,30 @@ pub struct ProcessInfo {
     pub pid: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
+}
+
+/// The filesystem service's requests that name one path (`Stat`, `MakeDir`, `Remove`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PathRequest {
+    pub path: String,
+}
+
+/// `ListDir`'s request: 0 (unset) is 1 level.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ListDirRequest {
+    pub path: String,
+    #[serde(deserialize_with = "number")]
+    pub depth: Option<u32>,
+}
+
+/// `Move`'s request.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct MoveRequest {
+    pub source: String,
+    pub destination: String,
 }
 
 /// The body of `create` (`POST /sandboxes`, `POST /v2/sandboxes`).

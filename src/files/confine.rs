@@ -53,6 +53,8 @@ pub enum ConfineError {
     },
     #[error("write `{path}`: it is inside {part}, which the sandbox sees read-only (the checkout's git metadata; docs/security.md, \"Host workspaces\"); create the session with --git-writable to let it")]
     ReadOnlyPart { path: String, part: String },
+    #[error("write `{path}`: it is over the {max}-byte bound")]
+    TooLarge { path: String, max: u64 },
     #[error("open the workspace {root}")]
     Root {
         root: String,
@@ -480,6 +482,21 @@ impl Entry {
     /// written, given its owner and mode, synced, then renamed over the name. A file that was
     /// there keeps its permission bits (set-id bits dropped); a new one is 0644.
     pub fn write(&self, data: &[u8], owner: Option<(u32, u32)>) -> Result<(), ConfineError> {
+        self.write_from(&mut &data[..], u64::MAX, owner, &[])
+            .map(|_| ())
+    }
+
+    /// [`Self::write`] of what `src` yields, streamed (memory stays one buffer's worth
+    /// whatever the size), at most `max` bytes: past it nothing is replaced and the error is
+    /// [`ConfineError::TooLarge`]. The new file gets the extended attributes `attrs` (name,
+    /// value) and no others. Returns the bytes written.
+    pub fn write_from(
+        &self,
+        src: &mut dyn Read,
+        max: u64,
+        owner: Option<(u32, u32)>,
+        attrs: &[(String, Vec<u8>)],
+    ) -> Result<u64, ConfineError> {
         let mode = match self.regular()? {
             Some(st) => st.st_mode & 0o777,
             None => 0o644,
@@ -494,17 +511,33 @@ impl Entry {
         .map_err(|e| io_err("create a temporary file next to", &self.shown, e))?;
         let result = (|| {
             let mut file = File::from(fd);
-            io::Write::write_all(&mut file, data).map_err(|source| ConfineError::Io {
-                action: "write",
-                path: self.shown.clone(),
-                source,
-            })?;
+            let written =
+                io::copy(&mut src.take(max.saturating_add(1)), &mut file).map_err(|source| {
+                    ConfineError::Io {
+                        action: "write",
+                        path: self.shown.clone(),
+                        source,
+                    }
+                })?;
+            if written > max {
+                return Err(ConfineError::TooLarge {
+                    path: self.shown.clone(),
+                    max,
+                });
+            }
             if let Some((uid, gid)) = owner {
                 fchown(&file, Some(Uid::from_raw(uid)), Some(Gid::from_raw(gid)))
                     .map_err(|e| io_err("give the sandbox user", &self.shown, e))?;
             }
             fchmod(&file, Mode::from_bits_truncate(mode))
                 .map_err(|e| io_err("set the mode of", &self.shown, e))?;
+            for (name, value) in attrs {
+                super::xattr::set(&file, name, value).map_err(|source| ConfineError::Io {
+                    action: "set the extended attributes of",
+                    path: self.shown.clone(),
+                    source,
+                })?;
+            }
             file.sync_all().map_err(|source| ConfineError::Io {
                 action: "sync",
                 path: self.shown.clone(),
@@ -516,7 +549,8 @@ impl Entry {
                 &self.parent,
                 self.name.as_os_str(),
             )
-            .map_err(|e| io_err("replace", &self.shown, e))
+            .map_err(|e| io_err("replace", &self.shown, e))?;
+            Ok(written)
         })();
         if result.is_err() {
             let _ = unlinkat(&self.parent, tmp.as_os_str(), UnlinkatFlags::NoRemoveDir);
@@ -561,6 +595,10 @@ fn io_err(action: &'static str, shown: &str, e: Errno) -> ConfineError {
         source: io::Error::from(e),
     }
 }
+
+mod tree;
+
+pub use tree::{Found, Link};
 
 #[cfg(test)]
 mod tests;

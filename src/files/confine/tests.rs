@@ -73,6 +73,26 @@ fn writes_are_atomic_and_refuse_links() {
     // No temporary file is left behind.
     let names: Vec<_> = std::fs::read_dir(ws.join("src")).unwrap().collect();
     assert_eq!(names.len(), 1);
+    // A stream over its bound replaces nothing and leaves nothing; one within it is written.
+    let entry = w.entry("src/a.txt", false).unwrap();
+    let mut long = std::io::repeat(b'z').take(10_001);
+    let e = entry
+        .write_from(&mut long, 10_000, w.owner(), &[])
+        .unwrap_err();
+    assert!(e.to_string().contains("10000-byte bound"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/a.txt")).unwrap(),
+        "new"
+    );
+    assert_eq!(std::fs::read_dir(ws.join("src")).unwrap().count(), 1);
+    let mut exact = std::io::repeat(b'z').take(10_000);
+    assert_eq!(
+        entry
+            .write_from(&mut exact, 10_000, w.owner(), &[])
+            .unwrap(),
+        10_000
+    );
+    entry.write(b"new", w.owner()).unwrap();
     w.entry("deep/er/f", true)
         .unwrap()
         .write(b"x", w.owner())
