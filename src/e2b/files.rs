@@ -169,7 +169,7 @@ pub async fn download(
     req: Request,
 ) -> Response {
     let q = query(req.uri().query());
-    let user = match super::home::user_named(q.username.as_deref()) {
+    let user = match super::home::user_named(q.username.as_deref(), &state.app.config) {
         Ok(u) => u,
         Err(r) => return refused(r),
     };

@@ -68,7 +68,7 @@ where
             ))
         }
     };
-    let user = match super::home::user_named(user.as_deref()) {
+    let user = match super::home::user_named(user.as_deref(), &state.app.config) {
         Ok(u) => u,
         Err(r) => return unary_error(r.rpc()),
     };

@@ -55,14 +55,21 @@ impl Home {
 }
 
 /// The user a call names (`None`: none), as E2B refuses any other: `unauthenticated`,
-/// `invalid username`.
-pub fn user_named(name: Option<&str>) -> Result<User, Refusal> {
-    User::named(name).map_err(|m| {
+/// `invalid username`; root only where this moat offers it (`user::root_allowed`).
+pub fn user_named(name: Option<&str>, config: &crate::config::Config) -> Result<User, Refusal> {
+    let user = User::named(name).map_err(|m| {
         Refusal::new(
             Code::Unauthenticated,
             format!("failed to act as the user: {m}"),
         )
-    })
+    })?;
+    if user == User::Root && !super::user::root_allowed(config) {
+        return Err(Refusal::new(
+            Code::PermissionDenied,
+            "failed to act as root: this moat runs E2B's sandboxes under gVisor (runsc), where it offers no root (docs/e2b.md, \"Users\")",
+        ));
+    }
+    Ok(user)
 }
 
 impl From<PathError> for Refusal {

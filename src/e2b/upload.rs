@@ -247,7 +247,7 @@ impl Upload<'_> {
     /// Writes what `body` holds; what it did not read is the caller's to drain.
     async fn take(&self, body: &mut axum::body::BodyDataStream) -> Response {
         let q = self.q;
-        let user = match super::home::user_named(q.username.as_deref()) {
+        let user = match super::home::user_named(q.username.as_deref(), &self.state.app.config) {
             Ok(u) => u,
             Err(r) => return refused(r),
         };
