@@ -31,6 +31,15 @@ fn config() -> Config {
     c
 }
 
+/// One step of a test, given a minute: under gVisor this test has hung after its first
+/// writer, once in several full runs, and a step that fails by name says where.
+async fn step<T>(name: &str, f: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(std::time::Duration::from_secs(60), f).await {
+        Ok(v) => v,
+        Err(_) => panic!("{name} did not finish within 60 s"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fast_writer_is_stopped_past_the_bound_and_rm_recovers() {
     let Some(m) = common::moat("t-diskx", config()).await else {
@@ -69,7 +78,11 @@ async fn a_fast_writer_is_stopped_past_the_bound_and_rm_recovers() {
     assert!(allocated < 4096 << 20, "the writer was not stopped");
 
     // Over the bound but not growing: commands still run, so the agent can free space.
-    let r = m.exec("a", "test -s /workspace/big && echo listed").await;
+    let r = step(
+        "the look while over",
+        m.exec("a", "test -s /workspace/big && echo listed"),
+    )
+    .await;
     assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(
         r.text().contains("over sandbox.workspace_max_bytes"),
@@ -77,29 +90,35 @@ async fn a_fast_writer_is_stopped_past_the_bound_and_rm_recovers() {
         r.text()
     );
     // Growing again while over: stopped again.
-    let r = m
-        .exec(
+    let r = step(
+        "the second writer",
+        m.exec(
             "a",
             "dd if=/dev/zero of=/workspace/more bs=1M count=4096 2>&1; echo wrote-all",
-        )
-        .await;
+        ),
+    )
+    .await;
     assert!(
         r.text().contains("sandbox.workspace_max_bytes"),
         "{}",
         r.text()
     );
 
-    let r = m
-        .exec("a", "rm -f /workspace/big /workspace/more && echo freed")
-        .await;
+    let r = step(
+        "the rm",
+        m.exec("a", "rm -f /workspace/big /workspace/more && echo freed"),
+    )
+    .await;
     assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
-    let r = m
-        .exec(
+    let r = step(
+        "the small write after",
+        m.exec(
             "a",
             "dd if=/dev/zero of=/workspace/small bs=1M count=32 2>/dev/null && echo small-ok",
-        )
-        .await;
+        ),
+    )
+    .await;
     assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
     assert!(r.text().contains("small-ok"));
 }
