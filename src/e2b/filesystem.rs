@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use super::connect::{self, Code, RpcError};
 use super::entry::{entry_info, Names};
 use super::home::{Home, Homes, Refusal};
+use super::process::{parse, unary_error};
 use super::sandboxes::Sandbox;
 use super::state::E2bState;
 use super::wire::{ListDirRequest, MoveRequest, PathRequest};
@@ -23,10 +24,6 @@ use crate::files::{ConfineError, Found};
 
 /// The most entries one `ListDir` answers: about 300 bytes of JSON each.
 const MAX_LIST_ENTRIES: usize = 50_000;
-
-fn unary_error(e: RpcError) -> Response {
-    (e.code.http(), Json(e.json())).into_response()
-}
 
 /// What a handler's work gets: the home, opened, and the container's names.
 struct Ctx {
@@ -50,14 +47,9 @@ where
     F: FnOnce(&Ctx, T) -> Result<Value, Refusal> + Send + 'static,
     T: Send + 'static,
 {
-    let req: T = match serde_json::from_slice(body) {
+    let req: T = match parse(body) {
         Ok(r) => r,
-        Err(e) => {
-            return unary_error(RpcError::new(
-                Code::InvalidArgument,
-                format!("failed to read the request: {e}"),
-            ))
-        }
+        Err(e) => return unary_error(e),
     };
     let user = match super::auth::basic_user(headers) {
         Ok(u) => u,

@@ -38,7 +38,7 @@ const MAX_TAG: usize = 256;
 const MAX_UNARY: usize = connect::MAX_MESSAGE + 1024;
 
 /// A unary error: Connect's status for the code, `{"code", "message"}`.
-fn unary_error(e: RpcError) -> Response {
+pub(super) fn unary_error(e: RpcError) -> Response {
     (e.code.http(), Json(e.json())).into_response()
 }
 
@@ -100,7 +100,7 @@ pub(super) fn sandbox(state: &E2bState, headers: &HeaderMap) -> Result<Arc<Sandb
     Ok(s)
 }
 
-fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, RpcError> {
+pub(super) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, RpcError> {
     if bytes.len() > MAX_UNARY {
         return Err(RpcError::new(
             Code::ResourceExhausted,
