@@ -26,10 +26,10 @@ const DEFAULT_TIMEOUT_SECS: u64 = 300;
 const MAX_PAGE: usize = 100;
 
 /// An error in E2B's control-plane shape.
-pub struct ApiError(StatusCode, String);
+pub struct ApiError(pub(super) StatusCode, pub(super) String);
 
 impl ApiError {
-    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    pub(super) fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Self(status, message.into())
     }
 }
@@ -41,7 +41,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-fn owner(state: &E2bState, headers: &HeaderMap) -> Result<String, ApiError> {
+pub(super) fn owner(state: &E2bState, headers: &HeaderMap) -> Result<String, ApiError> {
     state.keys.owner(headers).map_err(|m| {
         ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -51,7 +51,7 @@ fn owner(state: &E2bState, headers: &HeaderMap) -> Result<String, ApiError> {
 }
 
 /// The caller's sandbox `id`; another key's sandbox is as missing as one that never was.
-fn owned(state: &E2bState, owner: &str, id: &str) -> Result<Arc<Sandbox>, ApiError> {
+pub(super) fn owned(state: &E2bState, owner: &str, id: &str) -> Result<Arc<Sandbox>, ApiError> {
     state
         .sandboxes
         .get(id)
@@ -67,7 +67,7 @@ fn owned(state: &E2bState, owner: &str, id: &str) -> Result<Arc<Sandbox>, ApiErr
         })
 }
 
-fn body<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, ApiError> {
+pub(super) fn body<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
@@ -79,14 +79,14 @@ fn body<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, Ap
     })
 }
 
-fn rfc3339(ms: i64) -> String {
+pub(super) fn rfc3339(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .unwrap_or_default()
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// `Sandbox`: what create and connect answer.
-fn sandbox_json(s: &Sandbox) -> Value {
+pub(super) fn sandbox_json(s: &Sandbox) -> Value {
     json!({
         "templateID": s.template,
         "sandboxID": s.id,
@@ -107,7 +107,7 @@ fn detail_json(state: &E2bState, s: &Sandbox) -> Value {
         "cpuCount": sandbox.cpus.ceil().max(1.0) as u64,
         "memoryMB": sandbox.memory_bytes() / (1 << 20),
         "diskSizeMB": sandbox.workspace_max() / (1 << 20),
-        "state": "running",
+        "state": if s.is_paused() { "paused" } else { "running" },
         "metadata": s.metadata,
     });
     if let (Value::Object(v), Value::Object(extra)) = (&mut v, extra) {
@@ -117,7 +117,7 @@ fn detail_json(state: &E2bState, s: &Sandbox) -> Value {
 }
 
 /// Seconds asked for, cut to `e2b.max_timeout_secs`, as milliseconds.
-fn lifetime_ms(state: &E2bState, secs: Option<u64>) -> i64 {
+pub(super) fn lifetime_ms(state: &E2bState, secs: Option<u64>) -> i64 {
     let secs = secs
         .unwrap_or(DEFAULT_TIMEOUT_SECS)
         .min(state.app.config.e2b.max_timeout());
@@ -235,20 +235,6 @@ async fn make(
     Ok(())
 }
 
-/// `POST /sandboxes/{id}/connect` (and `/v2/…`): a running sandbox's lifetime only grows.
-pub async fn connect(
-    State(state): State<Arc<E2bState>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    bytes: Bytes,
-) -> Result<Response, ApiError> {
-    let owner = owner(&state, &headers)?;
-    let sandbox = owned(&state, &owner, &id)?;
-    let req: TimeoutRequest = body(&bytes)?;
-    sandbox.extend_to(now_ms() + lifetime_ms(&state, req.timeout));
-    Ok((StatusCode::OK, Json(sandbox_json(&sandbox))).into_response())
-}
-
 /// `POST /sandboxes/{id}/timeout`: the lifetime from now, shorter or longer.
 pub async fn set_timeout(
     State(state): State<Arc<E2bState>>,
@@ -313,10 +299,13 @@ pub async fn list(
             .collect(),
         None => Vec::new(),
     };
-    // Only running sandboxes exist here: paused ones are not served (docs/e2b.md).
-    let wants_running = query
-        .get("state")
-        .is_none_or(|s| s.split(',').any(|s| s.trim() == "running"));
+    // `state=running,paused`; both when none is named.
+    let wants = |paused: bool| {
+        let name = if paused { "paused" } else { "running" };
+        query
+            .get("state")
+            .is_none_or(|s| s.split(',').any(|s| s.trim() == name))
+    };
     let limit = match query.get("limit") {
         Some(l) => l.parse::<usize>().map_err(|_| {
             ApiError::new(
@@ -335,7 +324,7 @@ pub async fn list(
         .sandboxes
         .of(&owner)
         .into_iter()
-        .filter(|_| wants_running)
+        .filter(|s| wants(s.is_paused()))
         .filter(|s| filter.iter().all(|(k, v)| s.metadata.get(k) == Some(v)))
         .filter(|s| s.id > after)
         .collect();

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+use super::sandboxes::Sandbox;
 use super::state::E2bState;
 use crate::server::limits::Slot;
 
@@ -60,6 +61,13 @@ pub async fn gate(State(state): State<Arc<E2bState>>, mut req: Request, next: Ne
                 .into_response(),
         }
     };
+    // A paused sandbox's processes are frozen: its own API answers as E2B's proxy does for
+    // one, before anything waits on them (docs/e2b.md, "Pause and resume").
+    if let Some(s) = req.extensions().get::<Arc<Sandbox>>() {
+        if s.is_paused() {
+            return super::process::sandbox_paused(&s.id);
+        }
+    }
     if let Some(slot) = req.extensions().get::<Arc<Slot>>().cloned() {
         if let Err(refusal) = state.tracker.bind_agent(&slot, &format!("e2b:{owner}")) {
             return refusal.into_response();

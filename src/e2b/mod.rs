@@ -19,6 +19,7 @@ mod filesystem;
 mod gate;
 mod home;
 mod paths;
+mod pause;
 mod process;
 mod sandboxes;
 mod serve;
@@ -27,6 +28,7 @@ mod state;
 mod stream;
 mod stream_input;
 mod upload;
+mod usage;
 mod user;
 mod wire;
 

@@ -63,6 +63,17 @@ pub fn sandbox_not_found(id: &str) -> Response {
         .into_response()
 }
 
+/// What E2B's proxy answers for a paused sandbox: its API is not reachable until `connect`
+/// resumes it.
+pub fn sandbox_paused(id: &str) -> Response {
+    let id = crate::output::escape_display(&id.chars().take(64).collect::<String>());
+    (
+        StatusCode::BAD_GATEWAY,
+        Json(json!({"sandboxId": id, "message": "The sandbox is paused", "code": 502})),
+    )
+        .into_response()
+}
+
 /// Why a call reached no sandbox.
 pub(super) enum NoSandbox {
     /// None of that id: E2B's proxy answer.
@@ -613,6 +624,7 @@ pub async fn update(
 pub async fn health(State(state): State<Arc<E2bState>>, headers: HeaderMap) -> Response {
     let id = super::auth::sandbox_id(&headers).unwrap_or_default();
     match state.sandboxes.get(id) {
+        Some(s) if s.is_paused() => sandbox_paused(id),
         Some(_) => StatusCode::NO_CONTENT.into_response(),
         None => sandbox_not_found(id),
     }

@@ -60,6 +60,29 @@ pub struct Sandbox {
     /// When removing its session failed, the next try (ms since the epoch): it stays in the
     /// table, counted against its key, until the removal succeeds.
     retry_at_ms: AtomicI64,
+    /// Its container is frozen (E2B's pause): its own API answers as E2B's does for a paused
+    /// sandbox until `connect` or `resume` thaws it (docs/e2b.md, "Pause and resume").
+    paused: AtomicBool,
+    /// Held across a pause or a resume, so two of them never interleave with the engine.
+    pub turning: tokio::sync::Mutex<()>,
+    /// The samples `metrics` took, oldest first, at most [`MAX_SAMPLES`].
+    samples: Mutex<std::collections::VecDeque<Sample>>,
+}
+
+/// The most metric samples one sandbox keeps (an hour at one every 5 s).
+pub const MAX_SAMPLES: usize = 720;
+
+/// One metrics sample, as E2B's `SandboxMetric` reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub at_ms: i64,
+    pub cpu_count: u64,
+    pub cpu_used_pct: f64,
+    pub mem_used: u64,
+    pub mem_total: u64,
+    pub mem_cache: u64,
+    pub disk_used: u64,
+    pub disk_total: u64,
 }
 
 impl Sandbox {
@@ -96,6 +119,44 @@ impl Sandbox {
     /// Removing its session failed: try again from `at_ms` on.
     pub fn retry_removal_at(&self, at_ms: i64) {
         self.retry_at_ms.store(at_ms, Ordering::SeqCst);
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
+    }
+
+    pub fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::SeqCst);
+    }
+
+    /// The newest sample, when it was taken at or after `since_ms`.
+    pub fn sample_since(&self, since_ms: i64) -> Option<Sample> {
+        self.samples
+            .lock()
+            .unwrap()
+            .back()
+            .filter(|s| s.at_ms >= since_ms)
+            .cloned()
+    }
+
+    /// Keeps `sample`, dropping the oldest past [`MAX_SAMPLES`].
+    pub fn add_sample(&self, sample: Sample) {
+        let mut samples = self.samples.lock().unwrap();
+        if samples.len() >= MAX_SAMPLES {
+            samples.pop_front();
+        }
+        samples.push_back(sample);
+    }
+
+    /// The samples taken within `[from_ms, to_ms]`, oldest first.
+    pub fn samples_within(&self, from_ms: i64, to_ms: i64) -> Vec<Sample> {
+        self.samples
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.at_ms >= from_ms && s.at_ms <= to_ms)
+            .cloned()
+            .collect()
     }
 
     pub fn processes(&self) -> Vec<E2bProcess> {
@@ -173,6 +234,9 @@ impl Sandboxes {
             killed: CancellationToken::new(),
             ready: AtomicBool::new(false),
             retry_at_ms: AtomicI64::new(0),
+            paused: AtomicBool::new(false),
+            turning: tokio::sync::Mutex::new(()),
+            samples: Mutex::new(Default::default()),
         });
         map.insert(id, sandbox.clone());
         Some(sandbox)
@@ -220,8 +284,8 @@ impl Sandboxes {
         out
     }
 
-    /// The ids of sandboxes to end by `now_ms`: made ones whose lifetime is over, and dying
-    /// ones whose removal is due for another try.
+    /// The ids of sandboxes to end by `now_ms`: made, running ones whose lifetime is over,
+    /// and dying ones whose removal is due for another try.
     pub fn expired(&self, now_ms: i64) -> Vec<String> {
         self.by_id
             .lock()
@@ -231,7 +295,9 @@ impl Sandboxes {
                 if s.killed.is_cancelled() {
                     s.retry_at_ms.load(Ordering::SeqCst) <= now_ms
                 } else {
-                    s.ready.load(Ordering::SeqCst) && s.end_at_ms() <= now_ms
+                    // A paused sandbox keeps until it is resumed or killed, as E2B's do;
+                    // it still counts against its key.
+                    s.ready.load(Ordering::SeqCst) && !s.is_paused() && s.end_at_ms() <= now_ms
                 }
             })
             .map(|s| s.id.clone())
@@ -286,6 +352,12 @@ mod tests {
         a.extend_to(2_000);
         assert_eq!(a.end_at_ms(), 6_000);
         a.set_end_at_ms(2_000);
+        a.set_paused(true);
+        assert!(
+            t.expired(3_000).is_empty(),
+            "a paused sandbox does not expire"
+        );
+        a.set_paused(false);
         assert_eq!(t.expired(3_000), vec![a.id.clone()]);
         let p = |pid, id: &str| E2bProcess {
             pid,
@@ -316,5 +388,34 @@ mod tests {
         assert!(t.add(new("a"), 2).is_none(), "a dying sandbox still counts");
         t.remove(&a.id);
         assert!(t.any(&a.id).is_none());
+    }
+
+    #[test]
+    fn samples_are_bounded_and_found_by_time() {
+        let t = Sandboxes::default();
+        let a = t.add(new("a"), 1).unwrap();
+        let at = |at_ms| Sample {
+            at_ms,
+            cpu_count: 1,
+            cpu_used_pct: 0.0,
+            mem_used: 0,
+            mem_total: 0,
+            mem_cache: 0,
+            disk_used: 0,
+            disk_total: 0,
+        };
+        for i in 0..(MAX_SAMPLES as i64 + 10) {
+            a.add_sample(at(i * 1000));
+        }
+        let all = a.samples_within(i64::MIN, i64::MAX);
+        assert_eq!(all.len(), MAX_SAMPLES, "the oldest go first");
+        assert_eq!(all[0].at_ms, 10_000);
+        assert_eq!(
+            a.samples_within(12_000, 13_000).len(),
+            2,
+            "both ends included"
+        );
+        assert!(a.sample_since(MAX_SAMPLES as i64 * 1000 + 9_000).is_some());
+        assert!(a.sample_since(MAX_SAMPLES as i64 * 1000 + 9_001).is_none());
     }
 }

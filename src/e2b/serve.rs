@@ -23,7 +23,7 @@ use super::conn::{Conn, NoDelay};
 use super::home::Homes;
 use super::state::E2bState;
 use super::stream_input;
-use super::{control, files, filesystem, gate, process, upload};
+use super::{control, files, filesystem, gate, pause, process, upload, usage};
 use crate::app::App;
 use crate::server::limits::{Limited, Slot, Tracker};
 use crate::server::Channel;
@@ -93,12 +93,12 @@ fn router(state: Arc<E2bState>) -> Router {
         .route("/sandboxes", post(control::create).get(control::list))
         .route("/v2/sandboxes", post(control::create).get(control::list))
         .route("/sandboxes/{id}", get(control::info).delete(control::kill))
-        .route("/sandboxes/{id}/connect", post(control::connect))
-        .route("/v2/sandboxes/{id}/connect", post(control::connect))
+        .route("/sandboxes/{id}/connect", post(pause::connect))
+        .route("/v2/sandboxes/{id}/connect", post(pause::connect))
         .route("/sandboxes/{id}/timeout", post(control::set_timeout))
-        .route("/sandboxes/{id}/pause", post(control::not_served))
-        .route("/sandboxes/{id}/resume", post(control::not_served))
-        .route("/sandboxes/{id}/metrics", get(control::not_served))
+        .route("/sandboxes/{id}/pause", post(pause::pause))
+        .route("/sandboxes/{id}/resume", post(pause::resume))
+        .route("/sandboxes/{id}/metrics", get(usage::metrics))
         .route("/sandboxes/{id}/snapshots", post(control::not_served))
         .route("/sandboxes/{id}/fork", post(control::not_served))
         .route("/templates/{id}", delete(control::not_served))

@@ -22,8 +22,8 @@ mod types;
 
 pub use error::RuntimeError;
 pub use types::{
-    ContainerInfo, ContainerSpec, EngineInfo, ExecSpec, ExecStarted, ExecTty, HostMount, Launch,
-    Mount, Progress, WalledNetwork, Wrapped, Wrapping,
+    ContainerInfo, ContainerSpec, ContainerStats, EngineInfo, ExecSpec, ExecStarted, ExecTty,
+    HostMount, Launch, Mount, Progress, WalledNetwork, Wrapped, Wrapping,
 };
 
 use async_trait::async_trait;
@@ -163,6 +163,19 @@ pub trait Engine: Send + Sync + 'static {
             message: "this engine does not start detached commands".into(),
         })
     }
+    /// Freezes every process of a running container (the engine's pause: the cgroup freezer),
+    /// for E2B's pause (docs/e2b.md, "Pause and resume").
+    async fn pause_container(&self, name: &str) -> Result<(), RuntimeError> {
+        Err(unsupported(format!("pause {name}")))
+    }
+    /// Thaws a paused container.
+    async fn unpause_container(&self, name: &str) -> Result<(), RuntimeError> {
+        Err(unsupported(format!("unpause {name}")))
+    }
+    /// One sample of a running container's CPU and memory use (the engine's stats).
+    async fn container_stats(&self, name: &str) -> Result<ContainerStats, RuntimeError> {
+        Err(unsupported(format!("read the stats of {name}")))
+    }
     /// Builds `tag` from an in-memory tar build context, with `labels` set on the image
     /// (without a Dockerfile step); `progress` gets each output line.
     async fn build_image(
@@ -173,6 +186,14 @@ pub trait Engine: Send + Sync + 'static {
         labels: Vec<(String, String)>,
         progress: Progress,
     ) -> Result<(), RuntimeError>;
+}
+
+/// What an engine without a call answers.
+fn unsupported(action: String) -> RuntimeError {
+    RuntimeError::Other {
+        action,
+        message: "this engine does not offer it".into(),
+    }
 }
 
 /// An engine that also runs commands itself (the Engine API's exec; the fake): what the

@@ -104,6 +104,19 @@ pub struct ContainerInfo {
     pub runtime: Option<String>,
 }
 
+/// One sample of a container's use, as E2B's metrics report it (docs/e2b.md, "Metrics").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContainerStats {
+    /// CPU use over the engine's sampling interval, percent of one CPU (two busy CPUs: 200).
+    pub cpu_pct: f64,
+    /// Memory in use without the page cache, bytes (what `docker stats` shows).
+    pub mem_used: u64,
+    /// The memory limit, bytes.
+    pub mem_total: u64,
+    /// The page cache the container holds, bytes.
+    pub mem_cache: u64,
+}
+
 /// One command to start in a container.
 #[derive(Debug, Clone, Default)]
 pub struct ExecSpec {

@@ -4,8 +4,8 @@ use async_trait::async_trait;
 use bollard::Docker;
 
 use crate::runtime::{
-    ContainerInfo, ContainerSpec, Engine, EngineInfo, ExecSpec, ExecStarted, Executor, HostMount,
-    Progress, RuntimeError,
+    ContainerInfo, ContainerSpec, ContainerStats, Engine, EngineInfo, ExecSpec, ExecStarted,
+    Executor, HostMount, Progress, RuntimeError,
 };
 
 /// The real engine. Cheap to clone: bollard's client is an `Arc` inside.
@@ -81,6 +81,18 @@ impl Engine for DockerRuntime {
 
     async fn kill_container(&self, name: &str) -> Result<(), RuntimeError> {
         self.kill(name).await
+    }
+
+    async fn pause_container(&self, name: &str) -> Result<(), RuntimeError> {
+        self.pause(name).await
+    }
+
+    async fn unpause_container(&self, name: &str) -> Result<(), RuntimeError> {
+        self.unpause(name).await
+    }
+
+    async fn container_stats(&self, name: &str) -> Result<ContainerStats, RuntimeError> {
+        self.stats(name).await
     }
 
     async fn set_pids_limit(&self, name: &str, limit: i64) -> Result<(), RuntimeError> {

@@ -4,8 +4,10 @@ mod build;
 mod client;
 mod containers;
 mod exec;
+mod freezer;
 mod hijack;
 mod host_firewall;
 mod networks;
+mod stats;
 
 pub use client::DockerRuntime;
