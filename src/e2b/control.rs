@@ -124,7 +124,8 @@ pub(super) fn lifetime_ms(state: &E2bState, secs: Option<u64>) -> i64 {
     (secs * 1000) as i64
 }
 
-/// `POST /sandboxes`, `POST /v2/sandboxes`.
+/// `POST /sandboxes`, `POST /v2/sandboxes`: a template moat maps to an image, or one of the
+/// caller's snapshots (docs/e2b.md, "Snapshots and forks").
 pub async fn create(
     State(state): State<Arc<E2bState>>,
     headers: HeaderMap,
@@ -134,11 +135,18 @@ pub async fn create(
     let req: CreateRequest = body(&bytes)?;
     let config = &state.app.config;
     let template = req.template_id.unwrap_or_else(|| "base".into());
-    let Some(image) = config.e2b.image_of(&template) else {
+    let from = if let Some(snapshot) = state.snapshots.get(&owner, &template) {
+        From {
+            image: snapshot.image.clone(),
+            seed: Some(snapshot.workspace.clone()),
+        }
+    } else if let Some(image) = config.e2b.image_of(&template) {
+        From { image, seed: None }
+    } else {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             format!(
-                "failed to create a sandbox: template \"{}\" is not one moat knows (e2b.templates maps templates to images)",
+                "failed to create a sandbox: template \"{}\" is not one moat knows (e2b.templates maps templates to images) nor a snapshot of this key",
                 crate::output::escape_display(&template.chars().take(64).collect::<String>())
             ),
         ));
@@ -151,6 +159,26 @@ pub async fn create(
         now_ms: now_ms(),
         timeout_ms: lifetime_ms(&state, req.timeout),
     };
+    let sandbox = start(&state, new, from).await?;
+    Ok((StatusCode::CREATED, Json(sandbox_json(&sandbox))).into_response())
+}
+
+/// What a new sandbox is made from.
+pub(super) struct From {
+    /// Its image: a template's, or a snapshot's commit.
+    pub image: String,
+    /// A snapshot's copy of a workspace to start the sandbox's own disk from.
+    pub seed: Option<std::path::PathBuf>,
+}
+
+/// Records and makes a sandbox (create and fork): bounded per key, refused where a secret
+/// would reach it, made on a task of its own.
+pub(super) async fn start(
+    state: &Arc<E2bState>,
+    new: NewSandbox,
+    from: From,
+) -> Result<Arc<Sandbox>, ApiError> {
+    let config = &state.app.config;
     let max = config.e2b.per_key();
     let Some(sandbox) = state.sandboxes.add(new, max as usize) else {
         return Err(ApiError::new(
@@ -180,7 +208,7 @@ pub async fn create(
     }
     let runtime = &config.e2b.runtime;
     let setup = SessionSetup {
-        image: (image != config.sandbox.image).then_some(image),
+        image: (from.image != config.sandbox.image).then_some(from.image),
         runtime: (!runtime.is_empty() && *runtime != config.sandbox.runtime)
             .then(|| runtime.clone()),
         // E2B's programs take root for granted (`sudo`, `user="root"`), and their files under
@@ -193,18 +221,15 @@ pub async fn create(
     // and a making cut short would leave a container (and the key's slot) that nothing ends.
     // On its own, it either finishes (the sandbox is then listed, with its lifetime) or ends
     // what it made.
-    let made = tokio::spawn(make(state.clone(), sandbox.clone(), setup));
+    let made = tokio::spawn(make(state.clone(), sandbox.clone(), setup, from.seed));
     match made.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(e),
-        Err(e) => {
-            return Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("failed to create a sandbox: {e}"),
-            ))
-        }
+        Ok(Ok(())) => Ok(sandbox),
+        Ok(Err(e)) => Err(e),
+        Err(e) => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("failed to create a sandbox: {e}"),
+        )),
     }
-    Ok((StatusCode::CREATED, Json(sandbox_json(&sandbox))).into_response())
 }
 
 /// Makes `sandbox`'s session; on failure, or when the sandbox was killed meanwhile (the
@@ -213,7 +238,17 @@ async fn make(
     state: Arc<E2bState>,
     sandbox: Arc<Sandbox>,
     setup: SessionSetup,
+    seed: Option<std::path::PathBuf>,
 ) -> Result<(), ApiError> {
+    if let Some(seed) = seed {
+        if let Err(e) = super::snapshot_table::seed(&state.app, &sandbox.session, seed).await {
+            state.end(&sandbox, "failed-create").await;
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("failed to create a sandbox from the snapshot: {e}"),
+            ));
+        }
+    }
     if let Err(e) = state.app.sessions.create(&sandbox.session, &setup).await {
         let message = format!(
             "failed to create a sandbox: {}",
@@ -340,15 +375,4 @@ pub async fn list(
         }
     }
     Ok(response)
-}
-
-/// What moat does not serve on one Docker host yet: a clear error naming why.
-pub async fn not_served(headers: HeaderMap, State(state): State<Arc<E2bState>>) -> ApiError {
-    if let Err(e) = owner(&state, &headers) {
-        return e;
-    }
-    ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "failed to serve this call: moat does not serve it yet (docs/e2b.md, \"What is not served\")",
-    )
 }

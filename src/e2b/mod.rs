@@ -24,6 +24,8 @@ mod process;
 mod sandboxes;
 mod serve;
 mod signature;
+mod snapshot_table;
+mod snapshots;
 mod state;
 mod stream;
 mod stream_input;

@@ -23,7 +23,7 @@ use super::conn::{Conn, NoDelay};
 use super::home::Homes;
 use super::state::E2bState;
 use super::stream_input;
-use super::{control, files, filesystem, gate, pause, process, upload, usage};
+use super::{control, files, filesystem, gate, pause, process, snapshots, upload, usage};
 use crate::app::App;
 use crate::server::limits::{Limited, Slot, Tracker};
 use crate::server::Channel;
@@ -99,9 +99,13 @@ fn router(state: Arc<E2bState>) -> Router {
         .route("/sandboxes/{id}/pause", post(pause::pause))
         .route("/sandboxes/{id}/resume", post(pause::resume))
         .route("/sandboxes/{id}/metrics", get(usage::metrics))
-        .route("/sandboxes/{id}/snapshots", post(control::not_served))
-        .route("/sandboxes/{id}/fork", post(control::not_served))
-        .route("/templates/{id}", delete(control::not_served))
+        .route(
+            "/sandboxes/{id}/snapshots",
+            post(snapshots::create_snapshot),
+        )
+        .route("/sandboxes/{id}/fork", post(snapshots::fork))
+        .route("/snapshots", get(snapshots::list_snapshots))
+        .route("/templates/{id}", delete(snapshots::delete_template))
         .layer(DefaultBodyLimit::max(MAX_CONTROL_BODY));
     let envd = Router::new()
         .route("/health", get(process::health))

@@ -19,6 +19,8 @@ const LAST_TRIES: usize = 3;
 pub struct E2bState {
     pub app: Arc<App>,
     pub sandboxes: Sandboxes,
+    /// Snapshots of sandboxes, for creates and forks (docs/e2b.md, "Snapshots and forks").
+    pub snapshots: super::snapshot_table::Snapshots,
     pub keys: Keys,
     /// The daemon's connection caps, which this listener's connections count against.
     pub tracker: Arc<crate::server::limits::Tracker>,
@@ -30,6 +32,7 @@ impl E2bState {
         Arc::new(Self {
             app,
             sandboxes: Sandboxes::default(),
+            snapshots: Default::default(),
             keys,
             tracker,
         })
@@ -56,7 +59,11 @@ impl E2bState {
             .remove_session(&sandbox.session, true, &format!("e2b:{why}"))
             .await
         {
-            Ok(_) => self.sandboxes.remove(&sandbox.id),
+            Ok(_) => {
+                self.sandboxes.remove(&sandbox.id);
+                // A deleted snapshot's image may have waited for this sandbox.
+                self.snapshots.retry_doomed(&self.app).await;
+            }
             Err(e) => {
                 tracing::warn!(sandbox = %sandbox.id, "failed to remove the sandbox's session (tried again in {} s): {e}", REMOVE_RETRY.as_secs());
                 sandbox.retry_removal_at(now_ms() + REMOVE_RETRY.as_millis() as i64);
@@ -85,5 +92,6 @@ impl E2bState {
                 break;
             }
         }
+        self.snapshots.remove_all(&self.app).await;
     }
 }

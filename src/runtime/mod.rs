@@ -176,6 +176,17 @@ pub trait Engine: Send + Sync + 'static {
     async fn container_stats(&self, name: &str) -> Result<ContainerStats, RuntimeError> {
         Err(unsupported(format!("read the stats of {name}")))
     }
+    /// Commits a container's own filesystem layer (bind mounts are not in it) to the image
+    /// `tag`, with `labels` besides the container's own (the engine merges them in).
+    async fn commit_container(
+        &self,
+        name: &str,
+        tag: &str,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), RuntimeError> {
+        let _ = labels;
+        Err(unsupported(format!("commit {name} to {tag}")))
+    }
     /// Builds `tag` from an in-memory tar build context, with `labels` set on the image
     /// (without a Dockerfile step); `progress` gets each output line.
     async fn build_image(

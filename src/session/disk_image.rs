@@ -417,6 +417,54 @@ impl DiskImage {
         self.run.remove()
     }
 
+    /// Copies the workspace's filesystem image to `to` (sparse: only what it holds), after
+    /// flushing the mounted filesystem to it. The copy is whole while nothing writes to the
+    /// workspace meanwhile: the caller has frozen the sandbox (E2B's snapshots, docs/e2b.md,
+    /// "Snapshots and forks"); its journal is replayed when the copy is first mounted.
+    /// Blocking.
+    pub fn copy_workspace(&self, to: &Path) -> Result<(), DiskError> {
+        if !self.workspace.is_mounted() {
+            return Err(DiskError::Io {
+                path: self.workspace.mount.clone(),
+                source: io::Error::other("the session's disk is not mounted"),
+            });
+        }
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| DiskError::Io { path, source }
+        };
+        let root = crate::descriptors::open_dir(&self.workspace.mount)
+            .map_err(io(&self.workspace.mount))?;
+        nix::unistd::syncfs(&root).map_err(|e| io(&self.workspace.mount)(e.into()))?;
+        copy_sparse(&self.workspace.image, to)
+    }
+
+    /// Makes `from` (a copy [`copy_workspace`](Self::copy_workspace) made) this session's
+    /// workspace image before the session first mounts one: the session starts with what the
+    /// copied one held. Refused when the session has a disk already. Blocking.
+    pub fn seed_workspace(&self, from: &Path) -> Result<(), DiskError> {
+        if self.exists() {
+            return Err(DiskError::Io {
+                path: self.workspace.image.clone(),
+                source: io::Error::other("the session has a disk already"),
+            });
+        }
+        let dir = self
+            .workspace
+            .image
+            .parent()
+            .expect("a disk has a parent directory");
+        std::fs::create_dir_all(dir).map_err(|source| DiskError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        set_mode(dir, 0o700).map_err(|source| DiskError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        copy_sparse(from, &self.workspace.image)
+    }
+
     /// What the workspace's filesystem holds and its size, from the kernel (`statvfs`);
     /// `None` when it is not mounted.
     pub fn usage(&self) -> Option<DiskUsage> {
@@ -511,6 +559,25 @@ fn same_dir(a: &Path, b: &Path) -> io::Result<bool> {
 fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// Copies the image `from` to `to`, holes kept (a sparse image costs what it holds), through
+/// a partial name so a half-made copy is never taken for one.
+fn copy_sparse(from: &Path, to: &Path) -> Result<(), DiskError> {
+    let partial = to.with_extension("partial");
+    let _ = std::fs::remove_file(&partial);
+    run(Command::new("cp")
+        .args(["--sparse=always", "--reflink=auto", "--"])
+        .arg(from)
+        .arg(&partial))?;
+    set_mode(&partial, 0o600).map_err(|source| DiskError::Io {
+        path: partial.clone(),
+        source,
+    })?;
+    std::fs::rename(&partial, to).map_err(|source| DiskError::Io {
+        path: to.to_path_buf(),
+        source,
+    })
 }
 
 fn run(cmd: &mut Command) -> Result<(), DiskError> {

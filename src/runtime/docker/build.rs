@@ -1,8 +1,10 @@
-//! Image builds with the classic builder and an in-memory tar context.
+//! Images made by the engine: builds with the classic builder and an in-memory tar context,
+//! and commits of a container's filesystem (E2B's snapshots, docs/e2b.md, "Snapshots and
+//! forks").
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use bollard::query_parameters::BuildImageOptions;
+use bollard::query_parameters::{BuildImageOptions, CommitContainerOptions};
 use futures::StreamExt;
 
 use super::DockerRuntime;
@@ -100,5 +102,34 @@ impl DockerRuntime {
             .await
             .map(|_| ())
             .map_err(|e| RuntimeError::engine(format!("remove image {tag}"), e))
+    }
+
+    /// The container's own layer as the image `tag`. The engine fills in what the config
+    /// leaves empty from the container's (its command, environment, labels), which a session
+    /// made from the image overrides with its own.
+    pub(super) async fn commit(
+        &self,
+        name: &str,
+        tag: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<(), RuntimeError> {
+        let (repo, version) = tag.rsplit_once(':').unwrap_or((tag, "latest"));
+        let options = CommitContainerOptions {
+            container: Some(name.to_string()),
+            repo: Some(repo.to_string()),
+            tag: Some(version.to_string()),
+            // A commit of a running container could catch a file half-written.
+            pause: true,
+            ..Default::default()
+        };
+        let config = bollard::models::ContainerConfig {
+            labels: Some(labels.clone().into_iter().collect()),
+            ..Default::default()
+        };
+        self.docker
+            .commit_container(options, config)
+            .await
+            .map(|_| ())
+            .map_err(|e| RuntimeError::engine(format!("commit {name} to {tag}"), e))
     }
 }

@@ -95,6 +95,15 @@ impl Engine for DockerRuntime {
         self.stats(name).await
     }
 
+    async fn commit_container(
+        &self,
+        name: &str,
+        tag: &str,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), RuntimeError> {
+        self.commit(name, tag, labels).await
+    }
+
     async fn set_pids_limit(&self, name: &str, limit: i64) -> Result<(), RuntimeError> {
         let body = bollard::models::ContainerUpdateBody {
             pids_limit: Some(limit),
