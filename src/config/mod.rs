@@ -9,6 +9,7 @@ mod env;
 mod error;
 mod file;
 mod load;
+pub mod pool;
 mod scope;
 mod sections;
 mod shell;
@@ -24,6 +25,7 @@ pub use file::{
     AgentToken, Config, DiskBound, ExecConfig, PolicyConfig, ProcessConfig, SandboxConfig,
     ServeConfig, WorkspaceAccess,
 };
+pub use pool::PoolConfig;
 pub use load::{load, load_from_str, ConfigSource};
 pub use scope::Scope;
 pub use sections::{ApprovalsConfig, ElevatedConfig, ElevatedLevel, SecretConfig, SkillConfig};
