@@ -408,3 +408,180 @@ impl Filler for SlotFiller {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, DiskBound};
+    use crate::home::Home;
+    use crate::runtime::fake::{Call, FakeRuntime};
+    use crate::runtime::Engine;
+    use crate::store::Store;
+
+    fn config(size: usize) -> Config {
+        let mut c = Config::default();
+        c.sandbox.disk_bound = DiskBound::Watch;
+        c.pool.size = size;
+        c
+    }
+
+    fn sessions(fake: &FakeRuntime, store: &Arc<Store>, config: Config, home: &Path) -> Arc<Sessions> {
+        Arc::new(Sessions::new(
+            Arc::new(fake.clone()),
+            Arc::new(fake.clone()),
+            store.clone(),
+            Arc::new(config),
+            Home::at(home),
+            crate::egress::gate::Gates::over(store),
+        ))
+    }
+
+    /// The ready containers' names once the pool holds `n` of its one shape.
+    async fn ready(s: &Sessions, n: usize) -> Vec<String> {
+        for _ in 0..500 {
+            let status = s.pool_status().await;
+            if status.first().is_some_and(|st| st.ready.len() == n) {
+                return status[0].ready.clone();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the pool never held {n}: {:?}", s.pool_status().await);
+    }
+
+    fn creates(fake: &FakeRuntime) -> usize {
+        fake.calls()
+            .iter()
+            .filter(|c| matches!(c, Call::Create(_)))
+            .count()
+    }
+
+    #[tokio::test]
+    async fn a_new_session_claims_a_warm_container_and_the_pool_refills() {
+        let dir = tempfile::tempdir().unwrap();
+        let (fake, store) = (FakeRuntime::new(), Arc::new(Store::in_memory().unwrap()));
+        let s = sessions(&fake, &store, config(1), dir.path());
+        s.start_pool().await;
+        let warm = ready(&s, 1).await.remove(0);
+        let slot = fake.inspect_container(&warm).await.unwrap().unwrap();
+        // Made as a session's container is, with the helper started by name.
+        assert!(fake.calls().contains(&Call::Capture {
+            container: warm.clone(),
+            argv: vec!["true".into()],
+            user: None,
+        }));
+        let before = creates(&fake);
+        let a = s.ensure("a").await.unwrap();
+        assert_eq!(a.id, slot.id, "the warm container is the session's");
+        assert!(fake
+            .calls()
+            .contains(&Call::Rename(slot.id.clone(), a.name.clone())));
+        let (_, names) = s.names("a");
+        assert_eq!(a.workspace, s.workspace_dir(&names.slug));
+        assert!(a.workspace.is_dir() && a.run_dir.is_dir());
+        let info = fake.inspect_container(&a.name).await.unwrap().unwrap();
+        assert_eq!(s.key_of(&info).as_deref(), Some("a"));
+        // It refills, and the next session gets the new one; the first is never handed again.
+        let next = ready(&s, 1).await.remove(0);
+        assert_ne!(next, warm);
+        let b = s.ensure("b").await.unwrap();
+        assert_ne!(b.id, a.id);
+        let calls = fake.calls();
+        assert!(
+            !calls.contains(&Call::Create(a.name.clone()))
+                && !calls.contains(&Call::Create(b.name.clone())),
+            "both were claimed, none created: {calls:?}"
+        );
+        assert!(creates(&fake) > before, "the pool refilled");
+        // The claimed container is adopted as the session's by a later moat.
+        let again = sessions(&fake, &store, config(0), dir.path());
+        assert_eq!(again.ensure("a").await.unwrap().id, a.id);
+        // The daemon's end removes what is ready, and no session's container.
+        let third = ready(&s, 1).await.remove(0);
+        s.drain_pool().await;
+        assert!(fake.inspect_container(&third).await.unwrap().is_none());
+        assert!(fake.inspect_container(&a.name).await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn no_session_key_names_a_warm_container() {
+        let dir = tempfile::tempdir().unwrap();
+        let (fake, store) = (FakeRuntime::new(), Arc::new(Store::in_memory().unwrap()));
+        let s = sessions(&fake, &store, config(1), dir.path());
+        s.start_pool().await;
+        let warm = ready(&s, 1).await.remove(0);
+        let info = fake.inspect_container(&warm).await.unwrap().unwrap();
+        let slot_key = info.labels[MOAT_LABEL].clone();
+        assert!(s.ensure(&slot_key).await.is_err(), "a slot key is no session key");
+        // Its readable part is a session key, of another container.
+        let readable = warm.strip_prefix("moat-").unwrap();
+        let other = s.ensure(readable).await.unwrap();
+        assert_ne!(other.name, warm);
+        assert_eq!(s.key_of(&info), None, "an unclaimed warm container is no session's");
+    }
+
+    #[tokio::test]
+    async fn a_session_with_leftovers_misses_and_keeps_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (fake, store) = (FakeRuntime::new(), Arc::new(Store::in_memory().unwrap()));
+        let s = sessions(&fake, &store, config(1), dir.path());
+        s.start_pool().await;
+        ready(&s, 1).await;
+        let a = s.ensure("a").await.unwrap();
+        std::fs::write(a.workspace.join("kept"), "x").unwrap();
+        // Removed without purging: the workspace stays, and the next container of `a` is made
+        // for it, not claimed.
+        s.remove("a").await.unwrap();
+        let warm = ready(&s, 1).await;
+        let again = s.ensure("a").await.unwrap();
+        assert_ne!(again.id, a.id);
+        assert!(again.workspace.join("kept").is_file());
+        assert_eq!(ready(&s, 1).await, warm, "the warm one is still there");
+        // A host workspace never claims either.
+        let host = dir.path().join("host");
+        std::fs::create_dir(&host).unwrap();
+        let setup = crate::store::SessionSetup {
+            workspace: Some(crate::store::WorkspaceRow {
+                path: host.display().to_string(),
+                read_only: false,
+                user: "4242:4243".into(),
+                git_writable: true,
+            }),
+            ..Default::default()
+        };
+        let h = s.create("h", &setup).await.unwrap();
+        assert_eq!(h.workspace, host);
+        assert_eq!(ready(&s, 1).await, warm);
+        // Purged, the key starts afresh and claims.
+        s.remove_with("a", true).await.unwrap();
+        let fresh = s.ensure("a").await.unwrap();
+        assert_eq!(fake.inspect_container(&fresh.id).await.unwrap().unwrap().labels[POOL_LABEL], config_hash(&config(1).sandbox));
+    }
+
+    #[tokio::test]
+    async fn a_new_daemon_adopts_the_pool_it_keeps_and_removes_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let (fake, store) = (FakeRuntime::new(), Arc::new(Store::in_memory().unwrap()));
+        let first = sessions(&fake, &store, config(1), dir.path());
+        first.start_pool().await;
+        let warm = ready(&first, 1).await;
+        // Killed: nothing drained. The same config adopts without making another.
+        let made = creates(&fake);
+        let second = sessions(&fake, &store, config(1), dir.path());
+        second.start_pool().await;
+        assert_eq!(ready(&second, 1).await, warm);
+        assert_eq!(creates(&fake), made);
+        // A changed config: the old shape goes, the new one fills.
+        let mut changed = config(1);
+        changed.sandbox.memory = "1g".into();
+        let third = sessions(&fake, &store, changed, dir.path());
+        third.start_pool().await;
+        let fresh = ready(&third, 1).await;
+        assert_ne!(fresh, warm);
+        assert!(fake.inspect_container(&warm[0]).await.unwrap().is_none());
+        // No pool configured: what is left goes all the same.
+        let fourth = sessions(&fake, &store, config(0), dir.path());
+        fourth.start_pool().await;
+        assert!(fake.inspect_container(&fresh[0]).await.unwrap().is_none());
+        assert!(fourth.pool_status().await.is_empty());
+    }
+}
