@@ -50,7 +50,12 @@ fn ready(home: &TestHome) -> (String, String) {
             return false;
         };
         let slug = name.trim_start_matches("moat-");
-        let up = home.path().join("run").join(slug).join("helper.pid").is_file();
+        let up = home
+            .path()
+            .join("run")
+            .join(slug)
+            .join("helper.pid")
+            .is_file();
         if up && w.len() == 1 {
             found = Some((name, id));
         }
@@ -64,7 +69,12 @@ fn ready(home: &TestHome) -> (String, String) {
 /// The container named for session `key` of this home (by name prefix) and its pool label.
 fn container_of(key: &str) -> (String, String) {
     let id = docker(&["ps", "-aq", "--filter", &format!("name=moat-{key}-")]);
-    let label = docker(&["inspect", "-f", "{{index .Config.Labels \"dev.moat.pool\"}}", &id]);
+    let label = docker(&[
+        "inspect",
+        "-f",
+        "{{index .Config.Labels \"dev.moat.pool\"}}",
+        &id,
+    ]);
     (id, label)
 }
 
@@ -96,11 +106,19 @@ async fn a_claimed_container_holds_its_sessions_workspace_and_no_other() {
     assert_eq!(docker(&["exec", &w2_id, "ls", "-A", "/workspace"]), "");
     let b = home.key("b");
     assert_eq!(exec(&home, &b, "ls -A /workspace; echo end").trim(), "end");
-    assert!(w2_id.starts_with(&container_of(&b).0), "session b got the second");
+    assert!(
+        w2_id.starts_with(&container_of(&b).0),
+        "session b got the second"
+    );
     // An agent cannot name a warm container: the slot's key is no session key, and its
     // readable name is another session's.
     let (w3, w3_id) = ready(&home);
-    let slot_key = docker(&["inspect", "-f", "{{index .Config.Labels \"dev.moat.session\"}}", &w3_id]);
+    let slot_key = docker(&[
+        "inspect",
+        "-f",
+        "{{index .Config.Labels \"dev.moat.session\"}}",
+        &w3_id,
+    ]);
     assert!(slot_key.starts_with("pool/"), "{slot_key}");
     let refused = home.run(&["exec", "--session", &slot_key, "--", "touch /workspace/x"]);
     assert!(!refused.status.success(), "{}", text(&refused));
@@ -131,7 +149,10 @@ async fn a_killed_daemons_pool_is_adopted_and_a_changed_config_drains_it() {
     // The same config: the next daemon adopts it, and its first new session claims it.
     let second = home.key("second");
     exec(&home, &second, "true");
-    assert!(w1_id.starts_with(&container_of(&second).0), "the adopted one was claimed");
+    assert!(
+        w1_id.starts_with(&container_of(&second).0),
+        "the adopted one was claimed"
+    );
     let (w1, _) = ready(&home);
     // Killed again, and the sandbox changed: the old shape goes, the new one fills.
     let pid = home.daemon_pid().unwrap();
@@ -173,7 +194,10 @@ async fn a_second_home_does_not_claim_this_homes_pool() {
     let key = two.key("s");
     exec(&two, &key, "true");
     let (id, label) = container_of(&key);
-    assert!(!w1_id.starts_with(&id), "the other home took this home's warm container");
+    assert!(
+        !w1_id.starts_with(&id),
+        "the other home took this home's warm container"
+    );
     assert!(label.is_empty(), "{label}");
     assert_eq!(warm(&one), vec![(w1, w1_id)]);
     // Nor does its removal of everything it has touch this home's pool.

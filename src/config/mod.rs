@@ -25,8 +25,8 @@ pub use file::{
     AgentToken, Config, DiskBound, ExecConfig, PolicyConfig, ProcessConfig, SandboxConfig,
     ServeConfig, WorkspaceAccess,
 };
-pub use pool::PoolConfig;
 pub use load::{load, load_from_str, ConfigSource};
+pub use pool::PoolConfig;
 pub use scope::Scope;
 pub use sections::{ApprovalsConfig, ElevatedConfig, ElevatedLevel, SecretConfig, SkillConfig};
 pub use shell::Shell;

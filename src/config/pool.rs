@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::ConfigError;
 
 /// The most containers one shape may keep warm: each is a running container with its limits
-/// reserved on the host (docs/pool.md, "Bounds").
+/// reserved on the host (docs/pool.md, "Bounds and ownership").
 pub const MAX_SIZE: usize = 32;
 
 /// See the module docs.
@@ -30,7 +30,11 @@ impl PoolConfig {
     /// Each warm shape: an image (`None`: the configured one) and how many to keep.
     pub fn shapes(&self, configured_image: &str) -> Vec<(Option<String>, usize)> {
         let mut out = Vec::new();
-        let own = self.images.get(configured_image).copied().unwrap_or(self.size);
+        let own = self
+            .images
+            .get(configured_image)
+            .copied()
+            .unwrap_or(self.size);
         if own > 0 {
             out.push((None, own));
         }
@@ -48,12 +52,18 @@ impl PoolConfig {
         if self.size > MAX_SIZE {
             return Err(invalid(
                 "pool.size".into(),
-                format!("{} is more than the {MAX_SIZE} warm containers a shape may keep", self.size),
+                format!(
+                    "{} is more than the {MAX_SIZE} warm containers a shape may keep",
+                    self.size
+                ),
             ));
         }
         for (image, &n) in &self.images {
             if image.trim().is_empty() {
-                return Err(invalid("pool.images".into(), "an image name is empty".into()));
+                return Err(invalid(
+                    "pool.images".into(),
+                    "an image name is empty".into(),
+                ));
             }
             if n > MAX_SIZE {
                 return Err(invalid(
@@ -73,7 +83,8 @@ mod tests {
     #[test]
     fn off_by_default_and_overrides_by_image() {
         assert!(PoolConfig::default().shapes("img").is_empty());
-        let p: PoolConfig = toml::from_str("size = 2\nimages = { other = 1, img = 3, gone = 0 }").unwrap();
+        let p: PoolConfig =
+            toml::from_str("size = 2\nimages = { other = 1, img = 3, gone = 0 }").unwrap();
         assert_eq!(
             p.shapes("img"),
             vec![(None, 3), (Some("other".to_string()), 1)]
@@ -90,7 +101,11 @@ mod tests {
         };
         assert!(p.validate().unwrap_err().to_string().contains("pool.size"));
         let p: PoolConfig = toml::from_str("images = { \"x\" = 99 }").unwrap();
-        assert!(p.validate().unwrap_err().to_string().contains("pool.images.\"x\""));
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("pool.images.\"x\""));
         assert!(toml::from_str::<PoolConfig>("sise = 1").is_err());
     }
 }

@@ -856,7 +856,10 @@ fn build_command(image: &str) -> &'static str {
 /// The sandbox settings a session's container is made with: the config, with the session's
 /// image and network, and for a host workspace its user, read-only mount, writable git
 /// metadata when asked for, and a usable HOME (docs/security.md, "Host workspaces").
-pub(super) fn effective_sandbox(config: &SandboxConfig, setup: &crate::store::SessionSetup) -> SandboxConfig {
+pub(super) fn effective_sandbox(
+    config: &SandboxConfig,
+    setup: &crate::store::SessionSetup,
+) -> SandboxConfig {
     let mut sandbox = config.clone();
     if let Some(image) = &setup.image {
         sandbox.image = image.clone();

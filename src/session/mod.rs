@@ -26,5 +26,6 @@ pub use pool_slot::is_slot_key;
 pub use prune::{prune_once, prune_reason};
 pub use setup::SetupError;
 pub use spec::{
-    build_spec, config_hash, labels, GitMode, GIT_LABEL, MOAT_LABEL, POOL_LABEL, ROOT_CAPS, RUN_MOUNT,
+    build_spec, config_hash, labels, GitMode, GIT_LABEL, MOAT_LABEL, POOL_LABEL, ROOT_CAPS,
+    RUN_MOUNT,
 };

@@ -96,7 +96,11 @@ impl PoolHandle {
             filler,
         };
         for slot in adopted {
-            owner.ready.entry(slot.shape.clone()).or_default().push_back(slot);
+            owner
+                .ready
+                .entry(slot.shape.clone())
+                .or_default()
+                .push_back(slot);
         }
         tokio::spawn(owner.run(rx));
         Self { tx, shapes: hashes }

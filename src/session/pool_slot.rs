@@ -70,10 +70,13 @@ impl Sessions {
         let mut adopted: Vec<Slot> = Vec::new();
         for c in self.pool_leftovers().await {
             let slot = slot_of(&c, self.home.root());
-            let wanted = shapes.iter().find(|s| s.hash == slot.shape).map_or(0, |s| s.want);
+            let wanted = shapes
+                .iter()
+                .find(|s| s.hash == slot.shape)
+                .map_or(0, |s| s.want);
             let have = adopted.iter().filter(|s| s.shape == slot.shape).count();
-            let same_build = c.labels.get(VERSION_LABEL).map(String::as_str)
-                == Some(env!("CARGO_PKG_VERSION"));
+            let same_build =
+                c.labels.get(VERSION_LABEL).map(String::as_str) == Some(env!("CARGO_PKG_VERSION"));
             if c.running && same_build && have < wanted {
                 tracing::info!(container = %slot.name, "adopting a warm pool container");
                 adopted.push(slot);
@@ -176,7 +179,8 @@ impl Sessions {
                 &run_source,
                 now_ms(),
             );
-            spec.labels.insert(POOL_LABEL.to_string(), shape.hash.clone());
+            spec.labels
+                .insert(POOL_LABEL.to_string(), shape.hash.clone());
             if let Some(d) = &disk {
                 super::manager::add_disk_mounts(&mut spec, d);
             }
@@ -275,9 +279,14 @@ impl Sessions {
                 tracing::warn!(container = %slot.name, "failed to claim a warm container, starting one: {e}");
                 let _ = self.store.forget_claim(key);
                 if slot.disk {
-                    let slug = ContainerName::for_key(&slot.key, &self.home.root().display().to_string()).slug;
+                    let slug =
+                        ContainerName::for_key(&slot.key, &self.home.root().display().to_string())
+                            .slug;
                     let disk = DiskImage::new(self.home.root(), &slug);
-                    let (ws, run) = (self.workspace_dir(&names.slug), self.home.run_dir(&names.slug));
+                    let (ws, run) = (
+                        self.workspace_dir(&names.slug),
+                        self.home.run_dir(&names.slug),
+                    );
                     let _ = tokio::task::spawn_blocking(move || disk.unbind(&ws, &run)).await;
                 }
                 self.commands().release(&names.name);
@@ -314,8 +323,14 @@ impl Sessions {
         self.commands().release(&slot.name);
         let home = self.home.root().display().to_string();
         let slot_slug = ContainerName::for_key(&slot.key, &home).slug;
-        let from = (self.workspace_dir(&slot_slug), self.home.run_dir(&slot_slug));
-        let to = (self.workspace_dir(&names.slug), self.home.run_dir(&names.slug));
+        let from = (
+            self.workspace_dir(&slot_slug),
+            self.home.run_dir(&slot_slug),
+        );
+        let to = (
+            self.workspace_dir(&names.slug),
+            self.home.run_dir(&names.slug),
+        );
         let disk = slot
             .disk
             .then(|| DiskImage::new(self.home.root(), &slot_slug));
@@ -425,7 +440,12 @@ mod tests {
         c
     }
 
-    fn sessions(fake: &FakeRuntime, store: &Arc<Store>, config: Config, home: &Path) -> Arc<Sessions> {
+    fn sessions(
+        fake: &FakeRuntime,
+        store: &Arc<Store>,
+        config: Config,
+        home: &Path,
+    ) -> Arc<Sessions> {
         Arc::new(Sessions::new(
             Arc::new(fake.clone()),
             Arc::new(fake.clone()),
@@ -511,12 +531,19 @@ mod tests {
         let warm = ready(&s, 1).await.remove(0);
         let info = fake.inspect_container(&warm).await.unwrap().unwrap();
         let slot_key = info.labels[MOAT_LABEL].clone();
-        assert!(s.ensure(&slot_key).await.is_err(), "a slot key is no session key");
+        assert!(
+            s.ensure(&slot_key).await.is_err(),
+            "a slot key is no session key"
+        );
         // Its readable part is a session key, of another container.
         let readable = warm.strip_prefix("moat-").unwrap();
         let other = s.ensure(readable).await.unwrap();
         assert_ne!(other.name, warm);
-        assert_eq!(s.key_of(&info), None, "an unclaimed warm container is no session's");
+        assert_eq!(
+            s.key_of(&info),
+            None,
+            "an unclaimed warm container is no session's"
+        );
     }
 
     #[tokio::test]
@@ -554,7 +581,14 @@ mod tests {
         // Purged, the key starts afresh and claims.
         s.remove_with("a", true).await.unwrap();
         let fresh = s.ensure("a").await.unwrap();
-        assert_eq!(fake.inspect_container(&fresh.id).await.unwrap().unwrap().labels[POOL_LABEL], config_hash(&config(1).sandbox));
+        assert_eq!(
+            fake.inspect_container(&fresh.id)
+                .await
+                .unwrap()
+                .unwrap()
+                .labels[POOL_LABEL],
+            config_hash(&config(1).sandbox)
+        );
     }
 
     #[tokio::test]
