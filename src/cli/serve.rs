@@ -33,6 +33,9 @@ pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
             tracing::warn!("{key}.allowlist {warning}");
         }
     }
+    // The warm pool (docs/pool.md): what an earlier daemon left is adopted or removed, then
+    // the pool fills in the background.
+    app.sessions.start_pool().await;
     let shutdown = CancellationToken::new();
     let idle_exit = a.idle_exit.map(std::time::Duration::from_secs);
     let state = ServerState::with_origin(app, shutdown.clone(), idle_exit.is_some());
@@ -69,10 +72,14 @@ pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         sd.cancel();
     });
-    serve(state, a.tcp, idle_exit, shutdown.clone(), tracker, |at| {
+    let sessions = state.app.sessions.clone();
+    let served = serve(state, a.tcp, idle_exit, shutdown.clone(), tracker, |at| {
         say_err!("moat {} serving on {at}", env!("CARGO_PKG_VERSION"))
     })
-    .await?;
+    .await;
+    // Nothing of the pool outlives the daemon: its containers hold no session's data.
+    sessions.drain_pool().await;
+    served?;
     if let Some(e2b) = e2b {
         // Its sandboxes end with the daemon that served them (docs/e2b.md): waited for, so
         // none is left running when `moat serve` returns.

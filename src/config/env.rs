@@ -20,6 +20,7 @@ const SECTIONS: &[&str] = &[
     "elevated",
     "approvals",
     "e2b",
+    "pool",
 ];
 
 const ALIASES: &[(&str, &str, &str)] = &[

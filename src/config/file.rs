@@ -31,6 +31,8 @@ pub struct Config {
     pub skills: BTreeMap<String, super::SkillConfig>,
     /// E2B's API on a TCP address of its own (docs/e2b.md).
     pub e2b: super::E2bConfig,
+    /// Warm containers kept ready by the daemon, so a new session is a claim (docs/pool.md).
+    pub pool: super::PoolConfig,
 }
 
 /// The HTTP API. The unix socket (`$MOAT_HOME/moat.sock`, 0600) is the operator's channel

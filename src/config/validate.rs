@@ -221,6 +221,7 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
 /// `[elevated]`, `[approvals]`, `[secrets.*]`, `[skills.*]`.
 fn validate_sections(config: &Config) -> Result<(), ConfigError> {
     let invalid = |key: String, message: String| ConfigError::Invalid { key, message };
+    config.pool.validate()?;
     for entry in &config.elevated.path_prepend {
         if !entry.starts_with('/') || entry.contains(':') {
             return Err(invalid(

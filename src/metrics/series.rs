@@ -49,6 +49,14 @@ pub struct Metrics {
     egress_connections: Family<Label, Counter>,
     /// Bytes through the egress proxies, `up` (the sandbox sent) and `down`.
     egress_bytes: Family<Label, Counter>,
+    /// Warm-pool claims by result: `hit` (a pool container was handed over) or `miss` (the
+    /// session's shape was not pooled, or none was ready: it started as before).
+    pool_claims: Family<Label, Counter>,
+    /// How long a hit took, from the ask to the container being the session's.
+    pool_claim_seconds: Histogram,
+    /// Warm containers ready now, by shape (its config hash: the shapes come from the
+    /// configuration, so the set is bounded).
+    pool_ready: Family<[(&'static str, String); 1], Gauge>,
     pending_approvals: Gauge,
     running_processes: Gauge,
     resident_bytes: Gauge,
@@ -91,6 +99,9 @@ impl Metrics {
             sandbox_start_seconds: latency_histogram(),
             egress_connections: Family::default(),
             egress_bytes: Family::default(),
+            pool_claims: Family::default(),
+            pool_claim_seconds: latency_histogram(),
+            pool_ready: Family::default(),
             pending_approvals: Gauge::default(),
             running_processes: Gauge::default(),
             resident_bytes: Gauge::default(),
@@ -118,6 +129,22 @@ impl Metrics {
             "How long a created session container took to be made and started",
             Unit::Seconds,
             m.sandbox_start_seconds.clone(),
+        );
+        r.register(
+            "moat_pool_claims",
+            "Warm-pool claims by result: hit (a warm container was handed over) or miss (the session started a container)",
+            m.pool_claims.clone(),
+        );
+        r.register_with_unit(
+            "moat_pool_claim_duration",
+            "How long a warm-pool hit took, from the ask to the container being the session's",
+            Unit::Seconds,
+            m.pool_claim_seconds.clone(),
+        );
+        r.register(
+            "moat_pool_ready",
+            "Warm containers ready now, by shape (its config hash)",
+            m.pool_ready.clone(),
         );
         r.register(
             "moat_approvals_pending",
@@ -181,6 +208,24 @@ impl Metrics {
             .inc();
     }
 
+    /// A new session's container was claimed from the warm pool in `seconds`.
+    pub fn pool_hit(&self, seconds: f64) {
+        self.pool_claims.get_or_create(&[("result", "hit")]).inc();
+        self.pool_claim_seconds.observe(seconds);
+    }
+
+    /// A new session could not claim a warm container and started one.
+    pub fn pool_miss(&self) {
+        self.pool_claims.get_or_create(&[("result", "miss")]).inc();
+    }
+
+    /// `ready` warm containers of `shape` are ready now.
+    pub fn pool_ready(&self, shape: &str, ready: usize) {
+        self.pool_ready
+            .get_or_create(&[("shape", shape.to_string())])
+            .set(i64::try_from(ready).unwrap_or(i64::MAX));
+    }
+
     /// An egress proxy reported a connection: its decision and the bytes each way.
     pub fn egress_connection(&self, decision: &str, up: u64, down: u64) {
         let decision = EGRESS_DECISIONS
@@ -228,6 +273,9 @@ mod tests {
         m.sandbox_restarted();
         m.egress_connection("allow", 10, 20);
         m.egress_connection("made-up", 1, 2);
+        m.pool_hit(0.02);
+        m.pool_miss();
+        m.pool_ready("0123abcd", 2);
         let text = m
             .encode(Scrape {
                 pending_approvals: 2,
@@ -249,6 +297,10 @@ mod tests {
             "moat_egress_connections_total{decision=\"other\"} 1",
             "moat_egress_bytes_total{direction=\"up\"} 11",
             "moat_egress_bytes_total{direction=\"down\"} 22",
+            "moat_pool_claims_total{result=\"hit\"} 1",
+            "moat_pool_claims_total{result=\"miss\"} 1",
+            "moat_pool_claim_duration_seconds_count 1",
+            "moat_pool_ready{shape=\"0123abcd\"} 2",
             "# TYPE process_resident_memory_bytes gauge",
             "# TYPE process_open_fds gauge",
         ] {

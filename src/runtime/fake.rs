@@ -19,6 +19,8 @@ use super::{
 pub enum Call {
     Create(String),
     Start(String),
+    /// `rename_container`: (id, new name).
+    Rename(String, String),
     Remove(String),
     /// `kill_container` of this name.
     Kill(String),
@@ -276,6 +278,34 @@ impl Engine for FakeRuntime {
         c.running = true;
         c.state = "running".into();
         c.started_at_ms = Some(crate::store::now_ms());
+        Ok(())
+    }
+
+    async fn rename_container(&self, id: &str, name: &str) -> Result<(), RuntimeError> {
+        let mut s = self.state.lock().unwrap();
+        s.calls.push(Call::Rename(id.to_string(), name.to_string()));
+        if s.containers.contains_key(name) {
+            return Err(RuntimeError::Other {
+                action: format!("rename container {id} to {name}"),
+                message: "name in use".into(),
+            });
+        }
+        let old = s
+            .containers
+            .values()
+            .find(|c| c.id == id || c.name == id)
+            .map(|c| c.name.clone())
+            .ok_or_else(|| RuntimeError::Other {
+                action: format!("rename container {id} to {name}"),
+                message: "no such container".into(),
+            })?;
+        let mut info = s.containers.remove(&old).expect("found above");
+        info.name = name.to_string();
+        s.containers.insert(name.to_string(), info);
+        if let Some(mut spec) = s.specs.remove(&old) {
+            spec.name = name.to_string();
+            s.specs.insert(name.to_string(), spec);
+        }
         Ok(())
     }
 

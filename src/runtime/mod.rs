@@ -110,6 +110,9 @@ pub trait Engine: Send + Sync + 'static {
     /// Creates a container; returns its id.
     async fn create_container(&self, spec: &ContainerSpec) -> Result<String, RuntimeError>;
     async fn start_container(&self, id: &str) -> Result<(), RuntimeError>;
+    /// Gives container `id` the name `name` (`docker rename`): how a warm pool container
+    /// becomes a session's (docs/pool.md, "Claims"). Its labels, mounts and processes stay.
+    async fn rename_container(&self, id: &str, name: &str) -> Result<(), RuntimeError>;
     /// Force-removes a container (and its anonymous volumes); a missing one is not an error.
     async fn remove_container(&self, id: &str) -> Result<(), RuntimeError>;
     /// Kills a running container (`docker kill`, SIGKILL): every process in it ends, whatever

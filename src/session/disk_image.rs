@@ -403,6 +403,15 @@ impl DiskImage {
     /// Unmounts the binds on `workspace` and `run_dir` and both filesystems, and deletes the
     /// images: everything the session kept is gone.
     pub fn remove(&self, workspace: &Path, run_dir: &Path) -> Result<(), DiskError> {
+        self.unbind(workspace, run_dir)?;
+        self.workspace.remove()?;
+        self.run.remove()
+    }
+
+    /// Lets go of the binds [`bind`](Self::bind) made on `workspace` and `run_dir` (detached);
+    /// the disk stays mounted where it is. What a warm container's claim does at its old
+    /// places (docs/pool.md, "Claims").
+    pub fn unbind(&self, workspace: &Path, run_dir: &Path) -> Result<(), DiskError> {
         let helper = run_dir.join(HELPER_DIR);
         for (inner, outer) in [
             (self.helper(), helper.as_path()),
@@ -413,8 +422,7 @@ impl DiskImage {
                 detach(outer)?;
             }
         }
-        self.workspace.remove()?;
-        self.run.remove()
+        Ok(())
     }
 
     /// Copies the workspace's filesystem image to `to` (sparse: only what it holds), after

@@ -18,7 +18,7 @@ use crate::store::{now_ms, Store, StoreError};
 use super::container_name::{container_key, ContainerName};
 use super::disk_image::{DiskError, DiskImage, DiskPlan};
 use super::spec::{
-    build_spec, config_hash, GitMode, DISK_LABEL, GIT_LABEL, HASH_LABEL, MOAT_LABEL,
+    build_spec, config_hash, GitMode, DISK_LABEL, GIT_LABEL, HASH_LABEL, MOAT_LABEL, POOL_LABEL,
 };
 use crate::session_key::{validate_key, KeyError};
 
@@ -141,6 +141,9 @@ pub struct Sessions {
     /// How `sandbox.workspace_max_bytes` is held, decided once (docs/security.md, "Disk
     /// bound").
     disks: DiskPlan,
+    /// The warm pool's owner task, once the daemon started it (docs/pool.md); unset in every
+    /// other moat, whose new sessions start containers.
+    pub(super) pool: std::sync::OnceLock<super::pool::PoolHandle>,
 }
 
 impl Sessions {
@@ -171,6 +174,7 @@ impl Sessions {
             mounts_seen: Mutex::new(HashMap::new()),
             disks,
             config,
+            pool: std::sync::OnceLock::new(),
         }
     }
 
@@ -284,6 +288,7 @@ impl Sessions {
         self.runtime.remove_container(&names.name).await?;
         self.commands.release(&names.name);
         let host = self.store.session_workspace(session)?;
+        let disk_slug = self.disk_slug(&key, &names)?;
         self.remove_egress(&names.name).await?;
         self.store.forget_session(session)?;
         self.store.forget_session_setup(session)?;
@@ -291,7 +296,7 @@ impl Sessions {
         if purge && key == session {
             // Unmounted first (a session without a disk has nothing to unmount): what is left
             // at the usual places is their empty mount points, or an older session's files.
-            let disk = DiskImage::new(self.home.root(), &names.slug);
+            let disk = DiskImage::new(self.home.root(), &disk_slug);
             let (ws, run) = (
                 self.workspace_dir(&names.slug),
                 self.home.run_dir(&names.slug),
@@ -313,6 +318,8 @@ impl Sessions {
                     Err(source) => return Err(SessionError::Dir { path: dir, source }),
                 }
             }
+            // Its disk is gone: a later session of this key starts afresh (and may claim).
+            self.store.forget_claim(session)?;
         }
         Ok(existed)
     }
@@ -477,7 +484,7 @@ impl Sessions {
     }
 
     /// Refuses a `sandbox.runtime` the engine does not offer, naming the fix.
-    async fn check_runtime(&self, sandbox: &SandboxConfig) -> Result<(), SessionError> {
+    pub(super) async fn check_runtime(&self, sandbox: &SandboxConfig) -> Result<(), SessionError> {
         let wanted = &sandbox.runtime;
         if wanted.is_empty() {
             return Ok(());
@@ -546,6 +553,17 @@ impl Sessions {
         let setup = self.store.session_setup(key)?.unwrap_or_default();
         let host = setup.workspace.clone();
         let sandbox = &effective_sandbox(&self.config.sandbox, &setup);
+        // A new session whose shape the warm pool keeps claims a ready container before
+        // anything is made for it here (docs/pool.md, "Claims").
+        if host.is_none()
+            && sandbox.network != crate::egress::container::EGRESS_NETWORK
+            && self.pool.get().is_some()
+            && self.runtime.inspect_container(&names.name).await?.is_none()
+        {
+            if let Some(c) = self.claim_from_pool(key, names, sandbox).await? {
+                return Ok(c);
+            }
+        }
         let workspace = match &host {
             Some(row) => super::setup::reopen(row).map_err(|source| SessionError::Dir {
                 path: row.path.clone().into(),
@@ -554,8 +572,9 @@ impl Sessions {
             None => self.workspace_dir(&names.slug),
         };
         let run_dir = self.home.run_dir(&names.slug);
+        let disk_slug = self.disk_slug(key, names)?;
         let disk = self
-            .session_disk(&names.slug, host.is_some(), &workspace, &run_dir, sandbox)
+            .session_disk(&disk_slug, host.is_some(), &workspace, &run_dir, sandbox)
             .await?;
         let mut warning = None;
         let mut git = self.git_mode(host.as_ref(), &workspace, sandbox).await?;
@@ -565,7 +584,12 @@ impl Sessions {
         let read_only_parts =
             |git: &Option<GitMode>| git.as_ref().map(|g| g.read_only_paths(&workspace));
         if let Some(existing) = self.runtime.inspect_container(&names.name).await? {
-            let owned = existing.labels.get(MOAT_LABEL).map(String::as_str) == Some(key);
+            let label = existing.labels.get(MOAT_LABEL).map(String::as_str);
+            // A warm container this key claimed: its labels still name the pool's slot.
+            let claimed = existing.labels.contains_key(POOL_LABEL)
+                && label.is_some()
+                && self.store.claimed_slot(key)?.as_deref() == label;
+            let owned = label == Some(key) || claimed;
             let matches = existing.labels.get(HASH_LABEL) == Some(&want_hash);
             let recently_used = self
                 .store
@@ -578,7 +602,10 @@ impl Sessions {
             // Made with its directories elsewhere than where they now are (onto a disk, or
             // off one): it would write where moat no longer looks, unbounded. Never kept.
             let moved = disk.is_some() != existing.labels.contains_key(DISK_LABEL);
-            if owned && !moved && (matches || (recently_used && !unguarded)) {
+            // A claimed container's mounts name the slot's old places, so once stopped it
+            // cannot start again: it is made anew over the same directories.
+            let restartable = !claimed || existing.running;
+            if owned && !moved && restartable && (matches || (recently_used && !unguarded)) {
                 if !matches {
                     warning = Some(format!(
                         "the sandbox config changed, but container {} was used in the last 5 minutes, so it was kept; run `moat sessions rm {key}` to recreate it",
@@ -635,18 +662,7 @@ impl Sessions {
         let mut spec = build_spec(sandbox, &names.name, key, &ws_source, &run_source, now_ms());
         spec.labels.insert(HASH_LABEL.to_string(), want_hash);
         if let Some(d) = &disk {
-            spec.labels.insert(DISK_LABEL.to_string(), "1".into());
-            // The helper's directory, the one place under /run/moat the sandbox may make
-            // entries, lives on the workspace's filesystem (`DiskImage::helper`).
-            spec.mounts.push(crate::runtime::Mount {
-                source: d.helper().display().to_string(),
-                target: format!(
-                    "{}/{}",
-                    super::spec::RUN_MOUNT,
-                    crate::runtime::helper::socket::DIR
-                ),
-                read_only: false,
-            });
+            add_disk_mounts(&mut spec, d);
         }
         if let Some(git) = &git {
             super::spec::add_git_mounts(&mut spec, &workspace, git);
@@ -708,7 +724,7 @@ impl Sessions {
     /// this moat holds the bound with one (docs/security.md, "Disk bound"). None for a host
     /// workspace (the operator's directory), and for a session whose directories hold files
     /// from before it had a disk (the guard watches those until the session is removed).
-    async fn session_disk(
+    pub(super) async fn session_disk(
         &self,
         slug: &str,
         host_workspace: bool,
@@ -745,7 +761,7 @@ impl Sessions {
 
     /// Creates and starts a session container and runs `sandbox.setup_command` in it; a
     /// failure removes what was made.
-    async fn create_and_start(
+    pub(super) async fn create_and_start(
         &self,
         spec: &crate::runtime::ContainerSpec,
         sandbox: &SandboxConfig,
@@ -792,7 +808,7 @@ impl Sessions {
 
     /// Makes the run directory, and the default workspace; a host workspace is the
     /// operator's own directory and is left as it is (its owner is who the sandbox runs as).
-    fn prepare_dirs(
+    pub(super) fn prepare_dirs(
         &self,
         workspace: &Path,
         run_dir: &Path,
@@ -812,6 +828,22 @@ impl Sessions {
     }
 }
 
+/// Labels a container whose directories are its disk's, and mounts the disk's helper
+/// directory: the one place under /run/moat the sandbox may make entries lives on the
+/// workspace's filesystem (`DiskImage::helper`).
+pub(super) fn add_disk_mounts(spec: &mut crate::runtime::ContainerSpec, d: &DiskImage) {
+    spec.labels.insert(DISK_LABEL.to_string(), "1".into());
+    spec.mounts.push(crate::runtime::Mount {
+        source: d.helper().display().to_string(),
+        target: format!(
+            "{}/{}",
+            super::spec::RUN_MOUNT,
+            crate::runtime::helper::socket::DIR
+        ),
+        read_only: false,
+    });
+}
+
 /// The command that builds `image` when it is one of moat's own.
 fn build_command(image: &str) -> &'static str {
     if image == crate::config::e2b::BASE_IMAGE {
@@ -824,7 +856,10 @@ fn build_command(image: &str) -> &'static str {
 /// The sandbox settings a session's container is made with: the config, with the session's
 /// image and network, and for a host workspace its user, read-only mount, writable git
 /// metadata when asked for, and a usable HOME (docs/security.md, "Host workspaces").
-fn effective_sandbox(config: &SandboxConfig, setup: &crate::store::SessionSetup) -> SandboxConfig {
+pub(super) fn effective_sandbox(
+    config: &SandboxConfig,
+    setup: &crate::store::SessionSetup,
+) -> SandboxConfig {
     let mut sandbox = config.clone();
     if let Some(image) = &setup.image {
         sandbox.image = image.clone();

@@ -17,6 +17,10 @@ pub const HASH_LABEL: &str = "dev.moat.config-hash";
 /// On a container whose `/workspace` and `/run/moat` are its session's own filesystem
 /// (`disk_image`): a container made without it mounts other directories.
 pub const DISK_LABEL: &str = "dev.moat.disk";
+/// On a warm pool container: its shape (the config hash it was made for). It stays after a
+/// claim (labels never change), where the store says which session claimed it
+/// (docs/pool.md, "Claims").
+pub const POOL_LABEL: &str = "dev.moat.pool";
 pub const CREATED_LABEL: &str = "dev.moat.created-at";
 pub const VERSION_LABEL: &str = "dev.moat.version";
 /// On a host-workspace container: how its git metadata is mounted (`ro:<hash of the mounts>`,

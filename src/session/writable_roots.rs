@@ -105,9 +105,14 @@ impl Sessions {
             .await
             .map_err(|e| format!("list the sandbox containers: {e}"))?;
         let home = self.home.root().display().to_string();
+        // Claimed warm containers by the key that claimed them; waiting ones by their slot's
+        // key (docs/pool.md, "Claims").
         let ours: Vec<_> = listed
             .into_iter()
             .filter_map(|c| {
+                if let Some(key) = self.key_of(&c) {
+                    return Some((key, c));
+                }
                 let key = c.labels.get(MOAT_LABEL)?.clone();
                 (ContainerName::for_key(&key, &home).name == c.name).then_some((key, c))
             })

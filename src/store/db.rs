@@ -138,6 +138,13 @@ const MIGRATIONS: &[&str] = &[
     // E2B's sandboxes: root allowed, and the workspace at the user's home too (docs/e2b.md).
     "ALTER TABLE session_setup ADD COLUMN root INTEGER NOT NULL DEFAULT 0;",
     "ALTER TABLE session_setup ADD COLUMN home TEXT;",
+    // A session whose container was claimed from the warm pool (docs/pool.md, "Claims"): the
+    // pool slot's key, which the container's labels still carry and its disk is named by.
+    "CREATE TABLE pool_claims (
+        key TEXT PRIMARY KEY,
+        slot TEXT NOT NULL UNIQUE,
+        claimed_at_ms INTEGER NOT NULL
+     );",
 ];
 
 /// See the module docs.

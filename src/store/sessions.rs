@@ -69,6 +69,47 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Records that `key`'s container is the warm pool's `slot` (docs/pool.md, "Claims").
+    pub fn record_claim(&self, key: &str, slot: &str, now_ms: i64) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "INSERT INTO pool_claims (key, slot, claimed_at_ms) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(key) DO UPDATE SET slot = ?2, claimed_at_ms = ?3",
+                params![key, slot, now_ms],
+            )
+            .ctx("record pool claim")?;
+        Ok(())
+    }
+
+    /// The pool slot `key`'s container came from, if it was claimed.
+    pub fn claimed_slot(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn()
+            .query_row("SELECT slot FROM pool_claims WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()
+            .ctx("read pool claim")
+    }
+
+    /// The key that claimed pool `slot`, if any.
+    pub fn claim_of_slot(&self, slot: &str) -> Result<Option<String>, StoreError> {
+        self.conn()
+            .query_row("SELECT key FROM pool_claims WHERE slot = ?1", [slot], |r| {
+                r.get(0)
+            })
+            .optional()
+            .ctx("read pool claim")
+    }
+
+    pub fn forget_claim(&self, key: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute("DELETE FROM pool_claims WHERE key = ?1", [key])
+            .ctx("forget pool claim")?;
+        Ok(())
+    }
+}
+
 /// An operator's per-session policy override (`moat sessions set`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionPolicy {

@@ -75,6 +75,9 @@ impl Engine for DockerRuntime {
         self.start(id).await
     }
 
+    async fn rename_container(&self, id: &str, name: &str) -> Result<(), RuntimeError> {
+        self.rename(id, name).await
+    }
     async fn remove_container(&self, id: &str) -> Result<(), RuntimeError> {
         self.remove(id).await
     }

@@ -211,6 +211,16 @@ impl DockerRuntime {
             .map_err(|e| RuntimeError::engine(format!("start container {id}"), e))
     }
 
+    pub(super) async fn rename(&self, id: &str, name: &str) -> Result<(), RuntimeError> {
+        let options = bollard::query_parameters::RenameContainerOptions {
+            name: name.to_string(),
+        };
+        self.docker
+            .rename_container(id, options)
+            .await
+            .map_err(|e| RuntimeError::engine(format!("rename container {id} to {name}"), e))
+    }
+
     pub(super) async fn kill(&self, name: &str) -> Result<(), RuntimeError> {
         let options = bollard::query_parameters::KillContainerOptions {
             signal: "KILL".into(),

@@ -1,0 +1,207 @@
+//! The warm pool (docs/pool.md) against the real engine, through the `moat` binary and its
+//! daemon: a claimed container carries its session's workspace and no other's, the pool
+//! refills, a killed daemon's pool is adopted or removed, a changed config drains the old
+//! shape, and neither an agent nor a second home reaches a warm container before its claim.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::cli_home::{text, wait_until, TestHome};
+
+const POOL: &str = "[pool]\nsize = 1\n";
+
+fn docker(args: &[&str]) -> String {
+    let out = Command::new("docker").args(args).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The unclaimed warm containers of `home` (name, id), found by their label and their mounts
+/// from the home.
+fn warm(home: &TestHome) -> Vec<(String, String)> {
+    let ids = docker(&["ps", "-aq", "--filter", "label=dev.moat.pool"]);
+    let mut out = Vec::new();
+    for id in ids.lines() {
+        let line = docker(&[
+            "inspect",
+            "-f",
+            "{{.Name}} {{.Id}} {{range .Mounts}}{{.Source}} {{end}}",
+            id,
+        ]);
+        let mut parts = line.split(' ');
+        let name = parts.next().unwrap_or_default().trim_start_matches('/');
+        let full = parts.next().unwrap_or_default();
+        let ours = line.contains(&format!("{}/", home.path().display()));
+        if ours && name.starts_with("moat-pool-") {
+            out.push((name.to_string(), full.to_string()));
+        }
+    }
+    out
+}
+
+/// The one warm container of `home` once its helper runs (its pid recorded in the run
+/// directory), so the next new session claims it.
+fn ready(home: &TestHome) -> (String, String) {
+    let mut found = None;
+    wait_until("a warm container is ready", Duration::from_secs(90), || {
+        let w = warm(home);
+        let Some((name, id)) = w.first().cloned() else {
+            return false;
+        };
+        let slug = name.trim_start_matches("moat-");
+        let up = home
+            .path()
+            .join("run")
+            .join(slug)
+            .join("helper.pid")
+            .is_file();
+        if up && w.len() == 1 {
+            found = Some((name, id));
+        }
+        up
+    });
+    // The owner task records it a moment after its helper answered.
+    std::thread::sleep(Duration::from_millis(500));
+    found.unwrap()
+}
+
+/// The container named for session `key` of this home (by name prefix) and its pool label.
+fn container_of(key: &str) -> (String, String) {
+    let id = docker(&["ps", "-aq", "--filter", &format!("name=moat-{key}-")]);
+    let label = docker(&[
+        "inspect",
+        "-f",
+        "{{index .Config.Labels \"dev.moat.pool\"}}",
+        &id,
+    ]);
+    (id, label)
+}
+
+fn exec(home: &TestHome, key: &str, cmd: &str) -> String {
+    let out = home.run(&["exec", "--session", key, "--", cmd]);
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn a_claimed_container_holds_its_sessions_workspace_and_no_other() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::configured("t-pool-own", POOL);
+    // The first command starts the daemon, which starts filling.
+    exec(&home, &home.key("first"), "true");
+    let (w1, w1_id) = ready(&home);
+    let a = home.key("a");
+    exec(&home, &a, "echo secret-a > /workspace/a.txt");
+    let (a_id, a_label) = container_of(&a);
+    assert!(w1_id.starts_with(&a_id), "session a got the warm container");
+    assert!(!a_label.is_empty());
+    assert_eq!(exec(&home, &a, "cat /workspace/a.txt").trim(), "secret-a");
+    // The pool refills; the new one is empty, and so is the next session's workspace.
+    let (w2, w2_id) = ready(&home);
+    assert_ne!(w2, w1);
+    assert!(docker(&["ps", "-aq", "--filter", &format!("name={w1}")]).is_empty());
+    assert_eq!(docker(&["exec", &w2_id, "ls", "-A", "/workspace"]), "");
+    let b = home.key("b");
+    assert_eq!(exec(&home, &b, "ls -A /workspace; echo end").trim(), "end");
+    assert!(
+        w2_id.starts_with(&container_of(&b).0),
+        "session b got the second"
+    );
+    // An agent cannot name a warm container: the slot's key is no session key, and its
+    // readable name is another session's.
+    let (w3, w3_id) = ready(&home);
+    let slot_key = docker(&[
+        "inspect",
+        "-f",
+        "{{index .Config.Labels \"dev.moat.session\"}}",
+        &w3_id,
+    ]);
+    assert!(slot_key.starts_with("pool/"), "{slot_key}");
+    let refused = home.run(&["exec", "--session", &slot_key, "--", "touch /workspace/x"]);
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert_eq!(docker(&["exec", &w3_id, "ls", "-A", "/workspace"]), "");
+    assert_eq!(warm(&home).first().map(|w| w.0.clone()), Some(w3));
+    // The daemon's stop leaves no warm container.
+    home.stop_daemon();
+    assert!(warm(&home).is_empty(), "{:?}", warm(&home));
+}
+
+#[tokio::test]
+async fn a_killed_daemons_pool_is_adopted_and_a_changed_config_drains_it() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::configured("t-pool-kill", POOL);
+    exec(&home, &home.key("first"), "true");
+    let (_, w1_id) = ready(&home);
+    let pid = home.daemon_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_until("the daemon is gone", Duration::from_secs(20), || {
+        home.daemons() == 0
+    });
+    // The same config: the next daemon adopts it, and its first new session claims it.
+    let second = home.key("second");
+    exec(&home, &second, "true");
+    assert!(
+        w1_id.starts_with(&container_of(&second).0),
+        "the adopted one was claimed"
+    );
+    let (w1, _) = ready(&home);
+    // Killed again, and the sandbox changed: the old shape goes, the new one fills.
+    let pid = home.daemon_pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_until("the daemon is gone", Duration::from_secs(20), || {
+        home.daemons() == 0
+    });
+    std::fs::write(
+        home.path().join("moat.toml"),
+        format!("{POOL}[sandbox]\nmemory = \"1g\"\n"),
+    )
+    .unwrap();
+    exec(&home, &home.key("third"), "true");
+    let (w2, w2_id) = ready(&home);
+    assert_ne!(w2, w1);
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.HostConfig.Memory}}", &w2_id]),
+        (1u64 << 30).to_string()
+    );
+    home.stop_daemon();
+    assert!(warm(&home).is_empty(), "{:?}", warm(&home));
+}
+
+#[tokio::test]
+async fn a_second_home_does_not_claim_this_homes_pool() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let one = TestHome::configured("t-pool-one", POOL);
+    exec(&one, &one.key("first"), "true");
+    let (w1, w1_id) = ready(&one);
+    // Another home on the same engine, with no pool of its own: its new session starts a
+    // container, and this home's warm one is untouched.
+    let two = TestHome::new("t-pool-two");
+    let key = two.key("s");
+    exec(&two, &key, "true");
+    let (id, label) = container_of(&key);
+    assert!(
+        !w1_id.starts_with(&id),
+        "the other home took this home's warm container"
+    );
+    assert!(label.is_empty(), "{label}");
+    assert_eq!(warm(&one), vec![(w1, w1_id)]);
+    // Nor does its removal of everything it has touch this home's pool.
+    let out = two.run(&["sessions", "rm", &key]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(warm(&one).len(), 1);
+}
