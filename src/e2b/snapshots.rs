@@ -68,8 +68,14 @@ async fn take(
             format!("failed to snapshot the sandbox: this key holds {MAX_PER_KEY} snapshots already; delete one first"),
         ));
     }
-    let (_, names_of) = state.app.sessions.names(&sandbox.session);
-    let disk = DiskImage::new(state.app.home.root(), &names_of.slug);
+    let (key, names_of) = state.app.sessions.names(&sandbox.session);
+    // A session that claimed a warm container keeps its disk under the slot's name.
+    let slug = state
+        .app
+        .sessions
+        .disk_slug(&key, &names_of)
+        .map_err(|e| fail("snapshot the sandbox", e))?;
+    let disk = DiskImage::new(state.app.home.root(), &slug);
     if !disk.exists() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
