@@ -27,7 +27,6 @@ pub enum Code {
     Internal,
     Unavailable,
     Unauthenticated,
-    Unimplemented,
 }
 
 impl Code {
@@ -42,7 +41,6 @@ impl Code {
             Code::Internal => "internal",
             Code::Unavailable => "unavailable",
             Code::Unauthenticated => "unauthenticated",
-            Code::Unimplemented => "unimplemented",
         }
     }
 
@@ -58,7 +56,6 @@ impl Code {
             Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Code::Unauthenticated => StatusCode::UNAUTHORIZED,
-            Code::Unimplemented => StatusCode::NOT_IMPLEMENTED,
         }
     }
 }

@@ -1,19 +1,19 @@
 //! E2B's filesystem service (`/filesystem.Filesystem/*`, docs/e2b.md, "Files"): `Stat`,
 //! `MakeDir`, `Move`, `ListDir` and `Remove` on the sandbox's home, each through moat's
 //! confined file layer on the host (`home`), answered with E2B's entry info (`entry`) and
-//! error codes. Watching is not served yet and says so.
+//! error codes. Watching is `watch`'s.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use super::connect::{self, Code, RpcError};
+use super::connect::{Code, RpcError};
 use super::entry::{entry_info, Names};
 use super::home::{Home, Homes, Refusal};
 use super::process::{parse, unary_error};
@@ -261,26 +261,4 @@ pub async fn remove(
         },
     )
     .await
-}
-
-fn no_watching() -> RpcError {
-    RpcError::new(
-        Code::Unimplemented,
-        "failed to watch: watching directories is not served by moat yet (docs/e2b.md, \"What is not served\")",
-    )
-}
-
-/// `CreateWatcher`, `GetWatcherEvents`, `RemoveWatcher`: not served yet.
-pub async fn watcher_not_served() -> Response {
-    unary_error(no_watching())
-}
-
-/// `WatchDir` (a server stream): not served yet, said in the stream's end envelope.
-pub async fn watch_dir_not_served() -> Response {
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/connect+json")],
-        connect::end(Some(&no_watching())),
-    )
-        .into_response()
 }

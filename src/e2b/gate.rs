@@ -61,17 +61,21 @@ pub async fn gate(State(state): State<Arc<E2bState>>, mut req: Request, next: Ne
                 .into_response(),
         }
     };
-    // A paused sandbox's processes are frozen: its own API answers as E2B's proxy does for
-    // one, before anything waits on them (docs/e2b.md, "Pause and resume").
-    if let Some(s) = req.extensions().get::<Arc<Sandbox>>() {
-        if s.is_paused() {
-            return super::process::sandbox_paused(&s.id);
-        }
-    }
     if let Some(slot) = req.extensions().get::<Arc<Slot>>().cloned() {
         if let Err(refusal) = state.tracker.bind_agent(&slot, &format!("e2b:{owner}")) {
             return refusal.into_response();
         }
+    }
+    let Some(sandbox) = req.extensions().get::<Arc<Sandbox>>().cloned() else {
+        return next.run(req).await;
+    };
+    // While a snapshot copies the disk, calls into the sandbox wait for it: they may write
+    // into the home (docs/e2b.md, "Snapshots and forks").
+    let _writes = sandbox.writes.read().await;
+    // A paused sandbox's processes are frozen: its own API answers as E2B's proxy does for
+    // one, before anything waits on them (docs/e2b.md, "Pause and resume").
+    if sandbox.is_paused() {
+        return super::process::sandbox_paused(&sandbox.id);
     }
     next.run(req).await
 }

@@ -32,6 +32,7 @@ mod stream_input;
 mod upload;
 mod usage;
 mod user;
+mod watch;
 mod wire;
 
 pub use serve::serve;

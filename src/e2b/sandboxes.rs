@@ -65,6 +65,9 @@ pub struct Sandbox {
     paused: AtomicBool,
     /// Held across a pause or a resume, so two of them never interleave with the engine.
     pub turning: tokio::sync::Mutex<()>,
+    /// Each call into the sandbox's own API holds it shared (`gate`); a snapshot holds it
+    /// alone while it copies the disk, so moat writes nothing there meanwhile.
+    pub writes: tokio::sync::RwLock<()>,
     /// The samples `metrics` took, oldest first, at most [`MAX_SAMPLES`].
     samples: Mutex<std::collections::VecDeque<Sample>>,
 }
@@ -236,6 +239,7 @@ impl Sandboxes {
             retry_at_ms: AtomicI64::new(0),
             paused: AtomicBool::new(false),
             turning: tokio::sync::Mutex::new(()),
+            writes: tokio::sync::RwLock::new(()),
             samples: Mutex::new(Default::default()),
         });
         map.insert(id, sandbox.clone());

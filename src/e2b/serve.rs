@@ -23,7 +23,7 @@ use super::conn::{Conn, NoDelay};
 use super::home::Homes;
 use super::state::E2bState;
 use super::stream_input;
-use super::{control, files, filesystem, gate, pause, process, snapshots, upload, usage};
+use super::{control, files, filesystem, gate, pause, process, snapshots, upload, usage, watch};
 use crate::app::App;
 use crate::server::limits::{Limited, Slot, Tracker};
 use crate::server::Channel;
@@ -138,10 +138,10 @@ fn files_routes() -> Router<Arc<E2bState>> {
         .route(&f("Move"), post(filesystem::move_entry))
         .route(&f("ListDir"), post(filesystem::list_dir))
         .route(&f("Remove"), post(filesystem::remove))
-        .route(&f("WatchDir"), post(filesystem::watch_dir_not_served))
-        .route(&f("CreateWatcher"), post(filesystem::watcher_not_served))
-        .route(&f("GetWatcherEvents"), post(filesystem::watcher_not_served))
-        .route(&f("RemoveWatcher"), post(filesystem::watcher_not_served))
+        .route(&f("WatchDir"), post(watch::watch_dir))
+        .route(&f("CreateWatcher"), post(watch::create_watcher))
+        .route(&f("GetWatcherEvents"), post(watch::get_watcher_events))
+        .route(&f("RemoveWatcher"), post(watch::remove_watcher))
         .layer(DefaultBodyLimit::max(MAX_CONTROL_BODY));
     let files = Router::new()
         .route("/files", get(files::download).post(upload::upload))
@@ -162,6 +162,8 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     bound(listener.local_addr()?);
     let state = E2bState::new(app, tracker.clone());
+    // What a killed daemon's snapshots left (docs/e2b.md, "Snapshots and forks").
+    state.snapshots.sweep(&state.app).await;
     let reaper = tokio::spawn(state.clone().reap(shutdown.clone()));
     let listener = Limited::new(NoDelay(listener), tracker, Channel::Tcp);
     let stop = shutdown.clone();

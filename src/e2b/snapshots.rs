@@ -17,19 +17,13 @@ use serde_json::{json, Value};
 
 use super::control::{body, lifetime_ms, owned, owner, sandbox_json, start, ApiError, From};
 use super::sandboxes::{NewSandbox, Sandbox};
-use super::snapshot_table::Snapshot;
+use super::snapshot_table::{Snapshot, DIR, IMAGE_LABEL, IMAGE_REPO};
 use super::state::E2bState;
 use crate::session::disk_image::DiskImage;
 use crate::store::now_ms;
 
 /// The prefix of snapshot ids: a create's `templateID` names one.
 pub const ID_PREFIX: &str = "snapshot-";
-/// The repository of snapshot images.
-const IMAGE_REPO: &str = "moat-e2b-snapshot";
-/// The label on snapshot images: the moat home that made them.
-const IMAGE_LABEL: &str = "dev.moat.e2b-snapshot";
-/// The directory of workspace copies in the moat home.
-const DIR: &str = "e2b-snapshots";
 /// The most snapshots one key holds: each is an image and a disk's worth of copy.
 pub const MAX_PER_KEY: usize = 16;
 /// The most sandboxes one fork makes.
@@ -62,12 +56,12 @@ async fn take(
     names: Vec<String>,
     listed: bool,
 ) -> Result<Arc<Snapshot>, ApiError> {
-    if state.snapshots.count_of(&sandbox.owner) >= MAX_PER_KEY {
+    let Some(_place) = state.snapshots.reserve(&sandbox.owner, MAX_PER_KEY) else {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             format!("failed to snapshot the sandbox: this key holds {MAX_PER_KEY} snapshots already; delete one first"),
         ));
-    }
+    };
     let (key, names_of) = state.app.sessions.names(&sandbox.session);
     // A session that claimed a warm container keeps its disk under the slot's name.
     let slug = state
@@ -84,7 +78,12 @@ async fn take(
     }
     let id = new_id();
     let dir = state.app.home.root().join(DIR);
-    std::fs::create_dir_all(&dir).map_err(|e| fail("snapshot the sandbox", e))?;
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+        })
+        .map_err(|e| fail("snapshot the sandbox", e))?;
     let snapshot = Arc::new(Snapshot {
         image: format!("{IMAGE_REPO}:{}", &id[ID_PREFIX.len()..]),
         workspace: dir.join(format!("{id}.ext4")),
@@ -97,6 +96,9 @@ async fn take(
     let container = names_of.name;
     let engine = &state.app.engine;
     let _turning = sandbox.turning.lock().await;
+    // moat's own writes into the home (uploads, the filesystem service) wait for the copy:
+    // a frozen container is not a quiet disk while moat writes to it (`gate`).
+    let _quiet = sandbox.writes.write().await;
     let frozen_here = !sandbox.is_paused();
     if frozen_here {
         engine
@@ -167,7 +169,13 @@ pub async fn create_snapshot(
         }
         Some(n) => vec![n],
     };
-    let snapshot = take(&state, &sandbox, names, true).await?;
+    // On a task of its own, as a create is: a client that hangs up mid-copy would otherwise
+    // cut it short with its parts made, unrecorded, and the sandbox left frozen.
+    let taken = tokio::spawn({
+        let state = state.clone();
+        async move { take(&state, &sandbox, names, true).await }
+    });
+    let snapshot = taken.await.map_err(|e| fail("snapshot the sandbox", e))??;
     Ok((StatusCode::CREATED, Json(snapshot_json(&snapshot))).into_response())
 }
 
@@ -272,6 +280,20 @@ pub async fn fork(
             format!("failed to fork the sandbox: count is 1 to {MAX_FORKS}, not {count}"),
         ));
     }
+    // On a task of its own, as a create is (see `create_snapshot`).
+    let forked = tokio::spawn(fork_from(state.clone(), sandbox, owner, count, req.timeout));
+    let results = forked.await.map_err(|e| fail("fork the sandbox", e))??;
+    Ok((StatusCode::CREATED, Json(Value::Array(results))).into_response())
+}
+
+/// `count` sandboxes from one snapshot of `sandbox`, which is then deleted.
+async fn fork_from(
+    state: Arc<E2bState>,
+    sandbox: Arc<Sandbox>,
+    owner: String,
+    count: u32,
+    timeout: Option<u64>,
+) -> Result<Vec<Value>, ApiError> {
     let snapshot = take(&state, &sandbox, Vec::new(), false).await?;
     let mut results = Vec::new();
     for _ in 0..count {
@@ -281,7 +303,7 @@ pub async fn fork(
             metadata: sandbox.metadata.clone(),
             env_vars: sandbox.env_vars.clone(),
             now_ms: now_ms(),
-            timeout_ms: lifetime_ms(&state, req.timeout),
+            timeout_ms: lifetime_ms(&state, timeout),
         };
         let from = From {
             image: snapshot.image.clone(),
@@ -297,5 +319,5 @@ pub async fn fork(
     if let Some(s) = state.snapshots.take(&snapshot.id) {
         state.snapshots.remove_parts(&state.app, &s).await;
     }
-    Ok((StatusCode::CREATED, Json(Value::Array(results))).into_response())
+    Ok(results)
 }

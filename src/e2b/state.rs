@@ -20,7 +20,9 @@ pub struct E2bState {
     pub app: Arc<App>,
     pub sandboxes: Sandboxes,
     /// Snapshots of sandboxes, for creates and forks (docs/e2b.md, "Snapshots and forks").
-    pub snapshots: super::snapshot_table::Snapshots,
+    pub snapshots: Arc<super::snapshot_table::Snapshots>,
+    /// Watches of directories (docs/e2b.md, "Watching").
+    pub watches: super::watch::Watches,
     pub keys: Keys,
     /// The daemon's connection caps, which this listener's connections count against.
     pub tracker: Arc<crate::server::limits::Tracker>,
@@ -33,6 +35,7 @@ impl E2bState {
             app,
             sandboxes: Sandboxes::default(),
             snapshots: Default::default(),
+            watches: Default::default(),
             keys,
             tracker,
         })

@@ -155,7 +155,7 @@ where
         } else {
             Box::new(reader)
         };
-        entry.write_from(&mut src, max, ws.owner(), &set)
+        entry.write_in_place_from(&mut src, max, ws.owner(), &set)
     });
     loop {
         let item = match tokio::time::timeout(IDLE, chunks.next()).await {

@@ -596,6 +596,7 @@ fn io_err(action: &'static str, shown: &str, e: Errno) -> ConfineError {
     }
 }
 
+mod in_place;
 mod tree;
 
 pub use tree::{Found, Link};

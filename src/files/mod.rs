@@ -8,6 +8,7 @@
 pub mod beneath;
 pub mod confine;
 pub mod unpack;
+pub mod watcher;
 pub mod xattr;
 
 pub use confine::{ConfineError, Found, Link, Workspace};

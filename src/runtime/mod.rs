@@ -151,6 +151,10 @@ pub trait Engine: Send + Sync + 'static {
     async fn runtimes(&self) -> Result<Vec<String>, RuntimeError>;
     /// The tags (`repository:tag`) of the local images of `repository`.
     async fn image_tags(&self, repository: &str) -> Result<Vec<String>, RuntimeError>;
+    /// The tags of the local images carrying `label` (`key=value`).
+    async fn images_labelled(&self, label: &str) -> Result<Vec<String>, RuntimeError> {
+        Err(unsupported(format!("list the images labelled {label}")))
+    }
     /// Removes an image tag without force: the engine refuses one a container still uses.
     async fn remove_image(&self, tag: &str) -> Result<(), RuntimeError>;
     /// Starts a long-lived command detached from moat (`docker exec -d`); returns its exec id.

@@ -283,10 +283,6 @@ def test_signed_urls_with_and_without_expiry(served):
     assert e.value.code == 401
 
 
-def test_watching_says_it_is_not_served(sb, d):
-    with pytest.raises(SandboxException) as e:
-        sb.files.watch_dir(d)
-    assert "not served" in str(e.value)
 
 
 @pytest.mark.anyio

@@ -3,7 +3,10 @@ keeps the sandbox's files (its home; its tmpfs mounts are memory); sandboxes mad
 apart from it and from each other; snapshots belong to the key that took them; and nothing is
 left once they are deleted."""
 
+import concurrent.futures
 import subprocess
+import threading
+import time
 
 import httpx
 import pytest
@@ -184,5 +187,105 @@ def test_a_paused_sandbox_can_be_snapshotted_and_stays_paused(served):
         finally:
             c.kill()
             Sandbox.delete_snapshot(snap.snapshot_id)
+    finally:
+        sb.kill()
+
+
+def test_a_snapshot_cut_off_by_its_client_is_finished_and_recorded_and_the_sandbox_thawed(served):
+    """The attack: hang up mid-snapshot, hoping to leave a copy and an image that nothing
+    records (and a frozen sandbox). The snapshot runs to its end on its own: it is listed,
+    deletable, and the sandbox runs."""
+    sb = Sandbox.create()
+    try:
+        # A home that takes a moment to copy.
+        sb.commands.run("head -c 600000000 /dev/urandom > ~/big", timeout=120)
+        with pytest.raises(httpx.TimeoutException):
+            httpx.post(
+                f"{served.url}/sandboxes/{sb.sandbox_id}/snapshots",
+                headers={"X-API-KEY": KEY},
+                json={},
+                timeout=0.3,
+            )
+        listed = []
+        for _ in range(120):
+            listed = Sandbox.list_snapshots(sandbox_id=sb.sandbox_id).next_items()
+            if listed:
+                break
+            time.sleep(0.5)
+        assert len(listed) == 1, "the cut-off snapshot was not recorded"
+        assert sb.commands.run("echo thawed", timeout=30).stdout == "thawed\n"
+        assert Sandbox.delete_snapshot(listed[0].snapshot_id) is True
+        assert snapshot_files(served) == []
+    finally:
+        sb.kill()
+
+
+def test_requests_at_once_cannot_pass_the_snapshot_bound(served):
+    sb = Sandbox.create()
+    try:
+        def one(_):
+            return httpx.post(
+                f"{served.url}/sandboxes/{sb.sandbox_id}/snapshots",
+                headers={"X-API-KEY": KEY},
+                json={},
+                timeout=300,
+            ).status_code
+
+        with concurrent.futures.ThreadPoolExecutor(20) as pool:
+            codes = list(pool.map(one, range(20)))
+        assert codes.count(201) == 16 and codes.count(429) == 4, codes
+        mine = Sandbox.list_snapshots(sandbox_id=sb.sandbox_id, limit=100).next_items()
+        assert len(mine) == 16
+        for s in mine:
+            Sandbox.delete_snapshot(s.snapshot_id)
+    finally:
+        sb.kill()
+
+
+def test_moat_writes_nothing_into_the_home_while_a_snapshot_copies_it(served):
+    """The attack: uploads and directory makes while the sandbox is frozen for a copy would
+    change the disk under the copy. They wait for it instead: none finishes while the
+    container is paused."""
+    sb = Sandbox.create()
+    try:
+        sb.commands.run("head -c 400000000 /dev/urandom > ~/big", timeout=120)
+        container = subprocess.run(
+            ["docker", "ps", "-q", "--filter", f"label=dev.moat.session=e2b-{sb.sandbox_id}"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        stop = threading.Event()
+        paused_at, finished_at = [], []
+
+        def watch_paused():
+            while not stop.is_set():
+                out = subprocess.run(
+                    ["docker", "inspect", "-f", "{{.State.Paused}}", container],
+                    capture_output=True, text=True,
+                ).stdout.strip()
+                if out == "true":
+                    paused_at.append(time.monotonic())
+
+        def write():
+            i = 0
+            while not stop.is_set():
+                sb.files.write(f"w/{i}.txt", "x")
+                finished_at.append(time.monotonic())
+                i += 1
+
+        threads = [threading.Thread(target=watch_paused), threading.Thread(target=write)]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        snap = sb.create_snapshot()
+        time.sleep(0.5)
+        stop.set()
+        for t in threads:
+            t.join()
+        assert paused_at, "the snapshot never froze the container"
+        first, last = min(paused_at), max(paused_at)
+        during = [t for t in finished_at if first < t < last]
+        assert during == [], f"{len(during)} writes finished while the container was frozen"
+        assert finished_at and max(finished_at) > last, "the writes never went on"
+        Sandbox.delete_snapshot(snap.snapshot_id)
     finally:
         sb.kill()

@@ -92,6 +92,23 @@ impl DockerRuntime {
             .collect())
     }
 
+    /// The tags of the images carrying `label` (`key=value`).
+    pub(super) async fn labelled(&self, label: &str) -> Result<Vec<String>, RuntimeError> {
+        let options = bollard::query_parameters::ListImagesOptions {
+            filters: Some(HashMap::from([(
+                "label".to_string(),
+                vec![label.to_string()],
+            )])),
+            ..Default::default()
+        };
+        let list = self
+            .docker
+            .list_images(Some(options))
+            .await
+            .map_err(|e| RuntimeError::engine(format!("list images labelled {label}"), e))?;
+        Ok(list.into_iter().flat_map(|i| i.repo_tags).collect())
+    }
+
     pub(super) async fn untag(&self, tag: &str) -> Result<(), RuntimeError> {
         self.docker
             .remove_image(

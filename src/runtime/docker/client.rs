@@ -158,6 +158,10 @@ impl Engine for DockerRuntime {
         self.untag(tag).await
     }
 
+    async fn images_labelled(&self, label: &str) -> Result<Vec<String>, RuntimeError> {
+        self.labelled(label).await
+    }
+
     async fn runtimes(&self) -> Result<Vec<String>, RuntimeError> {
         let info = self
             .docker
