@@ -10,4 +10,4 @@ pub mod confine;
 pub mod unpack;
 pub mod xattr;
 
-pub use confine::{ConfineError, Found, Link, Workspace};
+pub use confine::{ConfineError, Found, Link, ListBound, Workspace};
