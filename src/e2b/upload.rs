@@ -215,7 +215,10 @@ where
             Ok(Some(chunk)) => {
                 chunk.map_err(|e| io::Error::other(format!("the upload broke off: {e}")))
             }
-            Err(Stop::Bad(m)) => Err(io::Error::other(m.replacen("failed to read ", "", 1))),
+            Err(Stop::Bad(_)) => Err(io::Error::other(format!(
+                "the upload stalled: nothing came for {} s",
+                IDLE.as_secs()
+            ))),
             Err(_) => {
                 was_killed = true;
                 Err(io::Error::other("the sandbox was killed"))
