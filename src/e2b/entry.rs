@@ -153,18 +153,27 @@ fn timestamp(secs: i64, nanos: i64) -> String {
 
 /// The entry for what was found. A link that resolves beneath the home reports what it
 /// leads to (type, mode, permissions) and that path; one that leads out or nowhere reports
-/// itself as a link and its text (moat never follows it).
-pub fn entry_info(found: &Found, names: &Names, metadata: BTreeMap<String, String>) -> EntryInfo {
-    let at = HomePath::of(&found.rel);
+/// itself as a link and its text (moat never follows it). `None` when the entry's own path is
+/// not UTF-8; a link whose target is not reports itself without `symlinkTarget`: no answer
+/// names a path that opens another file than the one found (docs/e2b.md, "Files").
+pub fn entry_info(
+    found: &Found,
+    names: &Names,
+    metadata: BTreeMap<String, String>,
+) -> Option<EntryInfo> {
+    let at = HomePath::of(&found.rel)?;
     let st = &found.st;
     let (shown_st, symlink_target) = match &found.link {
         Some(link) => match &link.target {
-            Some((target_st, target)) => (*target_st, Some(HomePath::of(target).shown())),
-            None => (*st, Some(link.text.to_string_lossy().into_owned())),
+            Some((target_st, target)) => match HomePath::of(target) {
+                Some(t) => (*target_st, Some(t.shown())),
+                None => (*st, None),
+            },
+            None => (*st, link.text.to_str().map(str::to_string)),
         },
         None => (*st, None),
     };
-    EntryInfo {
+    Some(EntryInfo {
         name: at.name(),
         kind: file_type(&shown_st),
         path: at.shown(),
@@ -177,7 +186,7 @@ pub fn entry_info(found: &Found, names: &Names, metadata: BTreeMap<String, Strin
         symlink_target,
         metadata,
         is_symlink: found.link.is_some(),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -219,6 +228,34 @@ mod tests {
         assert_eq!(n.group(1000), "sandbox");
         assert_eq!(n.user(5), "5");
         assert_eq!(n.group(77), "77");
+    }
+
+    #[test]
+    fn no_entry_names_a_path_lossily() {
+        use crate::files::Link;
+        use std::os::unix::ffi::OsStrExt;
+        use std::path::PathBuf;
+        let dir = tempfile::tempdir().unwrap();
+        let st = nix::sys::stat::lstat(dir.path()).unwrap();
+        let bad = || PathBuf::from(std::ffi::OsStr::from_bytes(b"a\xff"));
+        let names = Names::default();
+        let found = |rel: PathBuf, link: Option<Link>| Found { rel, st, link };
+        assert!(entry_info(&found(bad(), None), &names, BTreeMap::new()).is_none());
+        let ok = entry_info(&found("a\u{fffd}".into(), None), &names, BTreeMap::new()).unwrap();
+        assert_eq!(ok.path, "/home/user/a\u{fffd}");
+        // A link to a name that is not UTF-8 is shown as a link, its target left out.
+        let link = Link {
+            text: bad().into_os_string(),
+            target: Some((st, bad())),
+        };
+        let l = entry_info(&found("l".into(), Some(link)), &names, BTreeMap::new()).unwrap();
+        assert_eq!((l.symlink_target, l.is_symlink), (None, true));
+        let dangling = Link {
+            text: bad().into_os_string(),
+            target: None,
+        };
+        let l = entry_info(&found("l".into(), Some(dangling)), &names, BTreeMap::new()).unwrap();
+        assert_eq!(l.symlink_target, None);
     }
 
     #[test]

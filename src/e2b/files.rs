@@ -161,11 +161,14 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
 }
 
 /// `GET /files`: the file's bytes, at most the size it had when opened (a file the sandbox
-/// keeps growing still ends), gzip-encoded when accepted.
+/// keeps growing still ends), gzip-encoded when accepted. It ends when the sandbox does: the
+/// file is closed and the connection reset at once, so nothing of a killed sandbox's disk is
+/// held by a client that reads slowly, or not at all.
 pub async fn download(
     State(state): State<Arc<E2bState>>,
     Extension(homes): Extension<Arc<Homes>>,
     Extension(sandbox): Extension<Arc<Sandbox>>,
+    Extension(conn): Extension<super::conn::Conn>,
     req: Request,
 ) -> Response {
     let q = query(req.uri().query());
@@ -196,12 +199,24 @@ pub async fn download(
     let size = st.st_size.max(0) as u64;
     let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(IN_FLIGHT);
     let runtime = tokio::runtime::Handle::current();
+    let killed = sandbox.killed.clone();
     tokio::task::spawn_blocking(move || {
         send_file(file, size, gzip, |item| {
-            runtime.block_on(tx.send_timeout(item, IDLE)).is_ok()
+            runtime.block_on(async {
+                tokio::select! {
+                    biased;
+                    _ = killed.cancelled() => {
+                        // hyper writes nothing more once the client stops reading, so only
+                        // a reset ends the connection of a client that stalled.
+                        conn.reset();
+                        false
+                    }
+                    sent = tx.send_timeout(item, IDLE) => sent.is_ok(),
+                }
+            })
         })
     });
-    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    let body = Body::from_stream(until_killed(rx, sandbox.killed.clone()));
     let mut resp = (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/octet-stream")],
@@ -221,6 +236,22 @@ pub async fn download(
         h.insert(header::CONTENT_LENGTH, header::HeaderValue::from(size));
     }
     resp
+}
+
+/// The chunks `rx` yields, ended by an error (never a clean end, which a client could take
+/// for the whole file) when the sandbox is killed.
+fn until_killed(
+    rx: mpsc::Receiver<io::Result<Bytes>>,
+    killed: tokio_util::sync::CancellationToken,
+) -> impl futures::Stream<Item = io::Result<Bytes>> {
+    futures::stream::unfold(Some((rx, killed)), |state| async move {
+        let (mut rx, killed) = state?;
+        tokio::select! {
+            biased;
+            _ = killed.cancelled() => Some((Err(io::Error::other("the sandbox was killed")), None)),
+            item = rx.recv() => item.map(|i| (i, Some((rx, killed)))),
+        }
+    })
 }
 
 /// Reads at most `size` bytes of `file` into `send`, gzip-encoded if asked; stops when
@@ -285,6 +316,23 @@ mod tests {
         assert!(!accepts_gzip(&h("gzip;q=0")));
         assert!(!accepts_gzip(&h("identity")));
         assert!(!accepts_gzip(&HeaderMap::new()));
+    }
+
+    #[tokio::test]
+    async fn a_download_ends_with_an_error_when_its_sandbox_is_killed() {
+        use futures::StreamExt;
+        let (tx, rx) = mpsc::channel(IN_FLIGHT);
+        let killed = tokio_util::sync::CancellationToken::new();
+        let mut body = Box::pin(until_killed(rx, killed.clone()));
+        tx.send(Ok(Bytes::from_static(b"a"))).await.unwrap();
+        assert_eq!(body.next().await.unwrap().unwrap(), "a");
+        tx.send(Ok(Bytes::from_static(b"b"))).await.unwrap();
+        killed.cancel();
+        let err = body.next().await.unwrap().unwrap_err();
+        assert_eq!(err.to_string(), "the sandbox was killed");
+        assert!(body.next().await.is_none());
+        drop(body);
+        assert!(tx.is_closed(), "the reader of the file is told to stop");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::de::DeserializeOwned;
@@ -20,10 +20,14 @@ use super::process::{parse, unary_error};
 use super::sandboxes::Sandbox;
 use super::state::E2bState;
 use super::wire::{ListDirRequest, MoveRequest, PathRequest};
-use crate::files::{ConfineError, Found};
+use crate::files::{ConfineError, Found, ListBound};
 
 /// The most entries one `ListDir` answers: about 300 bytes of JSON each.
 const MAX_LIST_ENTRIES: usize = 50_000;
+/// The most bytes one `ListDir` answers, and the most bytes of paths and link texts it holds
+/// while it walks: entries are counted, and so are their sizes, which the sandbox chooses
+/// (names of 255 bytes, paths of 4,096, a link's text, its metadata).
+const MAX_LIST_BYTES: usize = 32 << 20;
 
 /// What a handler's work gets: the home, opened, and the container's names.
 struct Ctx {
@@ -33,7 +37,7 @@ struct Ctx {
 
 /// Runs one unary call: the request read, the user checked, the home opened (for writing
 /// when `write`), then `act` on a blocking thread (every step is a system call on the host).
-async fn unary<T, F>(
+async fn unary<T, F, R>(
     state: &E2bState,
     homes: &Homes,
     sandbox: &Sandbox,
@@ -44,8 +48,9 @@ async fn unary<T, F>(
 ) -> Response
 where
     T: DeserializeOwned,
-    F: FnOnce(&Ctx, T) -> Result<Value, Refusal> + Send + 'static,
+    F: FnOnce(&Ctx, T) -> Result<R, Refusal> + Send + 'static,
     T: Send + 'static,
+    R: IntoResponse + Send + 'static,
 {
     let req: T = match parse(body) {
         Ok(r) => r,
@@ -71,7 +76,7 @@ where
     let names = homes.names(state, sandbox, &home).await;
     let ctx = Ctx { home, names };
     match tokio::task::spawn_blocking(move || act(&ctx, req)).await {
-        Ok(Ok(v)) => Json(v).into_response(),
+        Ok(Ok(v)) => v.into_response(),
         Ok(Err(r)) => unary_error(r.rpc()),
         Err(e) => unary_error(RpcError::new(
             Code::Internal,
@@ -80,10 +85,23 @@ where
     }
 }
 
-/// The entry of what `found` is, with its metadata (`user.e2b.*` attributes).
-fn info(ctx: &Ctx, found: &Found) -> Value {
+/// The entry of what `found` is, with its metadata (`user.e2b.*` attributes); `None` when its
+/// path is not UTF-8 ([`entry_info`]).
+fn entry(ctx: &Ctx, found: &Found) -> Option<super::entry::EntryInfo> {
     let meta = ctx.home.ws.attrs(&found.rel, super::upload::META_PREFIX);
-    serde_json::to_value(entry_info(found, &ctx.names, meta)).unwrap_or_default()
+    entry_info(found, &ctx.names, meta)
+}
+
+/// `{"entry": …}` for what `found` is; a path that is not UTF-8 (a request never names one,
+/// but a link may lead to one) is refused, never shown lossily.
+fn answer_entry(ctx: &Ctx, found: &Found, shown: &str) -> Result<Json<Value>, Refusal> {
+    let e = entry(ctx, found).ok_or_else(|| {
+        Refusal::new(
+            Code::InvalidArgument,
+            format!("failed to describe `{shown}`: its path is not UTF-8, which E2B's API cannot carry (docs/e2b.md, \"Files\")"),
+        )
+    })?;
+    Ok(Json(json!({ "entry": e })))
 }
 
 fn kind_is_dir(found: &Found) -> bool {
@@ -114,7 +132,7 @@ pub async fn stat(
         |ctx, req: PathRequest| {
             let p = ctx.home.resolve(&req.path)?;
             let found = ctx.home.ws.lookup(&p.rel)?;
-            Ok(json!({ "entry": info(ctx, &found) }))
+            answer_entry(ctx, &found, &p.shown())
         },
     )
     .await
@@ -159,7 +177,7 @@ pub async fn make_dir(
             }
             ctx.home.ws.make_dir(&p.rel)?;
             let found = ctx.home.ws.lookup(&p.rel)?;
-            Ok(json!({ "entry": info(ctx, &found) }))
+            answer_entry(ctx, &found, &p.shown())
         },
     )
     .await
@@ -196,7 +214,7 @@ pub async fn move_entry(
             }
             ctx.home.ws.rename(&from.rel, &to.rel)?;
             let found = ctx.home.ws.lookup(&to.rel)?;
-            Ok(json!({ "entry": info(ctx, &found) }))
+            answer_entry(ctx, &found, &to.shown())
         },
     )
     .await
@@ -221,12 +239,43 @@ pub async fn list_dir(
         |ctx, req: ListDirRequest| {
             let p = ctx.home.resolve(&req.path)?;
             let depth = req.depth.unwrap_or(0).max(1) as usize;
-            let found = ctx.home.ws.list(&p.rel, depth, MAX_LIST_ENTRIES)?;
-            let entries: Vec<Value> = found.iter().map(|f| info(ctx, f)).collect();
-            Ok(json!({ "entries": entries }))
+            let bound = ListBound {
+                entries: MAX_LIST_ENTRIES,
+                bytes: MAX_LIST_BYTES,
+            };
+            let found = ctx.home.ws.list(&p.rel, depth, bound)?;
+            let body = listing(found.iter().filter_map(|f| entry(ctx, f)), MAX_LIST_BYTES)
+                .map_err(|over| {
+                    Refusal::new(
+                        Code::InvalidArgument,
+                        format!("failed to list `{}`: {over}", p.shown()),
+                    )
+                })?;
+            Ok(([(header::CONTENT_TYPE, "application/json")], body))
         },
     )
     .await
+}
+
+/// `{"entries": [...]}` as bytes, at most `max` of them: past it, the sentence saying so.
+fn listing(
+    entries: impl Iterator<Item = super::entry::EntryInfo>,
+    max: usize,
+) -> Result<Vec<u8>, String> {
+    let mut body = b"{\"entries\":[".to_vec();
+    for (i, e) in entries.enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        serde_json::to_writer(&mut body, &e).map_err(|e| e.to_string())?;
+        if body.len() + 2 > max {
+            return Err(format!(
+                "its answer comes to more than {max} bytes, more than may be listed at once (list less deep, or a directory further down)"
+            ));
+        }
+    }
+    body.extend_from_slice(b"]}");
+    Ok(body)
 }
 
 /// `Remove`: what is at a path, a directory with everything in it (`rm -rf`, never through
@@ -257,8 +306,47 @@ pub async fn remove(
                 ));
             }
             ctx.home.ws.remove_all(&p.rel)?;
-            Ok(json!({}))
+            Ok(Json(json!({})))
         },
     )
     .await
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::e2b::entry::{EntryInfo, FileType};
+
+    fn e(name: &str) -> EntryInfo {
+        EntryInfo {
+            name: name.into(),
+            kind: FileType::File,
+            path: format!("/home/user/{name}"),
+            size: "0".into(),
+            mode: 0o644,
+            permissions: "-rw-r--r--".into(),
+            owner: "user".into(),
+            group: "user".into(),
+            modified_time: "2024-01-02T03:04:05Z".into(),
+            symlink_target: None,
+            metadata: Default::default(),
+            is_symlink: false,
+        }
+    }
+
+    #[test]
+    fn listings_answer_json_within_their_byte_bound() {
+        let body = listing([e("a"), e("b")].into_iter(), 4096).unwrap();
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["entries"][1]["path"], "/home/user/b");
+        assert_eq!(
+            listing(std::iter::empty(), 64).unwrap(),
+            b"{\"entries\":[]}"
+        );
+        let one = serde_json::to_vec(&e("a")).unwrap().len();
+        let err = listing((0..100).map(|_| e("a")), 10 * one).unwrap_err();
+        assert!(
+            err.contains(&format!("more than {} bytes", 10 * one)),
+            "{err}"
+        );
+    }
 }

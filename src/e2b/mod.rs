@@ -33,6 +33,7 @@ mod upload;
 mod usage;
 mod user;
 mod watch;
+mod watch_table;
 mod wire;
 
 pub use serve::serve;

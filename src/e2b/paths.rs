@@ -41,9 +41,15 @@ impl HomePath {
         }
     }
 
-    /// The home-relative path of `rel` as [`super::super::files::Workspace`] reports it.
-    pub fn of(rel: &Path) -> Self {
-        let text = rel.to_string_lossy();
+    /// The home-relative path of `rel` as [`crate::files::Workspace`] reports it; `None`
+    /// when it is not UTF-8, which no answer may show: a lossy spelling would name another
+    /// file (docs/e2b.md, "Files").
+    pub fn of(rel: &Path) -> Option<Self> {
+        rel.to_str().map(Self::of_text)
+    }
+
+    /// [`Self::of`] a path given as text.
+    fn of_text(text: &str) -> Self {
         let text = text.trim_start_matches("./");
         Self {
             rel: if text.is_empty() {
@@ -103,7 +109,8 @@ pub fn resolve_for(path: &str, user_home: &str) -> Result<HomePath, PathError> {
         .iter()
         .find_map(|base| cleaned.strip_prefix(base).ok())
         .ok_or_else(|| PathError::Outside(shown()))?;
-    Ok(HomePath::of(rel))
+    // Made of the request's own text, so UTF-8.
+    Ok(HomePath::of_text(&rel.to_string_lossy()))
 }
 
 #[cfg(test)]
@@ -162,7 +169,10 @@ mod tests {
             (home.shown().as_str(), home.name().as_str()),
             ("/home/user", "user")
         );
-        assert_eq!(HomePath::of(Path::new(".")).rel, ".");
-        assert_eq!(HomePath::of(Path::new("x/y")).rel, "x/y");
+        assert_eq!(HomePath::of(Path::new(".")).unwrap().rel, ".");
+        assert_eq!(HomePath::of(Path::new("x/y")).unwrap().rel, "x/y");
+        use std::os::unix::ffi::OsStrExt;
+        let not_utf8 = Path::new(std::ffi::OsStr::from_bytes(b"a\xff"));
+        assert_eq!(HomePath::of(not_utf8), None, "never shown lossily");
     }
 }

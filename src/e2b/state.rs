@@ -22,7 +22,7 @@ pub struct E2bState {
     /// Snapshots of sandboxes, for creates and forks (docs/e2b.md, "Snapshots and forks").
     pub snapshots: Arc<super::snapshot_table::Snapshots>,
     /// Watches of directories (docs/e2b.md, "Watching").
-    pub watches: super::watch::Watches,
+    pub watches: super::watch_table::Watches,
     pub keys: Keys,
     /// The daemon's connection caps, which this listener's connections count against.
     pub tracker: Arc<crate::server::limits::Tracker>,

@@ -8,8 +8,8 @@
 //! which the machine bounds for all of that user's programs together), in directories per
 //! watch, and in changes a polled watcher keeps between polls.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -28,13 +28,9 @@ use super::home::{Homes, Refusal};
 use super::process::{parse, unary_error};
 use super::sandboxes::Sandbox;
 use super::state::E2bState;
+use super::watch_table::{Ask, Polled, Slot};
 use crate::files::watcher::{Change, ChangeKind, WatchError, Watcher};
 
-/// The most watches one sandbox holds at once (streams and polled watchers together).
-pub const MAX_PER_SANDBOX: usize = 8;
-/// The most watches this moat holds at once: the machine allows moat's user 128 inotify
-/// instances in all (`fs.inotify.max_user_instances`), and other programs need theirs.
-pub const MAX_PER_MOAT: usize = 32;
 /// The most directories one recursive watch holds.
 pub const MAX_DIRS: usize = 1024;
 /// The most changes a polled watcher keeps between two polls; later ones are dropped (and
@@ -59,63 +55,6 @@ pub struct WatchRequest {
 pub struct WatcherRequest {
     #[serde(alias = "watcher_id")]
     pub watcher_id: String,
-}
-
-/// One poll: where the owner task sends the changes since the last one.
-type Ask = oneshot::Sender<Result<Vec<Value>, RpcError>>;
-
-/// A polled watcher's owner task, reached through its channel.
-struct Polled {
-    sandbox: String,
-    asks: mpsc::Sender<Ask>,
-}
-
-/// The watches this moat holds.
-#[derive(Default)]
-pub struct Watches {
-    polled: Mutex<HashMap<String, Polled>>,
-    /// Live watches (streams and polled) per sandbox.
-    live: Mutex<HashMap<String, usize>>,
-}
-
-/// One live watch, counted until dropped.
-struct Slot {
-    state: Arc<E2bState>,
-    sandbox: String,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut live = self.state.watches.live.lock().unwrap();
-        if let Some(n) = live.get_mut(&self.sandbox) {
-            *n -= 1;
-            if *n == 0 {
-                live.remove(&self.sandbox);
-            }
-        }
-    }
-}
-
-fn take_slot(state: &Arc<E2bState>, sandbox: &str) -> Result<Slot, RpcError> {
-    let mut live = state.watches.live.lock().unwrap();
-    if live.values().sum::<usize>() >= MAX_PER_MOAT {
-        return Err(RpcError::new(
-            Code::ResourceExhausted,
-            format!("failed to watch: this moat holds {MAX_PER_MOAT} watches already"),
-        ));
-    }
-    let n = live.entry(sandbox.to_string()).or_default();
-    if *n >= MAX_PER_SANDBOX {
-        return Err(RpcError::new(
-            Code::ResourceExhausted,
-            format!("failed to watch: this sandbox holds {MAX_PER_SANDBOX} watches already; remove one first"),
-        ));
-    }
-    *n += 1;
-    Ok(Slot {
-        state: state.clone(),
-        sandbox: sandbox.to_string(),
-    })
 }
 
 /// A watch made: the watcher, what its events need, and its place in the counts.
@@ -143,7 +82,7 @@ async fn make(
         )
     })?;
     let user = super::home::user_named(user.as_deref(), &state.app.config).map_err(Refusal::rpc)?;
-    let slot = take_slot(state, &sandbox.id)?;
+    let slot = state.watches.take_slot(&sandbox.id)?;
     let home = homes
         .open(state, sandbox, user, false)
         .await

@@ -53,6 +53,8 @@ pub enum ConfineError {
     },
     #[error("write `{path}`: it is inside {part}, which the sandbox sees read-only (the checkout's git metadata; docs/security.md, \"Host workspaces\"); create the session with --git-writable to let it")]
     ReadOnlyPart { path: String, part: String },
+    #[error("list `{path}`: {reason}")]
+    ListBound { path: String, reason: String },
     #[error("write `{path}`: it is over the {max}-byte bound")]
     TooLarge { path: String, max: u64 },
     #[error("open the workspace {root}")]
@@ -599,7 +601,7 @@ fn io_err(action: &'static str, shown: &str, e: Errno) -> ConfineError {
 mod in_place;
 mod tree;
 
-pub use tree::{Found, Link};
+pub use tree::{Found, Link, ListBound};
 
 #[cfg(test)]
 mod tests;

@@ -11,4 +11,4 @@ pub mod unpack;
 pub mod watcher;
 pub mod xattr;
 
-pub use confine::{ConfineError, Found, Link, Workspace};
+pub use confine::{ConfineError, Found, Link, ListBound, Workspace};

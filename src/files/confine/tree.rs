@@ -16,7 +16,7 @@ use nix::fcntl::{readlinkat, renameat, AtFlags, OFlag};
 use nix::sys::stat::{fstat, fstatat, FileStat, Mode, SFlag};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 
-use super::{io_err, kind, ConfineError, Workspace};
+use super::{io_err, kind, ConfineError, Workspace, MAX_PATH_BYTES};
 use crate::files::beneath;
 
 /// How deep a removal or a listing goes below its start: each level holds a descriptor.
@@ -104,19 +104,29 @@ impl Workspace {
     /// The entries below the directory `requested` (followed while it stays beneath the
     /// root), `depth` levels down (1: its own entries), in the order of a lexical pre-order
     /// walk without the directory itself; symbolic links to directories are not descended.
-    /// More than `max` entries is [`ConfineError::Invalid`] naming the bound.
+    /// Names that are not UTF-8 are left out, with all below them: no request (a `&str`) can
+    /// name them back, and a lossy spelling would name another file. Bounded as it is read,
+    /// before anything past a bound is held: more than `bound.entries` entries, more than
+    /// `bound.bytes` bytes of paths and link texts, or a path longer than [`MAX_PATH_BYTES`]
+    /// (which no request could name) is [`ConfineError::ListBound`] naming the bound.
     pub fn list(
         &self,
         requested: &str,
         depth: usize,
-        max: usize,
+        bound: ListBound,
     ) -> Result<Vec<Found>, ConfineError> {
         let rel = self.relative(requested)?;
         let dir = self.open_dir(requested)?;
         let shown = crate::output::escape_display(requested);
-        let mut out = Vec::new();
-        self.list_into(&dir, &rel, depth.clamp(1, MAX_DEPTH), max, &shown, &mut out)?;
-        Ok(out)
+        let mut walk = Walk {
+            bound,
+            entries: 0,
+            bytes: 0,
+            shown,
+            out: Vec::new(),
+        };
+        self.list_into(&dir, &rel, depth.clamp(1, MAX_DEPTH), &mut walk)?;
+        Ok(walk.out)
     }
 
     fn list_into(
@@ -124,36 +134,44 @@ impl Workspace {
         dir: &OwnedFd,
         rel: &Path,
         depth: usize,
-        max: usize,
-        shown: &str,
-        out: &mut Vec<Found>,
+        walk: &mut Walk,
     ) -> Result<(), ConfineError> {
-        let names = names_of(dir, max.saturating_sub(out.len()), shown)?;
+        let top = rel == Path::new(".");
+        let prefix = if top { 0 } else { rel.as_os_str().len() + 1 };
+        let names = names_of(dir, &walk.shown.clone(), |name| {
+            if std::str::from_utf8(name).is_err() {
+                return Ok(false);
+            }
+            walk.charge(prefix + name.len())?;
+            Ok(true)
+        })?;
         for name in names {
             let st = match fstatat(dir, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
                 Ok(st) => st,
                 // Gone since it was listed: the sandbox removed it.
                 Err(Errno::ENOENT) => continue,
-                Err(e) => return Err(io_err("inspect an entry of", shown, e)),
+                Err(e) => return Err(io_err("inspect an entry of", &walk.shown, e)),
             };
-            let child = if rel == Path::new(".") {
+            let child = if top {
                 PathBuf::from(&name)
             } else {
                 rel.join(&name)
             };
             let link = if kind(&st) == SFlag::S_IFLNK {
-                readlinkat(dir, name.as_os_str()).ok().map(|text| Link {
-                    text,
-                    target: self.follow(&child),
-                })
+                match readlinkat(dir, name.as_os_str()) {
+                    Ok(text) => {
+                        let target = self.follow(&child);
+                        let len = target.as_ref().map_or(0, |(_, t)| t.as_os_str().len());
+                        walk.charge_bytes(text.len() + len)?;
+                        Some(Link { text, target })
+                    }
+                    Err(_) => None,
+                }
             } else {
                 None
             };
             let is_dir = kind(&st) == SFlag::S_IFDIR;
-            if out.len() >= max {
-                return Err(over_bound(shown, max));
-            }
-            out.push(Found {
+            walk.out.push(Found {
                 rel: child.clone(),
                 st,
                 link,
@@ -162,7 +180,7 @@ impl Workspace {
                 // A plain name from this directory's own listing, not followed if it became
                 // a link since: it cannot lead out.
                 match beneath::open(dir, Path::new(&name), dir_flags()) {
-                    Ok(sub) => self.list_into(&sub, &child, depth - 1, max, shown, out)?,
+                    Ok(sub) => self.list_into(&sub, &child, depth - 1, walk)?,
                     Err(_) => continue,
                 }
             }
@@ -207,14 +225,61 @@ impl Workspace {
     }
 }
 
-fn over_bound(shown: &str, max: usize) -> ConfineError {
-    ConfineError::Invalid {
-        path: shown.to_string(),
-        reason: if max == 0 {
-            "it holds more entries than may be listed at once"
-        } else {
-            "it holds more entries than may be listed at once (list less deep, or a directory further down)"
-        },
+/// The bounds of one listing ([`Workspace::list`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ListBound {
+    /// The most entries.
+    pub entries: usize,
+    /// The most bytes of paths (relative to the root) and link texts and targets held.
+    pub bytes: usize,
+}
+
+/// One listing's walk: what it found, and what it has spent of its bound. A name is charged
+/// when its directory is read, before it is held, so names waiting on the way down count
+/// too.
+struct Walk {
+    bound: ListBound,
+    entries: usize,
+    bytes: usize,
+    /// The directory listed, escaped for messages.
+    shown: String,
+    out: Vec<Found>,
+}
+
+impl Walk {
+    /// One more entry whose path is `path` bytes long.
+    fn charge(&mut self, path: usize) -> Result<(), ConfineError> {
+        if path > MAX_PATH_BYTES {
+            return Err(self.over(format!(
+                "a path below it is longer than {MAX_PATH_BYTES} bytes, which no request could name (list less deep)"
+            )));
+        }
+        if self.entries >= self.bound.entries {
+            return Err(self.over(format!(
+                "it holds more than {} entries, more than may be listed at once (list less deep, or a directory further down)",
+                self.bound.entries
+            )));
+        }
+        self.entries += 1;
+        self.charge_bytes(path)
+    }
+
+    fn charge_bytes(&mut self, n: usize) -> Result<(), ConfineError> {
+        self.bytes += n;
+        if self.bytes > self.bound.bytes {
+            return Err(self.over(format!(
+                "its entries' paths come to more than {} bytes, more than may be listed at once (list less deep, or a directory further down)",
+                self.bound.bytes
+            )));
+        }
+        Ok(())
+    }
+
+    fn over(&self, reason: String) -> ConfineError {
+        ConfineError::ListBound {
+            path: self.shown.clone(),
+            reason,
+        }
     }
 }
 
@@ -227,9 +292,13 @@ fn errno_of(e: beneath::BeneathError) -> Errno {
     }
 }
 
-/// The names in directory `dir` (without `.` and `..`), sorted bytewise; more than `max` is
-/// an error, found before they are all held.
-fn names_of(dir: &OwnedFd, max: usize, shown: &str) -> Result<Vec<OsString>, ConfineError> {
+/// The names in directory `dir` (without `.` and `..`) that `keep` keeps, sorted bytewise;
+/// `keep` sees each as it is read, before it is held, and may stop the reading with an error.
+fn names_of(
+    dir: &OwnedFd,
+    shown: &str,
+    mut keep: impl FnMut(&[u8]) -> Result<bool, ConfineError>,
+) -> Result<Vec<OsString>, ConfineError> {
     let mut d = Dir::openat(
         dir.as_fd(),
         ".",
@@ -241,11 +310,8 @@ fn names_of(dir: &OwnedFd, max: usize, shown: &str) -> Result<Vec<OsString>, Con
     for entry in d.iter() {
         let entry = entry.map_err(|e| io_err("list", shown, e))?;
         let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
+        if name == b"." || name == b".." || !keep(name)? {
             continue;
-        }
-        if names.len() >= max {
-            return Err(over_bound(shown, max));
         }
         names.push(std::ffi::OsStr::from_bytes(name).to_os_string());
     }
@@ -263,7 +329,7 @@ fn empty_dir(dir: &OwnedFd, depth: usize, shown: &str) -> Result<(), ConfineErro
         });
     }
     for _ in 0..REMOVE_PASSES {
-        let names = names_of(dir, usize::MAX, shown)?;
+        let names = names_of(dir, shown, |_| Ok(true))?;
         if names.is_empty() {
             return Ok(());
         }
@@ -360,10 +426,17 @@ mod tests {
         ));
     }
 
+    fn bound(entries: usize) -> ListBound {
+        ListBound {
+            entries,
+            bytes: 1 << 20,
+        }
+    }
+
     #[test]
     fn listings_walk_lexically_to_their_depth_within_their_bound() {
         let (_dir, _ws, w) = setup();
-        let one = w.list("d", 1, 100).unwrap();
+        let one = w.list("d", 1, bound(100)).unwrap();
         assert_eq!(
             rels(&one),
             [
@@ -377,24 +450,72 @@ mod tests {
                 "d/out-link"
             ]
         );
-        let all = w.list("d", 5, 100).unwrap();
+        let all = w.list("d", 5, bound(100)).unwrap();
         assert_eq!(
             &rels(&all)[..4],
             ["d/a", "d/a/x", "d/a/x/deep", "d/abs-link"]
         );
         // A link to a directory outside is listed, never descended.
         assert!(!rels(&all).iter().any(|r| r.contains("out-link/")));
-        let err = w.list("d", 5, 3).unwrap_err().to_string();
-        assert!(err.contains("more entries"), "{err}");
+        let err = w.list("d", 5, bound(3)).unwrap_err().to_string();
+        assert!(err.contains("more than 3 entries"), "{err}");
         assert!(matches!(
-            w.list("d/f.txt", 1, 10),
+            w.list("d/f.txt", 1, bound(10)),
             Err(ConfineError::NotDir { .. })
         ));
         assert!(matches!(
-            w.list("d/out-link", 1, 10),
+            w.list("d/out-link", 1, bound(10)),
             Err(ConfineError::Escapes { .. })
         ));
-        assert_eq!(rels(&w.list(".", 1, 10).unwrap()), ["d"]);
+        assert_eq!(rels(&w.list(".", 1, bound(10)).unwrap()), ["d"]);
+    }
+
+    #[test]
+    fn listings_are_bounded_in_bytes_and_build_no_path_past_path_max() {
+        let (_dir, ws, w) = setup();
+        // 20 levels of 250-byte names: 5,020 bytes at the bottom.
+        // Made one level at a time from the one above: the whole path is past PATH_MAX.
+        std::fs::create_dir(ws.join("deep")).unwrap();
+        let mut at: OwnedFd = std::fs::File::open(ws.join("deep")).unwrap().into();
+        for i in 0..20 {
+            let name = format!("{i:02}{}", "d".repeat(248));
+            nix::sys::stat::mkdirat(&at, name.as_str(), Mode::from_bits_truncate(0o755)).unwrap();
+            at = nix::fcntl::openat(&at, name.as_str(), dir_flags(), Mode::empty()).unwrap();
+        }
+        let err = w.list("deep", 30, bound(1000)).unwrap_err().to_string();
+        assert!(err.contains("longer than 4096 bytes"), "{err}");
+        assert_eq!(w.list("deep", 16, bound(1000)).unwrap().len(), 16);
+        // The bytes of the paths held, not only their number.
+        let wide = ws.join("wide");
+        std::fs::create_dir(&wide).unwrap();
+        for i in 0..100 {
+            std::fs::write(wide.join(format!("{i:03}{}", "w".repeat(200))), "").unwrap();
+        }
+        let small = ListBound {
+            entries: 1000,
+            bytes: 10_000,
+        };
+        let err = w.list("wide", 1, small).unwrap_err().to_string();
+        assert!(err.contains("more than 10000 bytes"), "{err}");
+        assert_eq!(w.list("wide", 1, bound(1000)).unwrap().len(), 100);
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_left_out_with_all_below_them() {
+        use std::os::unix::ffi::OsStrExt;
+        let (_dir, ws, w) = setup();
+        let n = ws.join("n");
+        std::fs::create_dir(&n).unwrap();
+        std::fs::write(n.join(std::ffi::OsStr::from_bytes(b"a\xff")), "A").unwrap();
+        std::fs::write(n.join("a\u{fffd}"), "B").unwrap();
+        std::fs::create_dir(n.join(std::ffi::OsStr::from_bytes(b"d\xfe"))).unwrap();
+        std::fs::write(n.join(std::ffi::OsStr::from_bytes(b"d\xfe/inner")), "").unwrap();
+        assert_eq!(rels(&w.list("n", 3, bound(10)).unwrap()), ["n/a\u{fffd}"]);
+        // What is listed opens the file listed.
+        let (mut f, _) = w.open_file("n/a\u{fffd}").unwrap();
+        let mut got = String::new();
+        std::io::Read::read_to_string(&mut f, &mut got).unwrap();
+        assert_eq!(got, "B");
     }
 
     #[test]
