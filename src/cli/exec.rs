@@ -51,7 +51,13 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         security: a.security,
         ask: a.ask,
         elevated: a.elevated.then_some(true),
-        host: a.host,
+        host: if a.node.is_some() && a.host.is_none() {
+            Some("node".into())
+        } else {
+            a.host
+        },
+        node: a.node,
+        node_host: a.node_host,
         shell: None,
         user: None,
         start_in: None,

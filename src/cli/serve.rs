@@ -55,6 +55,25 @@ pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
             }
         })
     });
+    // The node's TLS listener for paired gateways (docs/nodes.md): its own router, offering
+    // the forwarded calls only; one that cannot bind stops the daemon, as for E2B's.
+    let node_listen = a.node_listen.or_else(|| {
+        let c = &state.app.config.node;
+        c.enabled().then(|| c.listen.trim().parse().ok()).flatten()
+    });
+    if let Some(listen) = node_listen {
+        let (app, sd) = (state.app.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let served = moat::server::serve_node(app, listen, sd.clone(), |at, fp| {
+                say_err!("moat node serving on https://{at} (certificate {fp})")
+            })
+            .await;
+            if let Err(e) = served {
+                say_err!("moat: failed to serve as a node on node.listen: {e}");
+                sd.cancel();
+            }
+        });
+    }
     let sd = shutdown.clone();
     tokio::spawn(async move {
         let (Ok(mut term), Ok(mut int)) = (

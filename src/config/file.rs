@@ -31,6 +31,8 @@ pub struct Config {
     pub skills: BTreeMap<String, super::SkillConfig>,
     /// E2B's API on a TCP address of its own (docs/e2b.md).
     pub e2b: super::E2bConfig,
+    /// This moat as a remote node of paired gateways (docs/nodes.md).
+    pub node: super::NodeConfig,
 }
 
 /// The HTTP API. The unix socket (`$MOAT_HOME/moat.sock`, 0600) is the operator's channel
@@ -325,6 +327,9 @@ pub struct ExecConfig {
     /// (docs/mcp.md, "Notifications").
     #[serde(alias = "notifyOnExit")]
     pub notify_on_exit: bool,
+    /// The paired node a `host: "node"` call without `node` runs on (docs/nodes.md,
+    /// "Calls"); empty = such a call must name one.
+    pub node: String,
 }
 
 impl Default for ExecConfig {
@@ -337,6 +342,7 @@ impl Default for ExecConfig {
             sticky: false,
             process_tool: true,
             notify_on_exit: true,
+            node: String::new(),
         }
     }
 }

@@ -9,6 +9,7 @@ mod env;
 mod error;
 mod file;
 mod load;
+mod node;
 mod scope;
 mod sections;
 mod shell;
@@ -25,6 +26,7 @@ pub use file::{
     ServeConfig, WorkspaceAccess,
 };
 pub use load::{load, load_from_str, ConfigSource};
+pub use node::NodeConfig;
 pub use scope::Scope;
 pub use sections::{ApprovalsConfig, ElevatedConfig, ElevatedLevel, SecretConfig, SkillConfig};
 pub use shell::Shell;

@@ -138,6 +138,21 @@ const MIGRATIONS: &[&str] = &[
     // E2B's sandboxes: root allowed, and the workspace at the user's home too (docs/e2b.md).
     "ALTER TABLE session_setup ADD COLUMN root INTEGER NOT NULL DEFAULT 0;",
     "ALTER TABLE session_setup ADD COLUMN home TEXT;",
+    // Pairings (docs/nodes.md, "Pairing"): on a node, the tokens issued to gateways (by
+    // hash); on a gateway, the nodes it pinned and the token it presents to each.
+    "CREATE TABLE node_tokens (
+        gateway TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        created_at_ms INTEGER NOT NULL,
+        revoked_at_ms INTEGER
+     );
+     CREATE TABLE nodes (
+        name TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        token TEXT NOT NULL,
+        added_at_ms INTEGER NOT NULL
+     );",
 ];
 
 /// See the module docs.
