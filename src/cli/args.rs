@@ -549,6 +549,12 @@ pub struct ServeArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum NodeCommand {
+    /// `moat serve` as a node: the daemon, with the TLS listener for paired gateways on
+    /// --listen (or node.listen).
+    Serve {
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<std::net::SocketAddr>,
+    },
     /// The node's certificate fingerprint (made now if there is none) and its listener.
     Info {
         #[arg(long)]

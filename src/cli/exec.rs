@@ -173,7 +173,9 @@ async fn follow(
         } else if !v["result"].is_null() {
             let result: ToolResult = serde_json::from_value(v["result"].clone())
                 .context("parse the tool result of moat serve")?;
-            if result.status() != Some(Status::ApprovalPending) {
+            // A node's approval is its operator's, decided there; its outcome never comes
+            // back on this answer (docs/nodes.md, "Approvals").
+            if result.status() != Some(Status::ApprovalPending) || req.for_node() {
                 if open_line {
                     say!();
                 }

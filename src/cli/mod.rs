@@ -115,6 +115,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Skills(a) => skills::run(home, a),
         Command::Mcp(a) => mcp::run(home, a).await,
         Command::Run(a) => run::run(home, a).await,
+        Command::Node(args::NodeCommand::Serve { listen }) => node::serve(home, listen).await,
         Command::Node(a) => node::run(home, a),
         Command::Nodes(a) => nodes::run(home, a).await,
         Command::EgressProxy {

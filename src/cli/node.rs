@@ -13,10 +13,27 @@ use super::approvals::{open, operator};
 use super::args::{NodeCommand, NodeTokensCommand};
 use super::term::say;
 
+/// `moat node serve`: `moat serve` with the node's listener on `listen` or `node.listen`.
+pub async fn serve(home: Home, listen: Option<std::net::SocketAddr>) -> anyhow::Result<ExitCode> {
+    let (config, _) = moat::config::load(&home.config_file())?;
+    if listen.is_none() && !config.node.enabled() {
+        anyhow::bail!(
+            "serve as a node: give --listen ADDR or set [node] listen in moat.toml (docs/nodes.md)"
+        );
+    }
+    let args = super::args::ServeArgs {
+        tcp: None,
+        idle_exit: None,
+        node_listen: listen,
+    };
+    super::serve::run(home, args).await
+}
+
 pub fn run(home: Home, cmd: NodeCommand) -> anyhow::Result<ExitCode> {
     let a = open(&home)?;
     let store = a.store();
     match cmd {
+        NodeCommand::Serve { .. } => unreachable!("served by `serve` above"),
         NodeCommand::Info { json } => {
             let (config, _) = moat::config::load(&home.config_file())?;
             let id = moat::node::NodeIdentity::load_or_make(&home)

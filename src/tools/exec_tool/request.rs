@@ -150,6 +150,12 @@ impl ExecRequest {
         }
     }
 
+    /// Whether the call goes to a paired node (`host: "node"`): nothing of it runs here, and
+    /// its approvals and processes are the node's.
+    pub fn for_node(&self) -> bool {
+        self.host().ok() == Some(HostChoice::Node)
+    }
+
     /// Where a node call runs there: `sandbox` unless `nodeHost` (or `elevated`) says `host`.
     pub fn node_host(&self) -> Result<NodeHost, RequestError> {
         let h = self.node_host.as_deref().map(|h| h.trim().to_ascii_lowercase());
