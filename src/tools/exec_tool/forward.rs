@@ -58,9 +58,19 @@ impl ExecTool {
                 self.forward_within(req, wait_to_end),
             )
             .await?;
-        let result: ToolResult =
-            serde_json::from_value(value).map_err(|e| bad_answer(&node.name, e))?;
-        Ok(resanitized(result))
+        let mut result = resanitized(
+            serde_json::from_value(value).map_err(|e| bad_answer(&node.name, e))?,
+        );
+        if result.details.approval_id().is_some() {
+            // The node's words say "an operator decides": on this side, which one matters.
+            if let Some(c) = result.content.first_mut() {
+                c.text.push_str(&format!(
+                    "\nThis approval is node `{}`'s: its operator decides it on that node; follow the command there with `process` and node `{}`.",
+                    node.name, node.name
+                ));
+            }
+        }
+        Ok(result)
     }
 
     /// How long the gateway waits for a node's answer: the yield window (the node answers
