@@ -16,7 +16,7 @@
 //! 8. `egress` (network egress);
 //! 9. `host` (an `Executor` for this machine) and `image`;
 //! 10. `runtime` (the seams: `Engine` for containers, `Executor` for commands — Docker, the
-//!    in-container helper, a fake for tests);
+//!     in-container helper, a fake for tests);
 //! 11. services over the store: `approvals`, `secrets`, `skills`;
 //! 12. foundations: `config`, `store`, `home`, `metrics` (the daemon's own figures);
 //! 13. `files`: confined file access beneath a root;

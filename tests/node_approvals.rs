@@ -32,10 +32,16 @@ async fn only_the_nodes_operator_decides_its_approval() {
     // Pending is not run: the CLI exits with the refusal code, as for a local approval.
     assert_eq!(o.status.code(), Some(77), "{}", text(&o));
     let pending = json(&common::cli_home::stdout(&o));
-    assert_eq!(pending["details"]["status"], "approval-pending", "{pending}");
+    assert_eq!(
+        pending["details"]["status"], "approval-pending",
+        "{pending}"
+    );
     let said = pending["content"][0]["text"].as_str().unwrap();
     assert!(said.contains("node `n1`'s: its operator decides"), "{said}");
-    let id = pending["details"]["approvalId"].as_str().unwrap().to_string();
+    let id = pending["details"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     // Not the gateway's to decide: it has no such approval.
     let gw_list = json(&p.gw(&["approvals", "list", "--json"]));
@@ -51,23 +57,27 @@ async fn only_the_nodes_operator_decides_its_approval() {
     p.node.ok(&["approvals", "approve", &id]);
 
     let mut log = String::new();
-    wait_until("the approved command ran on the node", Duration::from_secs(60), || {
-        let list = json(&p.gw(&["process", "list", "--json", "--node", "n1"]));
-        let Some(row) = list["details"]["sessions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|r| r["command"].as_str().unwrap_or("").contains("approved-run"))
-        else {
-            return false;
-        };
-        if row["status"] == "running" {
-            return false;
-        }
-        let id = row["sessionId"].as_str().unwrap();
-        log = p.gw(&["process", "log", "--node", "n1", "--id", id]);
-        true
-    });
+    wait_until(
+        "the approved command ran on the node",
+        Duration::from_secs(60),
+        || {
+            let list = json(&p.gw(&["process", "list", "--json", "--node", "n1"]));
+            let Some(row) = list["details"]["sessions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|r| r["command"].as_str().unwrap_or("").contains("approved-run"))
+            else {
+                return false;
+            };
+            if row["status"] == "running" {
+                return false;
+            }
+            let id = row["sessionId"].as_str().unwrap();
+            log = p.gw(&["process", "log", "--node", "n1", "--id", id]);
+            true
+        },
+    );
     assert!(log.contains("approved-run-42"), "{log}");
 }
 
@@ -104,5 +114,9 @@ async fn the_nodes_host_is_behind_the_nodes_own_gates() {
     let o = p
         .gateway
         .run(&["exec", "--node", "n1", "--elevated", "--", "true"]);
-    assert!(text(&o).contains("elevated.allow_from.node"), "{}", text(&o));
+    assert!(
+        text(&o).contains("elevated.allow_from.node"),
+        "{}",
+        text(&o)
+    );
 }

@@ -21,8 +21,14 @@ async fn a_gateway_pairs_and_runs_in_the_nodes_sandbox() {
     assert_eq!(list[0]["name"], "n1", "{list}");
     assert_eq!(list[0]["reachable"], true, "{list}");
     assert_eq!(list[0]["info"]["gateway"], "gw", "{list}");
-    assert_eq!(list[0]["info"]["offers"], serde_json::json!(["exec", "process"]));
-    assert!(list[0]["info"]["build"].as_str().unwrap().starts_with(env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        list[0]["info"]["offers"],
+        serde_json::json!(["exec", "process"])
+    );
+    assert!(list[0]["info"]["build"]
+        .as_str()
+        .unwrap()
+        .starts_with(env!("CARGO_PKG_VERSION")));
 
     let out = json(&p.gw(&[
         "exec",
@@ -41,7 +47,10 @@ async fn a_gateway_pairs_and_runs_in_the_nodes_sandbox() {
 
     // The node made a session of its own for this gateway's `main`; the gateway made none.
     let node_sessions = p.node.ok(&["sessions", "list", "--json"]);
-    assert!(node_sessions.contains("\"node.gw.main\""), "{node_sessions}");
+    assert!(
+        node_sessions.contains("\"node.gw.main\""),
+        "{node_sessions}"
+    );
     let gw_sessions = p.gw(&["sessions", "list", "--json"]);
     assert!(!gw_sessions.contains("node.gw"), "{gw_sessions}");
     assert!(!gw_sessions.contains("\"main\""), "{gw_sessions}");
@@ -50,17 +59,28 @@ async fn a_gateway_pairs_and_runs_in_the_nodes_sandbox() {
     let node_audit = p.node.ok(&["approvals", "audit", "--json"]);
     let node_audit = json(&node_audit);
     assert!(
-        node_audit.as_array().unwrap().iter().any(|e| e["kind"] == "node-call"
-            && e["actor"] == "node:gw"
-            && e["session"] == "node.gw.main"
-            && e["detail"].as_str().unwrap().contains("FROM_CALL")),
+        node_audit
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "node-call"
+                && e["actor"] == "node:gw"
+                && e["session"] == "node.gw.main"
+                && e["detail"].as_str().unwrap().contains("FROM_CALL")),
         "{node_audit}"
     );
     let gw_audit = json(&p.gw(&["approvals", "audit", "--json"]));
     assert!(
-        gw_audit.as_array().unwrap().iter().any(|e| e["kind"] == "node-forward"
-            && e["session"] == "main"
-            && e["detail"].as_str().unwrap().starts_with("node n1: exec on its sandbox")),
+        gw_audit
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "node-forward"
+                && e["session"] == "main"
+                && e["detail"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("node n1: exec on its sandbox")),
         "{gw_audit}"
     );
 }
@@ -92,7 +112,14 @@ async fn a_wrong_fingerprint_is_refused() {
     assert!(!list.contains("\"n2\""), "{list}");
     // A malformed one is refused before any connection.
     let o = p.gateway.run(&[
-        "nodes", "add", "n3", &p.node.url(), "--fingerprint", "SHA256:abc", "--token", "x",
+        "nodes",
+        "add",
+        "n3",
+        &p.node.url(),
+        "--fingerprint",
+        "SHA256:abc",
+        "--token",
+        "x",
     ]);
     assert!(text(&o).contains("use fingerprint"), "{}", text(&o));
 }
@@ -106,7 +133,9 @@ async fn a_revoked_token_is_refused() {
     };
     p.gw(&["exec", "--node", "n1", "--", "true"]);
     p.node.ok(&["node", "tokens", "revoke", "gw"]);
-    let o = p.gateway.run(&["exec", "--node", "n1", "--", "echo should-not-run"]);
+    let o = p
+        .gateway
+        .run(&["exec", "--node", "n1", "--", "echo should-not-run"]);
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
     assert!(!stdout(&o).contains("should-not-run"), "{t}");
@@ -114,7 +143,11 @@ async fn a_revoked_token_is_refused() {
     let list = json(&p.gw(&["nodes", "list", "--json"]));
     assert_eq!(list[0]["reachable"], false, "{list}");
     // Re-pairing with a new token.
-    let token = p.node.ok(&["node", "tokens", "add", "gw"]).trim().to_string();
+    let token = p
+        .node
+        .ok(&["node", "tokens", "add", "gw"])
+        .trim()
+        .to_string();
     p.gw(&[
         "nodes",
         "add",
@@ -125,7 +158,9 @@ async fn a_revoked_token_is_refused() {
         "--token",
         &token,
     ]);
-    assert!(p.gw(&["exec", "--node", "n1", "--", "echo again"]).contains("again"));
+    assert!(p
+        .gw(&["exec", "--node", "n1", "--", "echo again"])
+        .contains("again"));
 }
 
 /// The node's listener offers the forwarded calls only: the daemon's operator routes
@@ -192,5 +227,9 @@ async fn the_nodes_listener_offers_no_operator_routes() {
     )
     .await
     .unwrap();
-    assert_eq!(answer.value["details"]["status"], "completed", "{:?}", answer.value);
+    assert_eq!(
+        answer.value["details"]["status"], "completed",
+        "{:?}",
+        answer.value
+    );
 }

@@ -15,12 +15,23 @@ fn poll_to_end(p: &common::node::Pair, id: &str) -> serde_json::Value {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let polled = json(&p.gw(&[
-            "process", "poll", "--json", "--node", "n1", "--id", id, "--timeout", "10000",
+            "process",
+            "poll",
+            "--json",
+            "--node",
+            "n1",
+            "--id",
+            id,
+            "--timeout",
+            "10000",
         ]));
         if polled["details"]["status"] != "running" {
             return polled;
         }
-        assert!(std::time::Instant::now() < deadline, "still running: {polled}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running: {polled}"
+        );
     }
 }
 
@@ -41,7 +52,10 @@ async fn a_background_process_is_polled_through_the_gateway() {
         "read line; echo \"got:$line\"; for i in 1 2 3; do echo tick$i; sleep 0.2; done; exit 4",
     ]));
     assert_eq!(started["details"]["status"], "running", "{started}");
-    let id = started["details"]["sessionId"].as_str().unwrap().to_string();
+    let id = started["details"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     // The gateway has no such process: it lives on the node.
     let here = p.gateway.run(&["process", "poll", "--id", &id]);
     assert!(text(&here).contains("No process"), "{}", text(&here));
@@ -81,23 +95,30 @@ async fn a_node_killed_and_restarted_mid_command() {
         "--",
         "sleep 4; echo survived",
     ]));
-    let id = started["details"]["sessionId"].as_str().unwrap().to_string();
+    let id = started["details"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     let mut fg = p.gateway.moat();
     fg.args(["exec", "--node", "n1", "--", "sleep 5; echo fg-done"]);
     let fg = std::thread::spawn(move || fg.output().unwrap());
     // The foreground command is running on the node before the node goes: its container
     // shows it.
-    wait_until("the foreground command runs on the node", Duration::from_secs(30), || {
-        // Every container of that key: other tests' nodes name their sessions alike.
-        p.node.home.containers("node.gw.main").iter().any(|c| {
-            let o = std::process::Command::new("docker")
-                .args(["exec", c, "ps", "-eo", "args"])
-                .output()
-                .unwrap();
-            stdout(&o).contains("sleep 5; echo fg-done")
-        })
-    });
+    wait_until(
+        "the foreground command runs on the node",
+        Duration::from_secs(30),
+        || {
+            // Every container of that key: other tests' nodes name their sessions alike.
+            p.node.home.containers("node.gw.main").iter().any(|c| {
+                let o = std::process::Command::new("docker")
+                    .args(["exec", c, "ps", "-eo", "args"])
+                    .output()
+                    .unwrap();
+                stdout(&o).contains("sleep 5; echo fg-done")
+            })
+        },
+    );
     p.node.kill();
     let fg = fg.join().unwrap();
     let t = text(&fg);
@@ -105,7 +126,9 @@ async fn a_node_killed_and_restarted_mid_command() {
     assert!(t.contains("node `n1`"), "{t}");
     assert!(!stdout(&fg).contains("fg-done"), "{t}");
 
-    let away = p.gateway.run(&["process", "poll", "--node", "n1", "--id", &id]);
+    let away = p
+        .gateway
+        .run(&["process", "poll", "--node", "n1", "--id", &id]);
     let t = text(&away);
     assert!(t.contains("reach node `n1`"), "{t}");
 
@@ -116,17 +139,21 @@ async fn a_node_killed_and_restarted_mid_command() {
     assert!(log.contains("survived"), "{polled} {log}");
     // The foreground command the gateway lost is still the node's, and ends on its own.
     let mut fg_row = serde_json::Value::Null;
-    wait_until("the lost foreground command ends", Duration::from_secs(30), || {
-        let list = json(&p.gw(&["process", "list", "--json", "--node", "n1"]));
-        fg_row = list["details"]["sessions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|r| r["command"].as_str().unwrap_or("").contains("fg-done"))
-            .cloned()
-            .unwrap_or_default();
-        fg_row["status"] != "running" && !fg_row.is_null()
-    });
+    wait_until(
+        "the lost foreground command ends",
+        Duration::from_secs(30),
+        || {
+            let list = json(&p.gw(&["process", "list", "--json", "--node", "n1"]));
+            fg_row = list["details"]["sessions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|r| r["command"].as_str().unwrap_or("").contains("fg-done"))
+                .cloned()
+                .unwrap_or_default();
+            fg_row["status"] != "running" && !fg_row.is_null()
+        },
+    );
     let fg_id = fg_row["sessionId"].as_str().unwrap();
     let log = p.gw(&["process", "log", "--node", "n1", "--id", fg_id]);
     assert!(log.contains("fg-done"), "{fg_row} {log}");

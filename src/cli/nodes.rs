@@ -39,7 +39,8 @@ pub async fn run(home: Home, cmd: NodesCommand) -> anyhow::Result<ExitCode> {
                 let v: Vec<_> = rows
                     .iter()
                     .map(|(r, reach)| {
-                        let mut o = json!({"name": r.name, "url": r.url, "fingerprint": r.fingerprint});
+                        let mut o =
+                            json!({"name": r.name, "url": r.url, "fingerprint": r.fingerprint});
                         match reach {
                             Reach::Up(info) => {
                                 o["reachable"] = true.into();

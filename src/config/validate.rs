@@ -214,11 +214,9 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
         .check()
         .map_err(|(key, message)| ConfigError::Invalid { key, message })?;
     let default_node = config.exec.node.trim();
+    let name_chars = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
     if !default_node.is_empty()
-        && !(default_node.len() <= 32
-            && default_node
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
+        && (default_node.len() > 32 || !default_node.bytes().all(name_chars))
     {
         return Err(invalid(
             "exec.node",

@@ -89,9 +89,7 @@ async fn call_inner(
     .map_err(|_| away(format!("no connection within {CONNECT_SECS} s")))?
     .map_err(|e| away(e.to_string()))?;
     let _ = tcp.set_nodelay(true);
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(super::pinned_client_config(
-        fingerprint,
-    )?));
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(super::pinned_client_config(fingerprint)?));
     let name = rustls::pki_types::ServerName::try_from(super::cert::CERT_NAME)
         .map_err(|e| NodeError::Tls(e.to_string()))?;
     let stream = tokio::time::timeout(
@@ -190,7 +188,10 @@ mod tests {
 
     #[test]
     fn urls() {
-        assert_eq!(authority("https://127.0.0.1:7000").unwrap(), "127.0.0.1:7000");
+        assert_eq!(
+            authority("https://127.0.0.1:7000").unwrap(),
+            "127.0.0.1:7000"
+        );
         assert_eq!(authority("https://box.lan:7000/").unwrap(), "box.lan:7000");
         assert_eq!(authority("https://[::1]:7000").unwrap(), "[::1]:7000");
         for bad in [

@@ -17,9 +17,9 @@ pub fn check_name(name: &str) -> Result<(), NodeError> {
     if ok {
         Ok(())
     } else {
-        Err(NodeError::BadName(
-            crate::output::escape_display(&name.chars().take(64).collect::<String>()),
-        ))
+        Err(NodeError::BadName(crate::output::escape_display(
+            &name.chars().take(64).collect::<String>(),
+        )))
     }
 }
 

@@ -141,7 +141,10 @@ impl Nodes {
             None,
             None,
             "operator",
-            &format!("node {} at {} pinned {}", row.name, row.url, row.fingerprint),
+            &format!(
+                "node {} at {} pinned {}",
+                row.name, row.url, row.fingerprint
+            ),
         );
         Ok(info)
     }
@@ -164,9 +167,13 @@ impl Nodes {
         super::check_name(name)?;
         let gone = self.store.remove_node(name)?;
         if gone {
-            let _ = self
-                .store
-                .audit("node-remove", None, None, "operator", &format!("node {name}"));
+            let _ = self.store.audit(
+                "node-remove",
+                None,
+                None,
+                "operator",
+                &format!("node {name}"),
+            );
         }
         Ok(gone)
     }

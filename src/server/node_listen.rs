@@ -82,16 +82,15 @@ pub async fn serve_node(
         let (acceptor, router, sd) = (acceptor.clone(), router.clone(), shutdown.clone());
         tokio::spawn(async move {
             let _slot = slot;
-            let handshake = tokio::time::timeout(
-                Duration::from_secs(HANDSHAKE_SECS),
-                acceptor.accept(tcp),
-            );
+            let handshake =
+                tokio::time::timeout(Duration::from_secs(HANDSHAKE_SECS), acceptor.accept(tcp));
             let Ok(Ok(tls)) = handshake.await else {
                 return;
             };
-            let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                router.clone().oneshot(req.map(axum::body::Body::new))
-            });
+            let service =
+                hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    router.clone().oneshot(req.map(axum::body::Body::new))
+                });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(Duration::from_secs(HANDSHAKE_SECS))

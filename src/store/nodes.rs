@@ -74,7 +74,9 @@ impl Store {
     pub fn node_tokens(&self) -> Result<Vec<NodeTokenRow>, StoreError> {
         let conn = self.conn();
         let mut st = conn
-            .prepare("SELECT gateway, created_at_ms, revoked_at_ms FROM node_tokens ORDER BY gateway")
+            .prepare(
+                "SELECT gateway, created_at_ms, revoked_at_ms FROM node_tokens ORDER BY gateway",
+            )
             .ctx("list node tokens")?;
         let rows = st
             .query_map([], |r| {

@@ -58,9 +58,8 @@ impl ExecTool {
                 self.forward_within(req, wait_to_end),
             )
             .await?;
-        let mut result = resanitized(
-            serde_json::from_value(value).map_err(|e| bad_answer(&node.name, e))?,
-        );
+        let mut result =
+            resanitized(serde_json::from_value(value).map_err(|e| bad_answer(&node.name, e))?);
         if result.details.approval_id().is_some() {
             // The node's words say "an operator decides": on this side, which one matters.
             if let Some(c) = result.content.first_mut() {

@@ -99,7 +99,9 @@ pub enum RequestError {
     UnknownHost(String),
     /// `node` or `nodeHost` without `host: "node"`: the call would run here while its
     /// caller meant another machine.
-    #[error("run on node `{0}`: set host to `node` as well (without it the command would run here)")]
+    #[error(
+        "run on node `{0}`: set host to `node` as well (without it the command would run here)"
+    )]
     NodeWithoutHost(String),
     #[error("run on a node's `{0}`: nodeHost accepts only sandbox or host")]
     UnknownNodeHost(String),
@@ -158,7 +160,10 @@ impl ExecRequest {
 
     /// Where a node call runs there: `sandbox` unless `nodeHost` (or `elevated`) says `host`.
     pub fn node_host(&self) -> Result<NodeHost, RequestError> {
-        let h = self.node_host.as_deref().map(|h| h.trim().to_ascii_lowercase());
+        let h = self
+            .node_host
+            .as_deref()
+            .map(|h| h.trim().to_ascii_lowercase());
         match h.as_deref() {
             None | Some("") | Some("auto") => Ok(if self.elevated == Some(true) {
                 NodeHost::Host
@@ -197,7 +202,11 @@ impl ExecRequest {
 
 /// A value of the request quoted in an error: 64 characters at most, escaped.
 fn shown(value: &str) -> String {
-    value.chars().take(64).flat_map(char::escape_debug).collect()
+    value
+        .chars()
+        .take(64)
+        .flat_map(char::escape_debug)
+        .collect()
 }
 
 #[cfg(test)]
@@ -255,7 +264,10 @@ mod tests {
             assert_eq!(err, RequestError::UnknownHost(shown.to_string()));
             let text = err.to_string();
             assert!(text.contains(&format!("`{}`", shown)), "{text}");
-            assert!(text.contains("auto, sandbox, gateway, host or node"), "{text}");
+            assert!(
+                text.contains("auto, sandbox, gateway, host or node"),
+                "{text}"
+            );
         }
     }
 
