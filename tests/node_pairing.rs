@@ -45,6 +45,21 @@ async fn a_gateway_pairs_and_runs_in_the_nodes_sandbox() {
     assert!(text_out.contains("call=crossed"), "{out}");
     assert!(text_out.contains("in-sandbox"), "{out}");
 
+    // PATH from the call goes before the node's own, never in its place.
+    let out = json(&p.gw(&[
+        "exec",
+        "--json",
+        "--node",
+        "n1",
+        "--env",
+        "PATH=/opt/from-call",
+        "--",
+        "echo \"path=$PATH\"",
+    ]));
+    let said = out["content"][0]["text"].as_str().unwrap();
+    assert!(said.contains("path=/opt/from-call:"), "{out}");
+    assert!(said.contains(":/usr/bin"), "{out}");
+
     // The node made a session of its own for this gateway's `main`; the gateway made none.
     let node_sessions = p.node.ok(&["sessions", "list", "--json"]);
     assert!(
@@ -208,6 +223,27 @@ async fn the_nodes_listener_offers_no_operator_routes() {
             Err(moat::node::NodeError::TokenRefused(n)) => assert_eq!(n, "n1"),
             other => panic!("token {token:?}: {other:?}"),
         }
+    }
+    // A body past the bound is refused before it is read on.
+    let big = serde_json::json!({
+        "session": "main",
+        "request": {"command": "x".repeat(2 << 20)},
+        "nodeHost": "sandbox",
+    });
+    match moat::node::call(
+        "n1",
+        &url,
+        &p.node.fingerprint,
+        &p.token,
+        http::Method::POST,
+        "/node/v1/exec",
+        Some(&big),
+        Some(std::time::Duration::from_secs(20)),
+    )
+    .await
+    {
+        Err(moat::node::NodeError::Refused { status: 413, .. }) => {}
+        other => panic!("a 2 MiB body: {other:?}"),
     }
     // A forwarded exec naming another node is run where the pairing says, never forwarded on.
     let body = serde_json::json!({

@@ -106,3 +106,28 @@ pub(crate) fn resanitized(mut result: ToolResult) -> ToolResult {
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::Details;
+
+    /// A node's text is sanitized here again: escape sequences and control characters a
+    /// hostile node left in never reach the gateway's edges.
+    #[test]
+    fn a_nodes_text_is_sanitized_again() {
+        let raw: ToolResult = serde_json::from_value(serde_json::json!({
+            "content": [{"type": "text", "text": "ok\u{1b}]0;owned\u{7}\u{1b}[2Jdone\u{0}"}],
+            "details": {"status": "completed", "sessions": []},
+        }))
+        .unwrap();
+        assert!(matches!(raw.details, Details::ProcessList(_)));
+        let clean = resanitized(raw);
+        let text = &clean.content[0].text;
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\0'),
+            "{text:?}"
+        );
+        assert!(text.contains("ok") && text.contains("done"), "{text:?}");
+    }
+}
