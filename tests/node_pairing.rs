@@ -269,3 +269,66 @@ async fn the_nodes_listener_offers_no_operator_routes() {
         answer.value
     );
 }
+
+/// One gateway's calls in flight are capped (`node.max_calls_per_gateway`): while its one
+/// allowed call waits on a command, the next is refused with `429`, and once it ended the
+/// gateway calls again.
+#[tokio::test]
+async fn one_gateways_calls_in_flight_are_capped() {
+    let Some(p) = pair("node-cap", "[node]\nmax_calls_per_gateway = 1\n").await else {
+        return;
+    };
+    let (url, fp, token) = (p.node.url(), p.node.fingerprint.clone(), p.token.clone());
+    let call = move |body: serde_json::Value| {
+        let (url, fp, token) = (url.clone(), fp.clone(), token.clone());
+        async move {
+            moat::node::call(
+                "n1",
+                &url,
+                &fp,
+                &token,
+                http::Method::POST,
+                "/node/v1/exec",
+                Some(&body),
+                Some(std::time::Duration::from_secs(60)),
+            )
+            .await
+        }
+    };
+    let long = tokio::spawn(call(serde_json::json!({
+        "session": "main",
+        "request": {"command": "sleep 3; echo long-done"},
+        "nodeHost": "sandbox",
+        "wait": true,
+    })));
+    let quick = serde_json::json!({
+        "session": "main",
+        "request": {"command": "true"},
+        "nodeHost": "sandbox",
+    });
+    // The long call holds the gateway's one slot once the node runs it.
+    let mut refused = false;
+    for _ in 0..50 {
+        match call(quick.clone()).await {
+            Err(moat::node::NodeError::Refused {
+                status: 429,
+                message,
+                ..
+            }) => {
+                assert!(message.contains("gateway `gw`"), "{message}");
+                refused = true;
+                break;
+            }
+            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(refused, "no call was refused while the long one ran");
+    let done = long.await.unwrap().unwrap();
+    assert!(
+        done.value.to_string().contains("long-done"),
+        "{:?}",
+        done.value
+    );
+    call(quick).await.unwrap();
+}

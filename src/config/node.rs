@@ -14,6 +14,9 @@ pub struct NodeConfig {
     /// Connections all gateways may hold at once; past it a new one is closed at accept.
     /// 0 = 64.
     pub max_connections: u32,
+    /// Calls one gateway may have in flight at once; past it `429`. 0 = half of the
+    /// connection cap, so no one gateway takes them all.
+    pub max_calls_per_gateway: u32,
 }
 
 impl NodeConfig {
@@ -28,6 +31,15 @@ impl NodeConfig {
             64
         } else {
             self.max_connections as usize
+        }
+    }
+
+    /// The per-gateway cap in force.
+    pub fn calls_per_gateway(&self) -> usize {
+        if self.max_calls_per_gateway == 0 {
+            (self.connection_cap() / 2).max(1)
+        } else {
+            self.max_calls_per_gateway as usize
         }
     }
 

@@ -4,7 +4,8 @@
 //!
 //! Bounded before anything is read: at most `node.max_connections` connections at once (one
 //! past it is closed at accept), ten seconds for the TLS handshake and for each request's
-//! head, and request bodies of at most `node::MAX_REQUEST_BYTES` (413 past it).
+//! head, request bodies of at most `node::MAX_REQUEST_BYTES` (413 past it), and at most
+//! `node.max_calls_per_gateway` calls of one gateway in flight (429 past it).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,13 +28,17 @@ const HANDSHAKE_SECS: u64 = 10;
 
 /// The node's routes, and only those.
 pub fn node_router(app: Arc<App>) -> Router {
+    let state = Arc::new(routes::NodeState {
+        app,
+        in_flight: Default::default(),
+    });
     Router::new()
         .route(INFO_PATH, get(routes::info))
         .route(EXEC_PATH, post(routes::exec))
         .route(PROCESS_PATH, post(routes::process))
         .fallback(super::handlers::not_found)
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
-        .with_state(app)
+        .with_state(state)
 }
 
 /// Serves gateways on `listen` until `shutdown`; `ready` is told the bound address and the

@@ -20,13 +20,27 @@ use crate::node::{ForwardedExec, ForwardedProcess, NodeInfo};
 use crate::server::error::ApiError;
 use crate::tools::{Caller, ExecRequest, ProcessRequest};
 
-/// The paired gateway that is calling: the name its live pairing token was issued to.
-pub struct Gateway(pub String);
+/// What the node's routes share.
+pub struct NodeState {
+    /// The moat the calls run in.
+    pub app: Arc<App>,
+    /// Each gateway's calls in flight, against `node.max_calls_per_gateway`.
+    pub in_flight: Arc<crate::server::InFlight>,
+}
 
-impl FromRequestParts<Arc<App>> for Gateway {
+/// The paired gateway that is calling: the name its live pairing token was issued to, and
+/// the call's place in that gateway's count of calls in flight (given back when the call
+/// ends or is dropped).
+pub struct Gateway(pub String, crate::server::node_calls::CallSlot);
+
+impl FromRequestParts<Arc<NodeState>> for Gateway {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, ApiError> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<NodeState>,
+    ) -> Result<Self, ApiError> {
+        let app = &state.app;
         let refused = || {
             ApiError::new(
                 StatusCode::UNAUTHORIZED,
@@ -41,7 +55,16 @@ impl FromRequestParts<Arc<App>> for Gateway {
             .ok_or_else(refused)?;
         let hash = crate::node::hash_token(token.trim());
         match app.store.node_token_gateway(&hash) {
-            Ok(Some(gateway)) => Ok(Self(gateway)),
+            Ok(Some(gateway)) => {
+                let cap = app.config.node.calls_per_gateway();
+                let slot = state.in_flight.take(&gateway, cap).map_err(|n| {
+                    ApiError::new(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        format!("failed to take another call from gateway `{gateway}`: it has {n} in flight, the most node.max_calls_per_gateway allows"),
+                    )
+                })?;
+                Ok(Self(gateway, slot))
+            }
             Ok(None) => Err(refused()),
             Err(e) => Err(ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -75,7 +98,11 @@ fn session_of(gateway: &str, session: &str) -> Result<String, ApiError> {
 }
 
 /// `GET /node/v1/info`.
-pub async fn info(State(app): State<Arc<App>>, Gateway(gateway): Gateway) -> Json<NodeInfo> {
+pub async fn info(
+    State(state): State<Arc<NodeState>>,
+    Gateway(gateway, _slot): Gateway,
+) -> Json<NodeInfo> {
+    let app = &state.app;
     let mut node_hosts = vec!["sandbox".to_string()];
     if app.config.elevated.enabled {
         node_hosts.push("host".into());
@@ -92,10 +119,11 @@ pub async fn info(State(app): State<Arc<App>>, Gateway(gateway): Gateway) -> Jso
 /// `POST /node/v1/exec`: the gateway's call, run here as any agent's would be, in the
 /// node's session for it, through this node's policy, gates and approvals.
 pub async fn exec(
-    State(app): State<Arc<App>>,
-    Gateway(gateway): Gateway,
+    State(state): State<Arc<NodeState>>,
+    Gateway(gateway, _slot): Gateway,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<ToolResult>, ApiError> {
+    let app = &state.app;
     let fw: ForwardedExec = json_body(body)?;
     let session = session_of(&gateway, &fw.session)?;
     let mut req: ExecRequest = serde_json::from_value(fw.request)
@@ -136,10 +164,11 @@ pub async fn exec(
 
 /// `POST /node/v1/process`: the gateway's follow-up on a process of its node session.
 pub async fn process(
-    State(app): State<Arc<App>>,
-    Gateway(gateway): Gateway,
+    State(state): State<Arc<NodeState>>,
+    Gateway(gateway, _slot): Gateway,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<ToolResult>, ApiError> {
+    let app = &state.app;
     let fw: ForwardedProcess = json_body(body)?;
     let session = session_of(&gateway, &fw.session)?;
     let mut req: ProcessRequest = serde_json::from_value(fw.request).map_err(|e| {
