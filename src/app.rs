@@ -143,6 +143,8 @@ impl App {
             &engine,
             config.sandbox.workspace_max(),
         );
+        // Both tools forward `host: "node"` calls through the one table of pairings.
+        let nodes = Arc::new(crate::node::Nodes::new(store.clone(), &config.exec.node));
         let exec = ExecTool {
             sessions: sessions.clone(),
             registry: registry.clone(),
@@ -151,9 +153,11 @@ impl App {
             secrets: secrets.clone(),
             home: home.clone(),
             shells_seen: Default::default(),
+            nodes: nodes.clone(),
         };
         let process = ProcessTool {
             registry: registry.clone(),
+            nodes,
         };
         let files = crate::tools::FilesTool {
             sessions: sessions.clone(),

@@ -89,6 +89,13 @@ impl Home {
         self.root.join("host-approved")
     }
 
+    /// A node's TLS identity (docs/nodes.md, "Pairing"): its self-signed certificate and
+    /// private key, made at first start and kept for the node's life, since gateways pin the
+    /// certificate's fingerprint.
+    pub fn node_dir(&self) -> PathBuf {
+        self.root.join("node")
+    }
+
     pub fn ensure_root(&self) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.root)?;
         use std::os::unix::fs::PermissionsExt;

@@ -9,19 +9,20 @@
 //!    (how the CLI reaches the daemon), `bench`, `bench_runtimes`;
 //! 2. `app`: assembles one moat;
 //! 3. `tools`: the agent's tools, each with its request and the shape of its results;
-//! 4. `disk_guard`, the watchdog over the sessions' disks;
-//! 5. `process` (registry, supervisor, run files);
-//! 6. `session` (containers);
-//! 7. `egress` (network egress);
-//! 8. `host` (an `Executor` for this machine) and `image`;
-//! 9. `runtime` (the seams: `Engine` for containers, `Executor` for commands — Docker, the
-//!    in-container helper, a fake for tests);
-//! 10. services over the store: `approvals`, `secrets`, `skills`;
-//! 11. foundations: `config`, `store`, `home`, `metrics` (the daemon's own figures);
-//! 12. `files`: confined file access beneath a root;
-//! 13. the wire: `contract` (what every tool shares: results, env rules, failure kinds, where
+//! 4. `node`: remote nodes — the gateway's pinned client and its paired nodes (docs/nodes.md);
+//! 5. `disk_guard`, the watchdog over the sessions' disks;
+//! 6. `process` (registry, supervisor, run files);
+//! 7. `session` (containers);
+//! 8. `egress` (network egress);
+//! 9. `host` (an `Executor` for this machine) and `image`;
+//! 10. `runtime` (the seams: `Engine` for containers, `Executor` for commands — Docker, the
+//!     in-container helper, a fake for tests);
+//! 11. services over the store: `approvals`, `secrets`, `skills`;
+//! 12. foundations: `config`, `store`, `home`, `metrics` (the daemon's own figures);
+//! 13. `files`: confined file access beneath a root;
+//! 14. the wire: `contract` (what every tool shares: results, env rules, failure kinds, where
 //!     a command runs), `error_chain`;
-//! 14. pure leaves, synchronous and without I/O but for `descriptors`: `policy`, `output`,
+//! 15. pure leaves, synchronous and without I/O but for `descriptors`: `policy`, `output`,
 //!     `terminal_keys`, `names`, `session_key`, `wrapper` (the command wrapper's vocabulary),
 //!     `descriptors` (opening directories without following links).
 
@@ -45,6 +46,7 @@ pub mod image;
 pub mod mcp;
 pub mod metrics;
 pub mod names;
+pub mod node;
 pub mod output;
 pub mod policy;
 pub mod process;

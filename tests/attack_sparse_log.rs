@@ -77,6 +77,7 @@ async fn a_sparse_log_holds_no_daemon_thread() {
     let other = m.another((*m.app.config).clone());
     let tool = moat::tools::ProcessTool {
         registry: other.registry.clone(),
+        nodes: other.process.nodes.clone(),
     };
     let poll = ProcessRequest {
         action: "poll".into(),

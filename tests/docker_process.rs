@@ -455,6 +455,7 @@ async fn a_process_with_tampered_files_stays_listed() {
     let other = m.another((*m.app.config).clone());
     let tool = moat::tools::ProcessTool {
         registry: other.registry.clone(),
+        nodes: other.process.nodes.clone(),
     };
     let poll = ProcessRequest {
         action: "poll".into(),

@@ -444,7 +444,10 @@ async fn hostname_like_host_values_are_refused_by_name() {
             .unwrap_err()
             .to_string();
         assert!(err.contains(&format!("`{host}`")), "{err}");
-        assert!(err.contains("auto, sandbox, gateway or host"), "{err}");
+        assert!(
+            err.contains("auto, sandbox, gateway, host or node"),
+            "{err}"
+        );
     }
     // The documented values still work.
     for host in ["auto", "sandbox", " Sandbox "] {

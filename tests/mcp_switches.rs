@@ -256,12 +256,22 @@ fn refusals_read_as_the_tools_sentences() {
         (
             "exec",
             json!({"command": "true", "host": "example.com"}),
-            "Failed to run on host `example.com`: host accepts only auto, sandbox, gateway or host",
+            "Failed to run on host `example.com`: host accepts only auto, sandbox, gateway, host or node",
         ),
         (
             "exec",
             json!({"command": "true", "host": "node"}),
-            "Failed to run on host `node`: moat does not support remote nodes",
+            "Failed to run on a node: name it with `node`",
+        ),
+        (
+            "exec",
+            json!({"command": "true", "host": "node", "node": "nowhere"}),
+            "Failed to reach node `nowhere`: no such node is paired here",
+        ),
+        (
+            "exec",
+            json!({"command": "true", "node": "n1"}),
+            "Failed to run on node `n1`: set host to `node` as well",
         ),
         (
             "exec",

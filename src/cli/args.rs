@@ -60,6 +60,13 @@ pub enum Command {
     /// Run one command in a fresh session for CI: output streamed live, exit code passed on,
     /// the session removed afterwards.
     Run(RunArgs),
+    /// This moat as a remote node: its certificate's fingerprint, the tokens it issued to
+    /// gateways (docs/nodes.md).
+    #[command(subcommand)]
+    Node(NodeCommand),
+    /// The remote nodes this moat paired with: add, list, remove (docs/nodes.md).
+    #[command(subcommand)]
+    Nodes(NodesCommand),
     /// Run a session's egress proxy (moat starts it in the session's proxy container).
     #[command(hide = true)]
     EgressProxy {
@@ -270,9 +277,15 @@ pub struct ExecArgs {
     /// `elevated.allow_from.cli`).
     #[arg(long)]
     pub elevated: bool,
-    /// Where to run: sandbox or host.
+    /// Where to run: sandbox, host, or node (with --node).
     #[arg(long)]
     pub host: Option<String>,
+    /// The paired node to run on (implies --host node; docs/nodes.md).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// On the node: sandbox (the default) or host.
+    #[arg(long, requires = "node")]
+    pub node_host: Option<String>,
     /// Print the exact tool result object as JSON.
     #[arg(long)]
     pub json: bool,
@@ -335,6 +348,9 @@ pub struct ProcessArgs {
     /// Milliseconds `poll` may wait for the process to exit.
     #[arg(long)]
     pub timeout: Option<u64>,
+    /// The paired node the process runs on (an exec with --node started it).
+    #[arg(long)]
+    pub node: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -525,4 +541,61 @@ pub struct ServeArgs {
     /// Clients that start the daemon on demand pass serve.idle_exit_secs.
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub idle_exit: Option<u64>,
+    /// Also serve paired gateways on this TCP address with TLS (overrides node.listen;
+    /// docs/nodes.md).
+    #[arg(long, value_name = "ADDR")]
+    pub node_listen: Option<std::net::SocketAddr>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum NodeCommand {
+    /// `moat serve` as a node: the daemon, with the TLS listener for paired gateways on
+    /// --listen (or node.listen).
+    Serve {
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<std::net::SocketAddr>,
+    },
+    /// The node's certificate fingerprint (made now if there is none) and its listener.
+    Info {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pairing tokens issued to gateways.
+    #[command(subcommand)]
+    Tokens(NodeTokensCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum NodeTokensCommand {
+    /// Issue a token for gateway NAME (replacing its old one); printed once, kept hashed.
+    Add { gateway: String },
+    /// The gateways tokens were issued to.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke gateway NAME's token: its next call is refused.
+    Revoke { gateway: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum NodesCommand {
+    /// Pair with the node at URL (https://HOST:PORT), pinning its certificate.
+    Add {
+        name: String,
+        url: String,
+        /// The node's `SHA256:…`, as `moat node info` prints it there.
+        #[arg(long)]
+        fingerprint: String,
+        /// The token the node's operator issued to this gateway.
+        #[arg(long, env = "MOAT_NODE_TOKEN", hide_env_values = true)]
+        token: String,
+    },
+    /// Each paired node: reachable or not, its moat build and what it offers.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget a node.
+    Rm { name: String },
 }

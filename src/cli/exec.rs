@@ -51,7 +51,13 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         security: a.security,
         ask: a.ask,
         elevated: a.elevated.then_some(true),
-        host: a.host,
+        host: if a.node.is_some() && a.host.is_none() {
+            Some("node".into())
+        } else {
+            a.host
+        },
+        node: a.node,
+        node_host: a.node_host,
         shell: None,
         user: None,
         start_in: None,
@@ -167,7 +173,9 @@ async fn follow(
         } else if !v["result"].is_null() {
             let result: ToolResult = serde_json::from_value(v["result"].clone())
                 .context("parse the tool result of moat serve")?;
-            if result.status() != Some(Status::ApprovalPending) {
+            // A node's approval is its operator's, decided there; its outcome never comes
+            // back on this answer (docs/nodes.md, "Approvals").
+            if result.status() != Some(Status::ApprovalPending) || req.for_node() {
                 if open_line {
                     say!();
                 }

@@ -14,6 +14,8 @@ mod failure;
 mod image;
 mod interrupt;
 mod mcp;
+mod node;
+mod nodes;
 mod policy;
 mod process;
 mod run;
@@ -113,6 +115,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Skills(a) => skills::run(home, a),
         Command::Mcp(a) => mcp::run(home, a).await,
         Command::Run(a) => run::run(home, a).await,
+        Command::Node(args::NodeCommand::Serve { listen }) => node::serve(home, listen).await,
+        Command::Node(a) => node::run(home, a),
+        Command::Nodes(a) => nodes::run(home, a).await,
         Command::EgressProxy {
             listen,
             control,

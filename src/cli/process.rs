@@ -28,6 +28,7 @@ pub async fn run(home: Home, a: ProcessArgs) -> anyhow::Result<ExitCode> {
         limit: a.limit,
         char_offset: a.char_offset,
         timeout: a.timeout,
+        node: a.node,
     };
     moat::session::validate_key(&a.session)?;
     // A call the tool cannot parse is refused here, in the CLI's words (its flags), before

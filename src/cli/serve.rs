@@ -37,7 +37,15 @@ pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
     // the pool fills in the background.
     app.sessions.start_pool().await;
     let shutdown = CancellationToken::new();
-    let idle_exit = a.idle_exit.map(std::time::Duration::from_secs);
+    let node_listen = a.node_listen.or_else(|| {
+        let c = &app.config.node;
+        c.enabled().then(|| c.listen.trim().parse().ok()).flatten()
+    });
+    // A node serves gateways whenever they call: it never stops for being idle.
+    let idle_exit = a
+        .idle_exit
+        .filter(|_| node_listen.is_none())
+        .map(std::time::Duration::from_secs);
     let state = ServerState::with_origin(app, shutdown.clone(), idle_exit.is_some());
     // One set of connection caps for every listener of this daemon, so what arrives on one
     // cannot take the descriptors or the operator's reserve from another (docs/http-api.md,
@@ -58,6 +66,21 @@ pub async fn run(home: Home, a: ServeArgs) -> anyhow::Result<ExitCode> {
             }
         })
     });
+    // The node's TLS listener for paired gateways (docs/nodes.md): its own router, offering
+    // the forwarded calls only; one that cannot bind stops the daemon, as for E2B's.
+    if let Some(listen) = node_listen {
+        let (app, sd) = (state.app.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let served = moat::server::serve_node(app, listen, sd.clone(), |at, fp| {
+                say_err!("moat node serving on https://{at} (certificate {fp})")
+            })
+            .await;
+            if let Err(e) = served {
+                say_err!("moat: failed to serve as a node on node.listen: {e}");
+                sd.cancel();
+            }
+        });
+    }
     let sd = shutdown.clone();
     tokio::spawn(async move {
         let (Ok(mut term), Ok(mut int)) = (

@@ -33,6 +33,8 @@ pub struct Config {
     pub e2b: super::E2bConfig,
     /// Warm containers kept ready by the daemon, so a new session is a claim (docs/pool.md).
     pub pool: super::PoolConfig,
+    /// This moat as a remote node of paired gateways (docs/nodes.md).
+    pub node: super::NodeConfig,
 }
 
 /// The HTTP API. The unix socket (`$MOAT_HOME/moat.sock`, 0600) is the operator's channel
@@ -327,6 +329,9 @@ pub struct ExecConfig {
     /// (docs/mcp.md, "Notifications").
     #[serde(alias = "notifyOnExit")]
     pub notify_on_exit: bool,
+    /// The paired node a `host: "node"` call without `node` runs on (docs/nodes.md,
+    /// "Calls"); empty = such a call must name one.
+    pub node: String,
 }
 
 impl Default for ExecConfig {
@@ -339,6 +344,7 @@ impl Default for ExecConfig {
             sticky: false,
             process_tool: true,
             notify_on_exit: true,
+            node: String::new(),
         }
     }
 }

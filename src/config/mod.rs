@@ -9,6 +9,7 @@ mod env;
 mod error;
 mod file;
 mod load;
+mod node;
 pub mod pool;
 mod scope;
 mod sections;
@@ -26,6 +27,7 @@ pub use file::{
     ServeConfig, WorkspaceAccess,
 };
 pub use load::{load, load_from_str, ConfigSource};
+pub use node::NodeConfig;
 pub use pool::PoolConfig;
 pub use scope::Scope;
 pub use sections::{ApprovalsConfig, ElevatedConfig, ElevatedLevel, SecretConfig, SkillConfig};

@@ -209,6 +209,20 @@ pub fn validate(config: &Config, home: Option<&Path>) -> Result<(), ConfigError>
         .e2b
         .check()
         .map_err(|(key, message)| ConfigError::Invalid { key, message })?;
+    config
+        .node
+        .check()
+        .map_err(|(key, message)| ConfigError::Invalid { key, message })?;
+    let default_node = config.exec.node.trim();
+    let name_chars = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    if !default_node.is_empty()
+        && (default_node.len() > 32 || !default_node.bytes().all(name_chars))
+    {
+        return Err(invalid(
+            "exec.node",
+            format!("`{default_node}` is not a node name (1 to 32 of A-Z a-z 0-9 _ -)"),
+        ));
+    }
     if !(60..=10_800).contains(&config.process.ttl_secs) {
         return Err(invalid(
             "process.ttl_secs",

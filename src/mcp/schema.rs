@@ -168,7 +168,15 @@ pub fn exec_input() -> Arc<JsonObject> {
             },
             "host": {
                 "type": "string",
-                "description": "Where to run: `auto` (= sandbox, the default), `sandbox`, or `host` (alias `gateway`). Not a machine name: other values are refused."
+                "description": "Where to run: `auto` (= sandbox, the default), `sandbox`, `host` (alias `gateway`), or `node` (a remote node the operator paired, named by `node`). Not a machine name: other values are refused."
+            },
+            "node": {
+                "type": "string",
+                "description": "With host=node: the paired node to run on (the operator's default when omitted). Its own policy and approvals decide; follow up with `process` and the same `node`."
+            },
+            "nodeHost": {
+                "type": "string",
+                "description": "With host=node: `sandbox` (the default, a sandbox on the node) or `host` (the node's host, if its operator allows this gateway)."
             },
             "security": {
                 "type": "string",
@@ -246,6 +254,10 @@ pub fn process_input() -> Arc<JsonObject> {
                 "type": "integer",
                 "minimum": 0,
                 "description": "poll: milliseconds to wait for the process to exit or print (at most 120000)."
+            },
+            "node": {
+                "type": "string",
+                "description": "The paired node the process runs on, for one an exec with host=node started."
             }
         },
         "required": ["action"],
@@ -439,6 +451,8 @@ mod tests {
                 "elevated",
                 "env",
                 "host",
+                "node",
+                "nodeHost",
                 "pty",
                 "security",
                 "timeout",
@@ -481,6 +495,7 @@ mod tests {
                 "keys",
                 "limit",
                 "literal",
+                "node",
                 "offset",
                 "sessionId",
                 "text",
@@ -499,14 +514,14 @@ mod tests {
         let exec: crate::tools::ExecRequest = serde_json::from_value(json!({
             "command": "x", "workdir": "w", "env": {"A": "1"}, "yieldMs": 10, "background": true,
             "timeout": 1, "pty": true, "elevated": false, "host": "auto", "security": "full",
-            "ask": "off"
+            "ask": "off", "node": "n1", "nodeHost": "sandbox"
         }))
         .unwrap();
         assert_eq!(exec.command, "x");
         let process: crate::tools::ProcessRequest = serde_json::from_value(json!({
             "action": "poll", "sessionId": "a", "data": "d", "eof": true, "keys": ["Enter"],
             "hex": ["0d"], "literal": "l", "text": "t", "bracketed": false, "offset": 1,
-            "limit": 2, "timeout": 3, "charOffset": 4
+            "limit": 2, "timeout": 3, "charOffset": 4, "node": "n1"
         }))
         .unwrap();
         assert_eq!(process.action, "poll");

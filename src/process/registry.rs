@@ -488,7 +488,14 @@ impl Registry {
     pub fn recover_all(self: &Arc<Self>) -> usize {
         let rows = self.store.running_processes().unwrap_or_default();
         let n = rows.len();
-        for row in rows {
+        for mut row in rows {
+            // A foreground command's caller went with the moat that started it: nobody waits
+            // on it any more, so `process list` shows it with the background ones and its end
+            // is told like theirs (docs/nodes.md, "When a node goes away").
+            if !row.background {
+                row.background = true;
+                let _ = self.store.set_background(&row.id);
+            }
             self.attach(row);
         }
         n

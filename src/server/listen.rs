@@ -24,6 +24,9 @@ pub enum ServeError {
     NoTokens,
     #[error(transparent)]
     Lock(#[from] crate::daemon::LockError),
+    /// The node's certificate or TLS set-up (docs/nodes.md).
+    #[error(transparent)]
+    Node(#[from] crate::node::NodeError),
 }
 
 /// Serves until `shutdown` is cancelled. `tcp` overrides `serve.tcp`; `idle_exit` stops the

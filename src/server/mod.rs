@@ -5,7 +5,9 @@
 //! `limits` bounds the connections and event streams one client may hold, `peer` and
 //! `tcp_peer` refuse callers that run inside a host command (`host::local_addrs` says which TCP
 //! clients are on this machine), `fit` refuses socket clients of another build or
-//! configuration, `idle` stops a daemon that has nothing left to own.
+//! configuration, `idle` stops a daemon that has nothing left to own, `node_listen` serves
+//! paired gateways on the node's TLS listener (docs/nodes.md), `node_calls` counts each
+//! gateway's calls in flight there.
 
 mod auth;
 mod error;
@@ -14,6 +16,8 @@ mod handlers;
 mod idle;
 pub mod limits;
 mod listen;
+mod node_calls;
+mod node_listen;
 
 mod peer;
 mod routes;
@@ -21,4 +25,6 @@ mod tcp_peer;
 
 pub use auth::{identify, secret_eq, Channel, Identity};
 pub use listen::{serve, ServeError};
+pub use node_calls::InFlight;
+pub use node_listen::{node_router, serve_node};
 pub use routes::{router, DaemonInfo, ServerState};

@@ -145,6 +145,21 @@ const MIGRATIONS: &[&str] = &[
         slot TEXT NOT NULL UNIQUE,
         claimed_at_ms INTEGER NOT NULL
      );",
+    // Pairings (docs/nodes.md, "Pairing"): on a node, the tokens issued to gateways (by
+    // hash); on a gateway, the nodes it pinned and the token it presents to each.
+    "CREATE TABLE node_tokens (
+        gateway TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        created_at_ms INTEGER NOT NULL,
+        revoked_at_ms INTEGER
+     );
+     CREATE TABLE nodes (
+        name TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        token TEXT NOT NULL,
+        added_at_ms INTEGER NOT NULL
+     );",
 ];
 
 /// See the module docs.

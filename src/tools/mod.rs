@@ -9,7 +9,7 @@ mod process_tool;
 
 pub use exec_tool::{
     analyse, analyse_within, real_path, Caller, ExecError, ExecRequest, ExecTool, ExplainRequest,
-    Explained, RequestError,
+    Explained, NodeHost, RequestError,
 };
 pub use files_tool::{
     FileCall, FilesError, FilesTool, ListRequest, PatchRequest, ReadRequest, WriteRequest,

@@ -8,6 +8,7 @@
 
 pub mod cli_home;
 pub mod host;
+pub mod node;
 pub mod serve;
 
 use std::sync::Arc;

@@ -72,6 +72,8 @@ pub fn answer(
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     // Subscribed before the call, so an approval decided at once is not missed.
     let mut events = state.app.registry.events().subscribe();
+    // A node's approval is decided and run there: no event of it arrives here.
+    let forwarded = req.for_node();
     let drive = async move {
         let (id_tx, id_rx) = oneshot::channel::<String>();
         let (done_tx, done_rx) = watch::channel(false);
@@ -110,7 +112,9 @@ pub fn answer(
         };
         let pending = result.details.approval_id().map(str::to_string);
         let _ = tx.send(line(json!({ "result": result }))).await;
-        let Some(id) = pending else { return };
+        let Some(id) = pending.filter(|_| !forwarded) else {
+            return;
+        };
         loop {
             match events.recv().await {
                 Ok(SessionEvent {

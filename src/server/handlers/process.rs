@@ -22,6 +22,10 @@ pub async fn process(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<ToolResult>, ApiError> {
     let req: ProcessRequest = json_body(body)?;
+    if req.node.is_some() {
+        // The node parses it: its process tool is the one that knows the process.
+        return Ok(Json(state.app.process.forward(&session, &req).await));
+    }
     // The tool answers these as failed results in its own sentences; over HTTP a malformed
     // call is the client's error, said in the API's words (the body's fields) with the names
     // it could have used (docs/http-api.md, "Errors").

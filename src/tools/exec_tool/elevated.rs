@@ -78,7 +78,11 @@ pub fn target(
     caller: &Caller,
     session: &str,
 ) -> Result<Target, ElevatedError> {
-    let host_asked = req.host()? == HostChoice::Host;
+    let host_asked = match req.host()? {
+        HostChoice::Host => true,
+        HostChoice::Sandbox => false,
+        HostChoice::Node => return Err(RequestError::NodeNotHere.into()),
+    };
     let failing = failing_gates(cfg, caller);
     let full = cfg.default_level == ElevatedLevel::Full;
     let wanted = match req.elevated {

@@ -53,6 +53,10 @@ pub enum ExecError {
     #[error(transparent)]
     Policy(#[from] crate::policy::PolicyError),
     /// `sandbox.shell` / `elevated.shell` names a shell that is not there.
+    /// A call for a paired node that could not be forwarded, or that the node refused
+    /// (docs/nodes.md, "When a node goes away").
+    #[error(transparent)]
+    Node(#[from] crate::node::NodeError),
     #[error("run with {key} = \"{shell}\": {place} has no `{shell}` on its PATH (install it, or set {key} = \"sh\")")]
     NoShell {
         key: &'static str,
@@ -79,6 +83,7 @@ impl ExecError {
             Self::HostFile(_) => FailureKind::Invalid,
             Self::Elevated(_) | Self::HostWorkdirRefused { .. } => FailureKind::Refused,
             Self::Secrets(_) => FailureKind::Withheld,
+            Self::Node(n) => n.kind(),
             Self::Approval(a) => a.kind(),
             Self::Session(SessionError::Key(_)) => FailureKind::Invalid,
             Self::Session(SessionError::Choice(c)) if c.is_callers() => FailureKind::Invalid,

@@ -31,6 +31,14 @@ pub struct ExecRequest {
     pub security: Option<String>,
     #[serde(default)]
     pub ask: Option<String>,
+    /// With `host: "node"`: the paired node to run on (docs/nodes.md, "Calls"); without it,
+    /// `exec.node`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// With `host: "node"`: `sandbox` (the default: a sandbox of the node's) or `host` (the
+    /// node's host, through the node's own gates and approvals).
+    #[serde(default, alias = "node_host", skip_serializing_if = "Option::is_none")]
+    pub node_host: Option<String>,
     /// The login shell instead of `sandbox.shell`, for an edge whose own protocol names it
     /// (E2B's process service runs `bash -l -c`, docs/e2b.md, "Processes"). Never read from
     /// the wire: agents choose no shell.
@@ -58,6 +66,25 @@ pub struct ExecRequest {
 pub enum HostChoice {
     Sandbox,
     Host,
+    /// A paired node (docs/nodes.md): the call is forwarded, never run here.
+    Node,
+}
+
+/// Where a forwarded call runs on its node (`nodeHost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeHost {
+    Sandbox,
+    Host,
+}
+
+impl NodeHost {
+    /// The word the node's wire carries.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sandbox => "sandbox",
+            Self::Host => "host",
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -66,14 +93,21 @@ pub enum RequestError {
     EmptyCommand,
     #[error("start the command: it contains a NUL byte")]
     NulInCommand,
-    #[error(
-        "run on host `node`: moat does not support remote nodes (use host=sandbox or host=host)"
-    )]
-    NodeUnsupported,
     /// `host` names where a command runs, never a machine: a hostname-like value must not
     /// quietly fall back to the sandbox (docs/mcp.md, "host").
-    #[error("run on host `{0}`: host accepts only auto, sandbox, gateway or host (it chooses where the command runs, not a machine)")]
+    #[error("run on host `{0}`: host accepts only auto, sandbox, gateway, host or node (it chooses where the command runs, not a machine; a node is named by `node`)")]
     UnknownHost(String),
+    /// `node` or `nodeHost` without `host: "node"`: the call would run here while its
+    /// caller meant another machine.
+    #[error(
+        "run on node `{0}`: set host to `node` as well (without it the command would run here)"
+    )]
+    NodeWithoutHost(String),
+    #[error("run on a node's `{0}`: nodeHost accepts only sandbox or host")]
+    UnknownNodeHost(String),
+    /// A place that judges no node's call: the node's own policy does (docs/nodes.md).
+    #[error("judge a call for a node here: the node's own policy and approvals decide it")]
+    NodeNotHere,
 }
 
 impl ExecRequest {
@@ -84,17 +118,27 @@ impl ExecRequest {
         if self.command.contains('\0') {
             return Err(RequestError::NulInCommand);
         }
-        self.host()?;
+        if self.host()? != HostChoice::Node {
+            if let Some(n) = self.node.as_deref().filter(|n| !n.trim().is_empty()) {
+                return Err(RequestError::NodeWithoutHost(shown(n)));
+            }
+            if let Some(h) = self.node_host.as_deref().filter(|h| !h.trim().is_empty()) {
+                return Err(RequestError::NodeWithoutHost(shown(h)));
+            }
+        } else {
+            self.node_host()?;
+        }
         Ok(())
     }
 
     /// `auto`/`sandbox` → sandbox (or the host with `elevated`), `host`/`gateway` → host,
-    /// `node` → error; an empty value is "not given"; anything else is refused by name.
+    /// `node` → a paired node; an empty value is "not given"; anything else is refused by
+    /// name.
     pub fn host(&self) -> Result<HostChoice, RequestError> {
         let h = self.host.as_deref().map(|h| h.trim().to_ascii_lowercase());
         match h.as_deref() {
             Some("host") | Some("gateway") => Ok(HostChoice::Host),
-            Some("node") => Err(RequestError::NodeUnsupported),
+            Some("node") => Ok(HostChoice::Node),
             None | Some("") | Some("auto") | Some("sandbox") => {
                 if self.elevated == Some(true) {
                     Ok(HostChoice::Host)
@@ -102,15 +146,35 @@ impl ExecRequest {
                     Ok(HostChoice::Sandbox)
                 }
             }
-            Some(_) => Err(RequestError::UnknownHost(
-                self.host
-                    .as_deref()
-                    .unwrap_or_default()
-                    .chars()
-                    .take(64)
-                    .flat_map(char::escape_debug)
-                    .collect(),
-            )),
+            Some(_) => Err(RequestError::UnknownHost(shown(
+                self.host.as_deref().unwrap_or_default(),
+            ))),
+        }
+    }
+
+    /// Whether the call goes to a paired node (`host: "node"`): nothing of it runs here, and
+    /// its approvals and processes are the node's.
+    pub fn for_node(&self) -> bool {
+        self.host().ok() == Some(HostChoice::Node)
+    }
+
+    /// Where a node call runs there: `sandbox` unless `nodeHost` (or `elevated`) says `host`.
+    pub fn node_host(&self) -> Result<NodeHost, RequestError> {
+        let h = self
+            .node_host
+            .as_deref()
+            .map(|h| h.trim().to_ascii_lowercase());
+        match h.as_deref() {
+            None | Some("") | Some("auto") => Ok(if self.elevated == Some(true) {
+                NodeHost::Host
+            } else {
+                NodeHost::Sandbox
+            }),
+            Some("sandbox") => Ok(NodeHost::Sandbox),
+            Some("host") | Some("gateway") => Ok(NodeHost::Host),
+            Some(_) => Err(RequestError::UnknownNodeHost(shown(
+                self.node_host.as_deref().unwrap_or_default(),
+            ))),
         }
     }
 
@@ -134,6 +198,15 @@ impl ExecRequest {
             None => (configured > 0).then_some(configured),
         }
     }
+}
+
+/// A value of the request quoted in an error: 64 characters at most, escaped.
+fn shown(value: &str) -> String {
+    value
+        .chars()
+        .take(64)
+        .flat_map(char::escape_debug)
+        .collect()
 }
 
 #[cfg(test)]
@@ -165,9 +238,21 @@ mod tests {
             req(r#"{"command":"a\u0000b"}"#).validate(),
             Err(RequestError::NulInCommand)
         );
+        req(r#"{"command":"ls","host":"node","node":"n1","nodeHost":"host"}"#)
+            .validate()
+            .unwrap();
+        // A node named without host=node would run here: refused, naming it.
         assert_eq!(
-            req(r#"{"command":"ls","host":"node"}"#).validate(),
-            Err(RequestError::NodeUnsupported)
+            req(r#"{"command":"ls","node":"n1"}"#).validate(),
+            Err(RequestError::NodeWithoutHost("n1".into()))
+        );
+        assert_eq!(
+            req(r#"{"command":"ls","host":"sandbox","nodeHost":"host"}"#).validate(),
+            Err(RequestError::NodeWithoutHost("host".into()))
+        );
+        assert_eq!(
+            req(r#"{"command":"ls","host":"node","nodeHost":"mars"}"#).validate(),
+            Err(RequestError::UnknownNodeHost("mars".into()))
         );
         // A hostname-like value is refused by name, never run in the sandbox.
         for (json, shown) in [
@@ -179,7 +264,10 @@ mod tests {
             assert_eq!(err, RequestError::UnknownHost(shown.to_string()));
             let text = err.to_string();
             assert!(text.contains(&format!("`{}`", shown)), "{text}");
-            assert!(text.contains("auto, sandbox, gateway or host"), "{text}");
+            assert!(
+                text.contains("auto, sandbox, gateway, host or node"),
+                "{text}"
+            );
         }
     }
 
@@ -193,6 +281,7 @@ mod tests {
             (r#"{"command":"x","host":"host"}"#, HostChoice::Host),
             (r#"{"command":"x","elevated":true}"#, HostChoice::Host),
             (r#"{"command":"x","host":""}"#, HostChoice::Sandbox),
+            (r#"{"command":"x","host":" Node "}"#, HostChoice::Node),
             (
                 r#"{"command":"x","host":"sandbox","elevated":true}"#,
                 HostChoice::Host,

@@ -44,6 +44,9 @@ impl ExecTool {
         started: impl FnOnce(&str) + Send,
     ) -> Result<ToolResult, ExecError> {
         req.validate()?;
+        if req.host()? == super::request::HostChoice::Node {
+            return self.forward(caller, session, req, wait_to_end).await;
+        }
         validate_env(&req.env)?;
         let target = super::elevated::target(req, &self.config.elevated, caller, session)?;
         // A sticky session's carried directory and variables are the request's defaults.

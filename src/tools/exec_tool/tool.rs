@@ -26,6 +26,8 @@ pub struct ExecTool {
     /// `container id<TAB>shell` pairs whose login shell was found (`sandbox.shell` other than
     /// `sh`), so the check costs one exec per container.
     pub shells_seen: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    /// The nodes this moat paired with, for `host: "node"` calls (docs/nodes.md).
+    pub nodes: Arc<crate::node::Nodes>,
 }
 
 impl ExecTool {

@@ -38,6 +38,10 @@ pub struct ProcessRequest {
     /// Poll wait in ms, at most 120000.
     #[serde(default)]
     pub timeout: Option<u64>,
+    /// The paired node the process runs on, for a process an `exec` with `host: "node"`
+    /// started there (docs/nodes.md, "Calls").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// Every action the tool knows (docs/mcp.md, "Tools": `process`), as the wire spells them.

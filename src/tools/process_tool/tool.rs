@@ -18,6 +18,8 @@ const RETRY_MS: [u64; 4] = [5_000, 10_000, 30_000, 60_000];
 pub struct ProcessTool {
     /// Every process of this moat: the tool finds, reads, feeds and ends them through it.
     pub registry: Arc<Registry>,
+    /// The nodes this moat paired with, for calls that name a `node` (docs/nodes.md).
+    pub nodes: Arc<crate::node::Nodes>,
 }
 
 /// The result of a call that fed the process's stdin.
@@ -29,6 +31,9 @@ impl ProcessTool {
     /// Runs one `process` request for `session`; one that names nothing to do is a failed
     /// result with the parser's text.
     pub async fn run(&self, session: &str, req: &ProcessRequest) -> ToolResult {
+        if req.node.is_some() {
+            return self.forward(session, req).await;
+        }
         match req.parse() {
             Ok(call) => self.call(session, call).await,
             Err(e) => failed(e.to_string()),
