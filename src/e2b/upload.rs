@@ -206,7 +206,7 @@ where
         } else {
             Box::new(reader)
         };
-        entry.write_in_place_from(&mut src, max, ws.owner(), &set)
+        entry.write_in_place_from(&mut src, max, ws.owner(), META_PREFIX, &set)
     });
     let mut was_killed = false;
     loop {

@@ -62,8 +62,9 @@ struct Made {
     watcher: Watcher,
     names: Arc<Names>,
     include_entry: bool,
-    /// Counts the watch until the watch (and with it this) is dropped.
-    _slot: Slot,
+    /// Counts the watch until dropped: with the stream's task for a stream, with the
+    /// table's entry for a polled watcher (so a removal frees its place at once).
+    slot: Option<Slot>,
 }
 
 /// Makes a watch of the request's directory: the user checked, the home opened, the path
@@ -102,7 +103,7 @@ async fn make(
         watcher,
         names,
         include_entry: req.include_entry,
-        _slot: slot,
+        slot: Some(slot),
     })
 }
 
@@ -237,11 +238,13 @@ pub async fn create_watcher(
             .collect()
     };
     let (asks, rx) = mpsc::channel(4);
+    let mut made = made;
     state.watches.polled.lock().unwrap().insert(
         id.clone(),
         Polled {
             sandbox: sandbox.id.clone(),
             asks,
+            _slot: made.slot.take(),
         },
     );
     tokio::spawn(keep(

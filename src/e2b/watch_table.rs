@@ -23,6 +23,8 @@ pub struct Polled {
     /// The sandbox it watches: only that sandbox's calls reach it.
     pub sandbox: String,
     pub asks: mpsc::Sender<Ask>,
+    /// Its place in the counts, given back when it leaves the table.
+    pub _slot: Option<Slot>,
 }
 
 /// The watches this moat holds.

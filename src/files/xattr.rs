@@ -40,6 +40,39 @@ pub fn set(fd: &impl AsRawFd, name: &str, value: &[u8]) -> io::Result<()> {
     }
 }
 
+/// Removes every attribute of the open file `fd` whose name starts with `prefix` (a file
+/// written again in place takes only the attributes of its new write).
+pub fn remove_prefixed(fd: &impl AsRawFd, prefix: &str) -> io::Result<()> {
+    let mut names = vec![0u8; MAX_LIST];
+    // SAFETY: `fd` is open for the call; `names` is valid for its length.
+    let n = unsafe { libc::flistxattr(fd.as_raw_fd(), names.as_mut_ptr().cast(), names.len()) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        // A filesystem without attributes has none to remove.
+        return match e.raw_os_error() {
+            Some(libc::ENOTSUP) => Ok(()),
+            _ => Err(e),
+        };
+    }
+    names.truncate(n as usize);
+    for raw in names.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        if !raw.starts_with(prefix.as_bytes()) {
+            continue;
+        }
+        let Ok(name) = CString::new(raw) else {
+            continue;
+        };
+        // SAFETY: as above; `name` is NUL-terminated.
+        if unsafe { libc::fremovexattr(fd.as_raw_fd(), name.as_ptr()) } != 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::ENODATA) {
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The attributes of the entry `fd` (any descriptor, `O_PATH` included) whose names start
 /// with `prefix`, keyed by the rest of the name; values that are not UTF-8, or longer than
 /// [`MAX_VALUE`], are left out. An entry or filesystem without attributes has none.

@@ -18,12 +18,14 @@ use super::{io_err, kind, ConfineError, Entry};
 
 impl Entry {
     /// Writes what `src` yields (at most `max` bytes) into the file here in place, owned by
-    /// `owner`, then sets `attrs`; see the module docs. Returns the bytes written.
+    /// `owner`, then sets `attrs`, after clearing the attributes named `attrs_prefix…` a file
+    /// written before had; see the module docs. Returns the bytes written.
     pub fn write_in_place_from(
         &self,
         src: &mut dyn Read,
         max: u64,
         owner: Option<(u32, u32)>,
+        attrs_prefix: &str,
         attrs: &[(String, Vec<u8>)],
     ) -> Result<u64, ConfineError> {
         let base = OFlag::O_WRONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
@@ -63,6 +65,14 @@ impl Entry {
         }
         if !new {
             ftruncate(&fd, 0).map_err(|e| io_err("truncate", &self.shown, e))?;
+            // The file takes the metadata of this write only, as a new one would.
+            crate::files::xattr::remove_prefixed(&fd, attrs_prefix).map_err(|source| {
+                ConfineError::Io {
+                    action: "clear the extended attributes of",
+                    path: self.shown.clone(),
+                    source,
+                }
+            })?;
         }
         if let Some((uid, gid)) = owner {
             fchown(&fd, Some(Uid::from_raw(uid)), Some(Gid::from_raw(gid)))
@@ -107,7 +117,7 @@ mod tests {
             nix::unistd::getuid().as_raw(),
             nix::unistd::getgid().as_raw(),
         ));
-        entry.write_in_place_from(&mut body.as_bytes(), max, owner, &[])
+        entry.write_in_place_from(&mut body.as_bytes(), max, owner, "user.test.", &[])
     }
 
     #[test]

@@ -98,19 +98,55 @@ fn bad_answer(node: &str, e: serde_json::Error) -> ExecError {
 /// another machine's, whatever that machine already did to it.
 pub(crate) fn resanitized(mut result: ToolResult) -> ToolResult {
     for c in &mut result.content {
-        let mut s = crate::output::Sanitizer::new();
-        let mut out = String::with_capacity(c.text.len());
-        s.push(c.text.as_bytes(), &mut out);
-        s.finish(&mut out);
-        c.text = out;
+        c.text = sanitized(&c.text);
+    }
+    // Every text of the details too (status, command, cwd, aggregated output, ids): they
+    // reach the same edges.
+    if let Ok(mut v) = serde_json::to_value(&result.details) {
+        clean_strings(&mut v);
+        if let Ok(d) = serde_json::from_value(v) {
+            result.details = d;
+        }
     }
     result
+}
+
+fn sanitized(text: &str) -> String {
+    let mut s = crate::output::Sanitizer::new();
+    let mut out = String::with_capacity(text.len());
+    s.push(text.as_bytes(), &mut out);
+    s.finish(&mut out);
+    out
+}
+
+fn clean_strings(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) => *s = sanitized(s),
+        serde_json::Value::Array(a) => a.iter_mut().for_each(clean_strings),
+        serde_json::Value::Object(o) => o.values_mut().for_each(clean_strings),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::contract::Details;
+
+    /// The details' texts too: a hostile node's status, cwd or output in `details`.
+    #[test]
+    fn a_nodes_details_are_sanitized_again() {
+        let raw: ToolResult = serde_json::from_value(serde_json::json!({
+            "content": [{"type": "text", "text": "hello"}],
+            "details": {"status": "x\u{1b}]0;PWNED\u{7}\u{1b}[31mRED\u{1b}[0m", "cwd": "/w\u{1b}[2J"},
+        }))
+        .unwrap();
+        let clean = serde_json::to_string(&resanitized(raw).details).unwrap();
+        assert!(
+            !clean.contains("\\u001b") && !clean.contains("\\u0007"),
+            "{clean}"
+        );
+    }
 
     /// A node's text is sanitized here again: escape sequences and control characters a
     /// hostile node left in never reach the gateway's edges.
