@@ -1,7 +1,9 @@
 //! The warm pool (docs/pool.md) against the real engine, through the `moat` binary and its
 //! daemon: a claimed container carries its session's workspace and no other's, the pool
 //! refills, a killed daemon's pool is adopted or removed, a changed config drains the old
-//! shape, and neither an agent nor a second home reaches a warm container before its claim.
+//! shape, neither an agent nor a second home reaches a warm container before its claim, and
+//! `moat sessions list --pool` and `moat doctor` show what the pool holds and how its claims
+//! went.
 
 mod common;
 
@@ -204,4 +206,86 @@ async fn a_second_home_does_not_claim_this_homes_pool() {
     let out = two.run(&["sessions", "rm", &key]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(warm(&one).len(), 1);
+}
+
+/// `moat sessions list --pool --json`, parsed.
+fn pool_json(home: &TestHome) -> serde_json::Value {
+    let out = home.run(&["sessions", "list", "--pool", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn sessions_list_and_doctor_show_the_pool_and_its_claims() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::configured("t-pool-show", POOL);
+    // No daemon: nothing is warm, and asking starts none.
+    let out = home.run(&["sessions", "list", "--pool"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("no daemon runs"), "{}", text(&out));
+    assert_eq!(home.daemons(), 0, "asking for the pool started a daemon");
+    // The first session finds the pool still filling: a miss of its shape.
+    exec(&home, &home.key("first"), "true");
+    let (w1, _) = ready(&home);
+    let v = pool_json(&home);
+    let shapes = v["shapes"].as_array().unwrap();
+    assert_eq!(shapes.len(), 1, "{v}");
+    let shape = &shapes[0];
+    assert_eq!(shape["size"], 1, "{v}");
+    assert_eq!(shape["ready"], serde_json::json!([w1]), "{v}");
+    assert_eq!((&shape["hits"], &shape["misses"]), (&0.into(), &1.into()));
+    assert_eq!(shape["configuredImage"], true);
+    assert_eq!(v["unkeptMisses"], 0);
+    // A new session claims it: a hit; one with another image fits no kept shape.
+    exec(&home, &home.key("second"), "true");
+    let image = shape["image"].as_str().unwrap().to_string();
+    let other = home.key("other");
+    let out = home.run(&[
+        "sessions",
+        "create",
+        &other,
+        "--image",
+        &image,
+        "--network",
+        "bridge",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (w2, _) = ready(&home);
+    let v = pool_json(&home);
+    let shape = &v["shapes"][0];
+    assert_eq!(
+        (&shape["hits"], &shape["misses"]),
+        (&1.into(), &1.into()),
+        "{v}"
+    );
+    assert_eq!(shape["ready"], serde_json::json!([w2]), "{v}");
+    assert_eq!(v["unkeptMisses"], 1, "{v}");
+    // The table and the doctor say the same.
+    let out = home.run(&["sessions", "list", "--pool"]);
+    let table = text(&out);
+    assert!(out.status.success(), "{table}");
+    let hash = shape["shape"].as_str().unwrap();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(hash))
+        .unwrap_or_else(|| panic!("no row for {hash}: {table}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells, [hash, &image, "1", "1", "1", "1"], "{table}");
+    assert!(table.contains(&format!("ready {w2}")), "{table}");
+    assert!(
+        table.contains("1 new session(s) fit no kept shape"),
+        "{table}"
+    );
+    let out = home.run(&["doctor"]);
+    let report = text(&out);
+    assert!(
+        report.contains(&format!(
+            "ok    pool: {image} (shape {hash}): 1 of 1 ready; claims: 1 hit(s), 1 miss(es)"
+        )),
+        "{report}"
+    );
+    home.stop_daemon();
+    assert!(warm(&home).is_empty(), "{:?}", warm(&home));
 }

@@ -343,6 +343,10 @@ pub struct ProcessArgs {
 pub enum SessionsCommand {
     /// List session containers.
     List {
+        /// The daemon's warm pool instead: each shape, its ready containers, its size and
+        /// its claims (hits and misses).
+        #[arg(long)]
+        pool: bool,
         #[arg(long)]
         json: bool,
     },

@@ -15,6 +15,7 @@ mod image;
 mod interrupt;
 mod mcp;
 mod policy;
+mod pool;
 mod process;
 mod run;
 mod run_as;

@@ -252,3 +252,15 @@ pub async fn status(home: &Home) -> Option<Value> {
     let client = DaemonClient::new(&home.socket(), String::new());
     client.call(Method::GET, "/v1/health", None, &[]).await.ok()
 }
+
+/// What `/v1/pool` says about the running daemon's warm pool (docs/pool.md, "Seeing the
+/// pool"): `None` when no daemon answers. It never starts one: a daemon started to be asked
+/// would only be beginning to fill.
+pub async fn pool(home: &Home) -> Result<Option<Value>, ClientError> {
+    let client = DaemonClient::new(&home.socket(), String::new());
+    match client.call(Method::GET, "/v1/pool", None, &[]).await {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_unreachable() => Ok(None),
+        Err(e) => Err(e),
+    }
+}

@@ -8,6 +8,7 @@ mod exec_failure;
 mod exec_wait;
 pub mod explain;
 pub mod metrics;
+pub mod pool;
 pub mod process;
 pub mod run;
 pub mod sessions;
