@@ -289,3 +289,81 @@ async fn sessions_list_and_doctor_show_the_pool_and_its_claims() {
     home.stop_daemon();
     assert!(warm(&home).is_empty(), "{:?}", warm(&home));
 }
+
+/// The containers of any kind whose mounts come from `home`.
+fn containers_of(home: &TestHome) -> Vec<String> {
+    let ids = docker(&["ps", "-aq"]);
+    ids.lines()
+        .filter(|id| {
+            docker(&["inspect", "-f", "{{range .Mounts}}{{.Source}} {{end}}", id])
+                .contains(&format!("{}/", home.path().display()))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn bench_claims_every_new_session_from_the_pool_and_leaves_nothing() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-pool-bench");
+    let out = home.run(&[
+        "bench",
+        "--runs",
+        "2",
+        "--cold-runs",
+        "2",
+        "--claims",
+        "3",
+        "--cli-runs",
+        "2",
+        "--flood-bytes",
+        "1000",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = &v["new_sessions"];
+    // Every sample of the pool's row was a claim, and so was every client's new session.
+    assert_eq!(
+        (&n["pool_hits"], &n["pool_misses"]),
+        (&2.into(), &0.into()),
+        "{v}"
+    );
+    assert_eq!(n["claims_hits"], 3, "{v}");
+    assert_eq!(n["claims_all_ok"], true, "{v}");
+    for key in [
+        "pool_p50_ms",
+        "cold_p50_ms",
+        "docker_run_p50_ms",
+        "claims_per_s",
+    ] {
+        assert!(n[key].as_f64().unwrap() > 0.0, "{key}: {v}");
+    }
+    let cli = &v["cli"];
+    assert!(cli["moat_cli_p50_ms"].as_f64().unwrap() > 0.0, "{v}");
+    assert!(cli["docker_exec_p50_ms"].as_f64().unwrap() > 0.0, "{v}");
+    // The bench's own homes, their daemon, sessions and pool are gone.
+    let left: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("bench-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(
+        containers_of(&home).is_empty(),
+        "{:?}",
+        containers_of(&home)
+    );
+    let needle = format!("MOAT_HOME={}/bench-", home.path().display());
+    let daemons = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| String::from_utf8_lossy(&env).contains(&needle))
+        })
+        .count();
+    assert_eq!(daemons, 0, "the CLI row's daemon still runs");
+}
