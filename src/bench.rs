@@ -3,8 +3,8 @@
 //! - warm exec: `true` through moat's helper, through moat's per-command engine exec, and
 //!   `docker exec <container> sh -lc true`, interleaved (docs/helper.md);
 //! - throughput: execs per second into one session with 8 in flight, and 50 at once;
-//! - cold start: a new session's first output (helper start included) vs
-//!   `docker run --rm <image> true`;
+//! - new sessions: a new session's first command with the warm pool, without it, and
+//!   `docker run --rm <image> true`; claims per second; the CLI path (`bench_pool.rs`);
 //! - flood: 1 GiB of stdout through moat, with throughput and moat's peak RSS.
 
 use std::time::Instant;
@@ -62,10 +62,10 @@ pub struct Report {
     pub burst: usize,
     pub burst_ms: f64,
     pub burst_all_ok: bool,
-    pub cold_runs: usize,
-    pub cold_start_p50_ms: f64,
-    pub docker_run_p50_ms: f64,
-    pub cold_ratio: f64,
+    /// New sessions with and without the warm pool, and claims per second.
+    pub new_sessions: crate::bench_pool::NewSessions,
+    /// `moat exec -- true` through the daemon against the `docker exec` CLI.
+    pub cli: crate::bench_pool::CliPath,
     pub flood_bytes: u64,
     pub flood_seconds: f64,
     pub flood_mb_per_s: f64,
@@ -77,7 +77,7 @@ impl Report {
         format!(
             "warm exec (`true`, {} runs each, interleaved)\n  moat, helper       p50 {:7.2} ms  p90 {:7.2} ms  p99 {:7.2} ms\n  moat, engine exec  p50 {:7.2} ms  p90 {:7.2} ms  p99 {:7.2} ms\n  docker exec CLI    p50 {:7.2} ms  p90 {:7.2} ms  p99 {:7.2} ms\n  ratio to the CLI (p50)  helper {:.3}  engine exec {:.2}\n  transport alone (p50)   helper {:.2} ms  engine {:.2} ms\n\
              throughput (helper)\n  {} in flight: {:.0} execs/s over {} runs, all succeeded: {}\n  {} at once: {:.0} ms until the last, all succeeded: {}\n\
-             cold start ({} runs each)\n  moat new session → first output  p50 {:7.1} ms\n  docker run --rm                  p50 {:7.1} ms\n  ratio (p50)  {:.2}\n\
+             {}{}\
              flood ({} bytes of stdout)\n  {:.1} MB/s in {:.2} s, moat peak RSS {:.1} MiB\n",
             self.runs, self.exec_p50_ms, self.exec_p90_ms, self.exec_p99_ms,
             self.engine_exec_p50_ms, self.engine_exec_p90_ms, self.engine_exec_p99_ms,
@@ -85,7 +85,7 @@ impl Report {
             self.exec_ratio, self.engine_exec_ratio, self.raw_helper_p50_ms, self.raw_engine_p50_ms,
             self.in_flight, self.in_flight_execs_per_s, self.in_flight_runs, self.in_flight_all_ok,
             self.burst, self.burst_ms, self.burst_all_ok,
-            self.cold_runs, self.cold_start_p50_ms, self.docker_run_p50_ms, self.cold_ratio,
+            self.new_sessions.render(), self.cli.render(),
             self.flood_bytes, self.flood_mb_per_s, self.flood_seconds, self.flood_peak_rss_mib,
         )
     }
@@ -161,16 +161,30 @@ async fn many(app: &App, key: &str, total: usize, width: usize) -> (f64, bool) {
     (t.elapsed().as_secs_f64(), ok)
 }
 
-pub async fn run(
-    home: Home,
-    runs: usize,
-    cold_runs: usize,
-    flood_bytes: u64,
-    progress: impl Fn(&str),
-) -> Result<Report, BenchError> {
+/// How many runs of each figure `moat bench` takes.
+#[derive(Debug, Clone, Copy)]
+pub struct Runs {
+    /// Warm exec samples per method.
+    pub warm: usize,
+    /// New-session samples per method.
+    pub cold: usize,
+    /// New sessions the clients claim at once from a full pool.
+    pub claims: usize,
+    /// `moat exec` CLI samples (and as many `docker exec`).
+    pub cli: usize,
+    /// Bytes of output of the flood.
+    pub flood_bytes: u64,
+}
+
+pub async fn run(home: Home, counts: Runs, progress: impl Fn(&str)) -> Result<Report, BenchError> {
+    let Runs {
+        warm: runs,
+        cold: cold_runs,
+        flood_bytes,
+        ..
+    } = counts;
     let app = App::open_with(home.clone(), Some(Transport::Helper)).await?;
     let engine = App::open_with(home, Some(Transport::Exec)).await?;
-    let image = app.config.sandbox.image.clone();
     let warm = format!("bench-warm-{}", std::process::id());
     for a in [&app, &engine] {
         let first = a.exec.run(&warm, &request("true"), true).await?;
@@ -213,21 +227,9 @@ pub async fn run(
     ));
     let (in_flight_secs, in_flight_all_ok) = many(&app, &warm, in_flight_runs, IN_FLIGHT).await;
     let (burst_secs, burst_all_ok) = many(&app, &warm, BURST, BURST).await;
-    progress(&format!("cold start: {cold_runs} runs each"));
-    let (mut cold_ms, mut run_ms) = (Vec::new(), Vec::new());
-    for i in 0..cold_runs {
-        let key = format!("bench-cold-{}-{i}", std::process::id());
-        let t = Instant::now();
-        let r = app.exec.run(&key, &request("echo ready"), true).await?;
-        cold_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        if !r.text().contains("ready") {
-            return Err(BenchError::Command(r.text().to_string()));
-        }
-        app.sessions.remove_with(&key, true).await.ok();
-        let t = Instant::now();
-        docker_cli(&["run", "--rm", &image, "true"]).await?;
-        run_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
+    let new_sessions =
+        crate::bench_pool::new_sessions(&app, cold_runs, counts.claims, &progress).await?;
+    let cli = crate::bench_pool::cli_path(&app.home, &container, counts.cli, &progress).await?;
     progress(&format!("flood: {flood_bytes} bytes"));
     reset_peak_rss();
     let flood = format!("yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz | head -c {flood_bytes}");
@@ -242,8 +244,6 @@ pub async fn run(
     let exec_p50 = percentile(&mut moat_ms, 0.5);
     let engine_p50 = percentile(&mut engine_ms, 0.5);
     let docker_p50 = percentile(&mut docker_ms, 0.5);
-    let cold_p50 = percentile(&mut cold_ms, 0.5);
-    let run_p50 = percentile(&mut run_ms, 0.5);
     Ok(Report {
         runs,
         exec_p50_ms: exec_p50,
@@ -266,10 +266,8 @@ pub async fn run(
         burst: BURST,
         burst_ms: burst_secs * 1000.0,
         burst_all_ok,
-        cold_runs,
-        cold_start_p50_ms: cold_p50,
-        docker_run_p50_ms: run_p50,
-        cold_ratio: cold_p50 / run_p50,
+        new_sessions,
+        cli,
         flood_bytes,
         flood_seconds: secs,
         flood_mb_per_s: flood_bytes as f64 / 1e6 / secs,

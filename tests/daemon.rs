@@ -395,8 +395,31 @@ async fn a_daemon_of_another_configuration_is_replaced_or_refused() {
     let out = home.run(&["exec", "--session", &key, "--background", "--", "sleep 30"]);
     assert!(out.status.success(), "{}", text(&out));
     std::fs::write(home.path().join("moat.toml"), "[exec]\nyield_ms = 8000\n").unwrap();
-    let out = home.run(&["exec", "--session", &key, "--", "echo three"]);
+    let out = home.run(&[
+        "exec",
+        "--session",
+        &key,
+        "--",
+        "touch /workspace/three-ran",
+    ]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    // Sent without a health check first, the call was refused unread: it never ran.
+    let container = std::process::Command::new("docker")
+        .args(["ps", "-q", "--filter", &format!("name=moat-{key}-")])
+        .output()
+        .unwrap();
+    let container = String::from_utf8_lossy(&container.stdout)
+        .trim()
+        .to_string();
+    let listed = std::process::Command::new("docker")
+        .args(["exec", &container, "ls", "-A", "/workspace"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    assert!(
+        !String::from_utf8_lossy(&listed.stdout).contains("three-ran"),
+        "the refused call ran"
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("another moat build or configuration"), "{err}");
     assert!(err.contains("1 running process ("), "{err}");

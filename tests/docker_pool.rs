@@ -1,7 +1,9 @@
 //! The warm pool (docs/pool.md) against the real engine, through the `moat` binary and its
 //! daemon: a claimed container carries its session's workspace and no other's, the pool
 //! refills, a killed daemon's pool is adopted or removed, a changed config drains the old
-//! shape, and neither an agent nor a second home reaches a warm container before its claim.
+//! shape, neither an agent nor a second home reaches a warm container before its claim, and
+//! `moat sessions list --pool` and `moat doctor` show what the pool holds and how its claims
+//! went.
 
 mod common;
 
@@ -204,4 +206,164 @@ async fn a_second_home_does_not_claim_this_homes_pool() {
     let out = two.run(&["sessions", "rm", &key]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(warm(&one).len(), 1);
+}
+
+/// `moat sessions list --pool --json`, parsed.
+fn pool_json(home: &TestHome) -> serde_json::Value {
+    let out = home.run(&["sessions", "list", "--pool", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn sessions_list_and_doctor_show_the_pool_and_its_claims() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::configured("t-pool-show", POOL);
+    // No daemon: nothing is warm, and asking starts none.
+    let out = home.run(&["sessions", "list", "--pool"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("no daemon runs"), "{}", text(&out));
+    assert_eq!(home.daemons(), 0, "asking for the pool started a daemon");
+    // The first session finds the pool still filling: a miss of its shape.
+    exec(&home, &home.key("first"), "true");
+    let (w1, _) = ready(&home);
+    let v = pool_json(&home);
+    let shapes = v["shapes"].as_array().unwrap();
+    assert_eq!(shapes.len(), 1, "{v}");
+    let shape = &shapes[0];
+    assert_eq!(shape["size"], 1, "{v}");
+    assert_eq!(shape["ready"], serde_json::json!([w1]), "{v}");
+    assert_eq!((&shape["hits"], &shape["misses"]), (&0.into(), &1.into()));
+    assert_eq!(shape["configuredImage"], true);
+    assert_eq!(v["unkeptMisses"], 0);
+    // A new session claims it: a hit; one with another image fits no kept shape.
+    exec(&home, &home.key("second"), "true");
+    let image = shape["image"].as_str().unwrap().to_string();
+    let other = home.key("other");
+    let out = home.run(&[
+        "sessions",
+        "create",
+        &other,
+        "--image",
+        &image,
+        "--network",
+        "bridge",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (w2, _) = ready(&home);
+    let v = pool_json(&home);
+    let shape = &v["shapes"][0];
+    assert_eq!(
+        (&shape["hits"], &shape["misses"]),
+        (&1.into(), &1.into()),
+        "{v}"
+    );
+    assert_eq!(shape["ready"], serde_json::json!([w2]), "{v}");
+    assert_eq!(v["unkeptMisses"], 1, "{v}");
+    // The table and the doctor say the same.
+    let out = home.run(&["sessions", "list", "--pool"]);
+    let table = text(&out);
+    assert!(out.status.success(), "{table}");
+    let hash = shape["shape"].as_str().unwrap();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(hash))
+        .unwrap_or_else(|| panic!("no row for {hash}: {table}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells, [hash, &image, "1", "1", "1", "1"], "{table}");
+    assert!(table.contains(&format!("ready {w2}")), "{table}");
+    assert!(
+        table.contains("1 new session(s) fit no kept shape"),
+        "{table}"
+    );
+    let out = home.run(&["doctor"]);
+    let report = text(&out);
+    assert!(
+        report.contains(&format!(
+            "ok    pool: {image} (shape {hash}): 1 of 1 ready; claims: 1 hit(s), 1 miss(es)"
+        )),
+        "{report}"
+    );
+    home.stop_daemon();
+    assert!(warm(&home).is_empty(), "{:?}", warm(&home));
+}
+
+/// The containers of any kind whose mounts come from `home`.
+fn containers_of(home: &TestHome) -> Vec<String> {
+    let ids = docker(&["ps", "-aq"]);
+    ids.lines()
+        .filter(|id| {
+            docker(&["inspect", "-f", "{{range .Mounts}}{{.Source}} {{end}}", id])
+                .contains(&format!("{}/", home.path().display()))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn bench_claims_every_new_session_from_the_pool_and_leaves_nothing() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-pool-bench");
+    let out = home.run(&[
+        "bench",
+        "--runs",
+        "2",
+        "--cold-runs",
+        "2",
+        "--claims",
+        "3",
+        "--cli-runs",
+        "2",
+        "--flood-bytes",
+        "1000",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = &v["new_sessions"];
+    // Every sample of the pool's row was a claim, and so was every client's new session.
+    assert_eq!(
+        (&n["pool_hits"], &n["pool_misses"]),
+        (&2.into(), &0.into()),
+        "{v}"
+    );
+    assert_eq!(n["claims_hits"], 3, "{v}");
+    assert_eq!(n["claims_all_ok"], true, "{v}");
+    for key in [
+        "pool_p50_ms",
+        "cold_p50_ms",
+        "docker_run_p50_ms",
+        "claims_per_s",
+    ] {
+        assert!(n[key].as_f64().unwrap() > 0.0, "{key}: {v}");
+    }
+    let cli = &v["cli"];
+    assert!(cli["moat_cli_p50_ms"].as_f64().unwrap() > 0.0, "{v}");
+    assert!(cli["docker_exec_p50_ms"].as_f64().unwrap() > 0.0, "{v}");
+    // The bench's own homes, their daemon, sessions and pool are gone.
+    let left: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("bench-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(
+        containers_of(&home).is_empty(),
+        "{:?}",
+        containers_of(&home)
+    );
+    let needle = format!("MOAT_HOME={}/bench-", home.path().display());
+    let daemons = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| String::from_utf8_lossy(&env).contains(&needle))
+        })
+        .count();
+    assert_eq!(daemons, 0, "the CLI row's daemon still runs");
 }

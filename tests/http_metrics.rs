@@ -17,6 +17,11 @@ const PREFIX: &str = "t-metrics";
 
 /// `GET /metrics` with `token`: (status, content type, body).
 fn get_metrics(addr: &str, token: Option<&str>) -> (u16, String, String) {
+    get(addr, "/metrics", token)
+}
+
+/// `GET path` with `token`: (status, content type, body).
+fn get(addr: &str, path: &str, token: Option<&str>) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let auth = token
@@ -24,7 +29,7 @@ fn get_metrics(addr: &str, token: Option<&str>) -> (u16, String, String) {
         .unwrap_or_default();
     write!(
         s,
-        "GET /metrics HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut out = String::new();
@@ -121,6 +126,13 @@ async fn metrics_parse_move_with_execs_and_are_the_operators() {
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("only the operator"), "{body}");
     assert_eq!(get_metrics(&s.addr, None).0, 401);
+    // The pool's view spans every session too (docs/pool.md, "Seeing the pool").
+    let (status, _, body) = get(&s.addr, "/v1/pool", Some(AGENT));
+    assert_eq!(status, 403, "{body}");
+    let (status, _, body) = get(&s.addr, "/v1/pool", Some(OPERATOR));
+    assert_eq!(status, 200, "{body}");
+    let pool: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(pool, serde_json::json!({"shapes": [], "unkeptMisses": 0}));
 
     let before = scrape(&s.addr);
     assert!(gauge(&before, "process_resident_memory_bytes") > 1e6);

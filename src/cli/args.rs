@@ -359,6 +359,10 @@ pub struct ProcessArgs {
 pub enum SessionsCommand {
     /// List session containers.
     List {
+        /// The daemon's warm pool instead: each shape, its ready containers, its size and
+        /// its claims (hits and misses).
+        #[arg(long)]
+        pool: bool,
         #[arg(long)]
         json: bool,
     },
@@ -508,9 +512,15 @@ pub struct BenchArgs {
     /// Warm exec samples per method.
     #[arg(long, default_value_t = 200)]
     pub runs: usize,
-    /// Cold start samples per method.
+    /// New-session samples per method (warm pool, no pool, docker run --rm).
     #[arg(long, default_value_t = 10)]
     pub cold_runs: usize,
+    /// New sessions 8 clients claim at once from a full warm pool (at most 32).
+    #[arg(long, default_value_t = 16)]
+    pub claims: usize,
+    /// `moat exec -- true` CLI samples, each beside a `docker exec` CLI one.
+    #[arg(long, default_value_t = 100)]
+    pub cli_runs: usize,
     /// Bytes of output for the flood test.
     #[arg(long, default_value_t = 1 << 30)]
     pub flood_bytes: u64,

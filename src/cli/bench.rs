@@ -30,10 +30,14 @@ pub async fn run(home: Home, a: BenchArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let report = moat::bench::run(home, a.runs, a.cold_runs, a.flood_bytes, |l| {
-        say_err!("{l}")
-    })
-    .await?;
+    let counts = moat::bench::Runs {
+        warm: a.runs,
+        cold: a.cold_runs,
+        claims: a.claims,
+        cli: a.cli_runs,
+        flood_bytes: a.flood_bytes,
+    };
+    let report = moat::bench::run(home, counts, |l| say_err!("{l}")).await?;
     if a.json {
         super::term::json_pretty(&report)?;
     } else {

@@ -46,6 +46,29 @@ pub async fn lines(
     }
 }
 
+/// [`lines`] as the first call of a client from `moat::daemon::unchecked` (the CLI's hot path
+/// skips the health round trip, docs/ARCHITECTURE.md, "Daemon"): when no daemon answers, or
+/// one of another build or configuration refused the request unread, the daemon is started or
+/// replaced as [`client`] does, and the request is sent again (nothing of it ran).
+pub async fn first_lines(
+    home: &Home,
+    config: &moat::config::Config,
+    client: &DaemonClient,
+    path: &str,
+    body: &Value,
+    headers: &[(&'static str, String)],
+) -> anyhow::Result<moat::daemon::Lines> {
+    match client.lines(Method::POST, path, Some(body), headers).await {
+        Ok(l) => Ok(l),
+        Err(e) if moat::daemon::never_ran(client, &e).await => {
+            moat::daemon::connect(home, config).await?;
+            lines(client, path, body, headers).await
+        }
+        Err(e @ ClientError::Refused { .. }) => Err(super::failure::from_client(e)),
+        Err(e) => Err(e).context("run the command through moat serve"),
+    }
+}
+
 /// Prints a session's events as they arrive.
 pub async fn follow_events(home: &Home, session: &str) -> anyhow::Result<ExitCode> {
     moat::session::validate_key(session)?;

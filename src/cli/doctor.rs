@@ -41,6 +41,7 @@ pub async fn run(home: Home, session: Option<String>) -> anyhow::Result<ExitCode
     }
     if let Some(c) = &config {
         ok &= daemon(&home, c).await;
+        super::pool::doctor(&home).await;
     }
     match moat::runtime::docker::DockerRuntime::connect().await {
         Ok(rt) => match rt.ping().await {

@@ -63,8 +63,12 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
         start_in: None,
         edge_env: Default::default(),
     };
-    let client = super::daemon::client(&home).await?;
+    let (config, _) = moat::config::load(&home.config_file())?;
+    // No health round trip first: the exec call itself finds out whether the daemon fits
+    // (docs/ARCHITECTURE.md, "Daemon").
+    let client = moat::daemon::unchecked(&home, &config);
     if a.workspace.is_some() {
+        moat::daemon::connect(&home, &config).await?;
         // Creates the session with it, or checks that it already has this very workspace.
         let ws = a.workspace.as_deref();
         let mode = moat::session::setup::WorkspaceMode {
@@ -76,7 +80,14 @@ pub async fn run(home: Home, a: ExecArgs) -> anyhow::Result<ExitCode> {
     // Ctrl-C or SIGTERM ends the command this CLI waits on, and what it printed until it
     // ended is shown before the sentence that says so (see interrupt.rs).
     let waiting = OnceLock::new();
-    let call = follow(&client, &a.session, &req, &waiting, a.json);
+    let call = follow(
+        (&home, &config),
+        &client,
+        &a.session,
+        &req,
+        &waiting,
+        a.json,
+    );
     tokio::pin!(call);
     let ended = match interrupt::or_interrupt(call.as_mut()).await? {
         Err(sig) => {
@@ -129,6 +140,7 @@ fn exit_code(result: &ToolResult) -> u8 {
 /// result), the result when it ends, and for a command that waits for an operator, the
 /// approval's outcome.
 async fn follow(
+    (home, config): (&Home, &moat::config::Config),
     client: &DaemonClient,
     session: &str,
     req: &ExecRequest,
@@ -138,7 +150,8 @@ async fn follow(
     let path = format!("/v1/sessions/{session}/exec");
     let body = serde_json::to_value(req)?;
     let headers = [(WAIT_HEADER, "end".to_string())];
-    let mut lines = super::daemon::lines(client, &path, &body, &headers).await?;
+    let mut lines =
+        super::daemon::first_lines(home, config, client, &path, &body, &headers).await?;
     // Whether output arrived on the stream; the last line it ended on, so a line the command
     // left open is closed before moat's remarks.
     let mut streamed = false;

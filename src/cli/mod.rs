@@ -17,6 +17,7 @@ mod mcp;
 mod node;
 mod nodes;
 mod policy;
+mod pool;
 mod process;
 mod run;
 mod run_as;
@@ -51,10 +52,14 @@ pub fn main() -> ExitCode {
                 .unwrap_or_else(|_| "warn".into()),
         )
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // `moat exec` is one call to the daemon: a runtime on this thread alone starts and ends
+    // without worker threads to spawn and join (docs/ARCHITECTURE.md, "Daemon").
+    let mut builder = if matches!(cli.command, Command::Exec(_)) {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             say_err!("moat: failed to start the async runtime: {e}");

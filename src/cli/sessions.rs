@@ -16,7 +16,8 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         // Listing and removing go through the daemon, which owns the containers (and lists
         // only this home's).
-        SessionsCommand::List { json } => {
+        SessionsCommand::List { pool: true, json } => super::pool::list(&home, json).await,
+        SessionsCommand::List { json, .. } => {
             let client = super::daemon::client(&home).await?;
             let v = super::daemon::call(&client, Method::GET, "/v1/sessions", None).await?;
             let rows: Vec<Value> = v["sessions"]

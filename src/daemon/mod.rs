@@ -13,4 +13,4 @@ pub use client::{
 pub use fingerprint::{build_id, fingerprint};
 pub use lock::{holder_pid, serve_lock, serve_lock_held, HomeLock, LockError};
 pub use owns::{busy, describe as describe_owned};
-pub use start::{connect, status, DaemonError};
+pub use start::{connect, never_ran, pool, status, unchecked, DaemonError};

@@ -65,6 +65,34 @@ pub enum DaemonError {
     Mismatch { home: String, why: String },
 }
 
+/// A client for `home`'s daemon with `config` that asks the daemon nothing first: the CLI's
+/// hot path (`moat exec`) saves the health round trip of [`connect`]. It is safe to send a
+/// request with it: a daemon of another build or configuration refuses it before any handler
+/// reads it (`server::fit`), and no daemon is a failed connect; on either ([`never_ran`]),
+/// the caller runs [`connect`] (which starts or replaces the daemon, or says why it cannot)
+/// and sends the request again.
+pub fn unchecked(home: &Home, config: &Config) -> DaemonClient {
+    DaemonClient::new(&home.socket(), fingerprint(config))
+}
+
+/// Whether `e`, the failure of a call of a client from [`unchecked`], means the call never
+/// ran: nothing answered, or the daemon refused the client's fingerprint. A `409` is only
+/// that when the daemon's `/v1/health` names another fingerprint (such a daemon refuses every
+/// call but the few `server::fit` lets through); from a daemon that fits it is the
+/// handler's own answer, and stands.
+pub async fn never_ran(client: &DaemonClient, e: &ClientError) -> bool {
+    if e.is_unreachable() {
+        return true;
+    }
+    if !matches!(e, ClientError::Refused { status: 409, .. }) {
+        return false;
+    }
+    match client.call(Method::GET, "/v1/health", None, &[]).await {
+        Ok(h) => h["fingerprint"].as_str() != Some(client.fingerprint()),
+        Err(_) => false,
+    }
+}
+
 /// A client for `home`'s daemon with `config`, starting the daemon when none answers.
 pub async fn connect(home: &Home, config: &Config) -> Result<DaemonClient, DaemonError> {
     let client = DaemonClient::new(&home.socket(), fingerprint(config));
@@ -251,4 +279,16 @@ fn tail(path: &Path) -> String {
 pub async fn status(home: &Home) -> Option<Value> {
     let client = DaemonClient::new(&home.socket(), String::new());
     client.call(Method::GET, "/v1/health", None, &[]).await.ok()
+}
+
+/// What `/v1/pool` says about the running daemon's warm pool (docs/pool.md, "Seeing the
+/// pool"): `None` when no daemon answers. It never starts one: a daemon started to be asked
+/// would only be beginning to fill.
+pub async fn pool(home: &Home) -> Result<Option<Value>, ClientError> {
+    let client = DaemonClient::new(&home.socket(), String::new());
+    match client.call(Method::GET, "/v1/pool", None, &[]).await {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_unreachable() => Ok(None),
+        Err(e) => Err(e),
+    }
 }

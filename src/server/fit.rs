@@ -13,9 +13,10 @@ use super::error::ApiError;
 use super::routes::ServerState;
 use crate::daemon::FINGERPRINT_HEADER;
 
-/// Paths a client of any fingerprint may use: to learn which daemon this is, and to replace
-/// it when it is idle.
-const ANY_CLIENT: [&str; 2] = ["/v1/health", "/v1/daemon/stop"];
+/// Paths a client of any fingerprint may use: to learn which daemon this is and what its
+/// warm pool holds (`moat doctor` reports on the daemon that runs, whatever its
+/// configuration), and to replace it when it is idle. None of them runs a command.
+const ANY_CLIENT: [&str; 3] = ["/v1/health", "/v1/pool", "/v1/daemon/stop"];
 
 /// `POST /v1/approvals/{id}/wake`: a CLI of another configuration that decided on the database
 /// may still wake the waiter; the wake only makes it read the stored decision.

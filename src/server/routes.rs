@@ -187,6 +187,7 @@ pub fn router(state: Arc<ServerState>, channel: Channel) -> Router {
         .route("/v1/health", get(handlers::daemon::health))
         .route("/v1/daemon/stop", post(handlers::daemon::stop))
         .route("/metrics", get(handlers::metrics::metrics_text))
+        .route("/v1/pool", get(handlers::pool::status))
         .route(
             "/v1/sessions",
             get(handlers::sessions::list).post(handlers::sessions::create),

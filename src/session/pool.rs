@@ -44,14 +44,40 @@ pub struct Slot {
 /// What the pool shows of one shape (`moat sessions list --pool`, `moat doctor`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ShapeStatus {
+    /// The shape's config hash, as `dev.moat.pool` labels its containers.
     pub shape: String,
     /// The image, when not the configured one.
     pub image: Option<String>,
+    /// How many it keeps ready (its `[pool]` size).
     pub want: usize,
     /// The ready containers' names.
     pub ready: Vec<String>,
     /// The last fill's failure, while the pool waits to try again.
     pub failing: Option<String>,
+    /// New sessions of this shape that were handed a warm container.
+    pub hits: u64,
+    /// New sessions of this shape that started a container instead: none was ready, the
+    /// key's earlier life left something, or the handover failed (docs/pool.md, "Shapes").
+    pub misses: u64,
+}
+
+/// What the pool shows as a whole: each shape, and the new sessions no shape fits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PoolStatus {
+    /// Each kept shape, in the order of `[pool]`.
+    pub shapes: Vec<ShapeStatus>,
+    /// New sessions whose settings hash to no kept shape (another image, network or
+    /// runtime): they always start a container, and this says how often.
+    pub unkept_misses: u64,
+}
+
+/// Claims counted by shape; kept beside the owner task so counting never waits on it.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Hits and misses by shape hash.
+    by_shape: HashMap<String, (u64, u64)>,
+    /// Misses of shapes the pool does not keep.
+    unkept: u64,
 }
 
 /// Makes and throws away pool containers.
@@ -82,6 +108,8 @@ pub struct PoolHandle {
     tx: mpsc::Sender<Cmd>,
     /// The shapes it keeps, by hash: a claim for another shape misses without asking.
     shapes: Vec<String>,
+    /// Hits and misses so far (a std mutex: never held across `.await`).
+    tally: std::sync::Mutex<Tally>,
 }
 
 impl PoolHandle {
@@ -103,7 +131,27 @@ impl PoolHandle {
                 .push_back(slot);
         }
         tokio::spawn(owner.run(rx));
-        Self { tx, shapes: hashes }
+        Self {
+            tx,
+            shapes: hashes,
+            tally: Default::default(),
+        }
+    }
+
+    /// Counts a new session's claim of `shape`: `hit` when it was handed a warm container.
+    /// A shape the pool does not keep counts as an unkept miss.
+    pub fn count(&self, shape: &str, hit: bool) {
+        let mut tally = self.tally.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.keeps(shape) {
+            tally.unkept += 1;
+            return;
+        }
+        let (hits, misses) = tally.by_shape.entry(shape.to_string()).or_default();
+        if hit {
+            *hits += 1;
+        } else {
+            *misses += 1;
+        }
     }
 
     /// Whether the pool keeps containers of `shape` at all.
@@ -126,13 +174,22 @@ impl PoolHandle {
         rx.await.ok().flatten()
     }
 
-    /// Each shape and what is ready of it.
-    pub async fn status(&self) -> Vec<ShapeStatus> {
+    /// Each shape, what is ready of it and how its claims went.
+    pub async fn status(&self) -> PoolStatus {
         let (reply, rx) = oneshot::channel();
-        if self.tx.send(Cmd::Status { reply }).await.is_err() {
-            return Vec::new();
+        let mut shapes = if self.tx.send(Cmd::Status { reply }).await.is_ok() {
+            rx.await.unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let tally = self.tally.lock().unwrap_or_else(|e| e.into_inner());
+        for s in &mut shapes {
+            (s.hits, s.misses) = tally.by_shape.get(&s.shape).copied().unwrap_or_default();
         }
-        rx.await.unwrap_or_default()
+        PoolStatus {
+            shapes,
+            unkept_misses: tally.unkept,
+        }
     }
 
     /// Removes every ready container (waiting for a fill under way) and stops the task: the
@@ -259,6 +316,8 @@ impl Owner {
                     .map(|q| q.iter().map(|slot| slot.name.clone()).collect())
                     .unwrap_or_default(),
                 failing: self.failing.get(&s.hash).map(|(e, _)| e.clone()),
+                hits: 0,
+                misses: 0,
             })
             .collect()
     }

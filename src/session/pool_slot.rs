@@ -15,7 +15,7 @@ use crate::store::{now_ms, SessionSetup};
 use super::container_name::ContainerName;
 use super::disk_image::{DiskError, DiskImage};
 use super::manager::{effective_sandbox, SessionContainer, SessionError, Sessions};
-use super::pool::{Filler, PoolHandle, Shape, ShapeStatus, Slot};
+use super::pool::{Filler, PoolHandle, PoolStatus, Shape, Slot};
 use super::spec::{build_spec, config_hash, DISK_LABEL, MOAT_LABEL, POOL_LABEL, VERSION_LABEL};
 
 /// What a slot key starts with. A slot key holds a `/`, which the session key rule
@@ -99,11 +99,11 @@ impl Sessions {
         }
     }
 
-    /// What the pool holds now, by shape (empty without a pool).
-    pub async fn pool_status(&self) -> Vec<ShapeStatus> {
+    /// What the pool holds now and how its claims went, by shape (empty without a pool).
+    pub async fn pool_status(&self) -> PoolStatus {
         match self.pool.get() {
             Some(pool) => pool.status().await,
-            None => Vec::new(),
+            None => PoolStatus::default(),
         }
     }
 
@@ -268,11 +268,13 @@ impl Sessions {
         };
         let Some(slot) = slot else {
             crate::metrics::metrics().pool_miss();
+            pool.count(&hash, false);
             return Ok(None);
         };
         match self.take_over(key, names, &slot, sandbox).await {
             Ok(c) => {
                 crate::metrics::metrics().pool_hit(begun.elapsed().as_secs_f64());
+                pool.count(&hash, true);
                 Ok(Some(c))
             }
             Err(e) => {
@@ -292,6 +294,7 @@ impl Sessions {
                 self.commands().release(&names.name);
                 self.discard_slot(slot).await;
                 crate::metrics::metrics().pool_miss();
+                pool.count(&hash, false);
                 Ok(None)
             }
         }
@@ -459,7 +462,7 @@ mod tests {
     /// The ready containers' names once the pool holds `n` of its one shape.
     async fn ready(s: &Sessions, n: usize) -> Vec<String> {
         for _ in 0..500 {
-            let status = s.pool_status().await;
+            let status = s.pool_status().await.shapes;
             if status.first().is_some_and(|st| st.ready.len() == n) {
                 return status[0].ready.clone();
             }
@@ -512,6 +515,12 @@ mod tests {
             "both were claimed, none created: {calls:?}"
         );
         assert!(creates(&fake) > before, "the pool refilled");
+        let status = s.pool_status().await;
+        assert_eq!(
+            (status.shapes[0].hits, status.shapes[0].misses),
+            (2, 0),
+            "{status:?}"
+        );
         // The claimed container is adopted as the session's by a later moat.
         let again = sessions(&fake, &store, config(0), dir.path());
         assert_eq!(again.ensure("a").await.unwrap().id, a.id);
@@ -562,6 +571,8 @@ mod tests {
         let again = s.ensure("a").await.unwrap();
         assert_ne!(again.id, a.id);
         assert!(again.workspace.join("kept").is_file());
+        let status = s.pool_status().await.shapes.remove(0);
+        assert_eq!((status.hits, status.misses), (1, 1), "counted as a miss");
         assert_eq!(ready(&s, 1).await, warm, "the warm one is still there");
         // A host workspace never claims either.
         let host = dir.path().join("host");
@@ -616,6 +627,6 @@ mod tests {
         let fourth = sessions(&fake, &store, config(0), dir.path());
         fourth.start_pool().await;
         assert!(fake.inspect_container(&fresh[0]).await.unwrap().is_none());
-        assert!(fourth.pool_status().await.is_empty());
+        assert!(fourth.pool_status().await.shapes.is_empty());
     }
 }

@@ -9,6 +9,7 @@ mod exec_wait;
 pub mod explain;
 pub mod metrics;
 pub mod node;
+pub mod pool;
 pub mod process;
 pub mod run;
 pub mod sessions;
