@@ -274,7 +274,7 @@ async fn the_nodes_listener_offers_no_operator_routes() {
 /// allowed call waits on a command, the next is refused with `429`, and once it ended the
 /// gateway calls again.
 #[tokio::test]
-#[ignore = "fails on a fresh machine with the branch it was written on too: the cap is not shown to hold (docs/nodes.md); left for the issue that owns it"]
+#[ignore = "timing-dependent: it passes and fails on one build (whether the long call is in flight when the quick ones come), so it does not yet show the cap holds; to be made deterministic"]
 async fn one_gateways_calls_in_flight_are_capped() {
     let Some(p) = pair("node-cap", "[node]\nmax_calls_per_gateway = 1\n").await else {
         return;
