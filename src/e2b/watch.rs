@@ -172,22 +172,31 @@ async fn stream(
     killed: tokio_util::sync::CancellationToken,
     tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
 ) {
-    if tx
-        .send(Ok(connect::message(&json!({ "start": {} }))))
-        .await
-        .is_err()
-    {
+    // Every send races the sandbox's kill: a client that stops reading fills the channel, and
+    // a send that waited on it would keep the watch (and its place in the counts) past the
+    // sandbox's end.
+    let send = |m: Result<Bytes, std::io::Error>| {
+        let (tx, killed) = (tx.clone(), killed.clone());
+        async move {
+            tokio::select! {
+                _ = killed.cancelled() => false,
+                sent = tx.send(m) => sent.is_ok(),
+            }
+        }
+    };
+    if !send(Ok(connect::message(&json!({ "start": {} })))).await {
         return;
     }
     loop {
         let changes = tokio::select! {
             _ = killed.cancelled() => {
-                let _ = tx.send(Err(std::io::Error::other("the sandbox was killed"))).await;
+                // The connection is cut if the notice fits; either way the watch ends now.
+                let _ = tx.try_send(Err(std::io::Error::other("the sandbox was killed")));
                 return;
             }
             _ = tx.closed() => return,
             _ = tokio::time::sleep(KEEPALIVE) => {
-                if tx.send(Ok(connect::message(&json!({ "keepalive": {} })))).await.is_err() {
+                if !send(Ok(connect::message(&json!({ "keepalive": {} })))).await {
                     return;
                 }
                 continue;
@@ -198,18 +207,18 @@ async fn stream(
             Ok(c) => c,
             Err(e) => {
                 let e = RpcError::new(Code::Internal, format!("failed to watch: {e}"));
-                let _ = tx.send(Ok(connect::end(Some(&e)))).await;
+                let _ = send(Ok(connect::end(Some(&e)))).await;
                 return;
             }
         };
         for c in &changes {
             let m = connect::message(&json!({ "filesystem": event_json(&made, c) }));
-            if tx.send(Ok(m)).await.is_err() {
+            if !send(Ok(m)).await {
                 return;
             }
         }
         if made.watcher.ended() {
-            let _ = tx.send(Ok(connect::end(None))).await;
+            let _ = send(Ok(connect::end(None))).await;
             return;
         }
     }

@@ -3,6 +3,9 @@ yields for the SDK's own writes, names relative to the watched directory, recurs
 directories made later, the async stream, and the bounds and confinement of watches."""
 
 import asyncio
+import os
+import socket
+import struct
 import time
 import uuid
 
@@ -139,3 +142,55 @@ async def test_the_async_stream_delivers_events_and_ends_with_the_sandbox(served
         await handle.stop()
     finally:
         await s.kill()
+
+
+def inotify_fds(pid: int) -> int:
+    fd_dir = f"/proc/{pid}/fd"
+    n = 0
+    for fd in os.listdir(fd_dir):
+        try:
+            if os.readlink(f"{fd_dir}/{fd}") == "anon_inode:inotify":
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
+def test_a_stream_whose_reader_stalls_ends_with_its_sandbox(served):
+    """The attack: open watch streams, never read them, flood events until moat's sends
+    wait, then kill the sandbox, hoping the watches (and their places in the moat's count)
+    outlive it. They end with the sandbox."""
+    before = inotify_fds(served.proc.pid)
+    s = Sandbox.create()
+    s.files.make_dir("w")
+    host, port = served.url.removeprefix("http://").split(":")
+    body = b'{"path":"w"}'
+    envelope = b"\x00" + struct.pack(">I", len(body)) + body
+    socks = []
+    for _ in range(4):
+        c = socket.socket()
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        c.connect((host, int(port)))
+        c.sendall(
+            b"POST /filesystem.Filesystem/WatchDir HTTP/1.1\r\n"
+            + f"Host: {host}\r\nContent-Type: application/connect+json\r\n".encode()
+            + b"Connect-Protocol-Version: 1\r\n"
+            + f"E2b-Sandbox-Id: {s.sandbox_id}\r\nX-Access-Token: {s._envd_access_token}\r\n".encode()
+            + f"Content-Length: {len(envelope)}\r\n\r\n".encode()
+            + envelope
+        )
+        socks.append(c)
+    try:
+        deadline = time.time() + 10
+        while inotify_fds(served.proc.pid) < before + 4 and time.time() < deadline:
+            time.sleep(0.1)
+        assert inotify_fds(served.proc.pid) >= before + 4
+        s.commands.run("cd ~/w && for i in $(seq 1 20000); do : > f$i; done", timeout=120)
+        s.kill()
+        deadline = time.time() + 10
+        while inotify_fds(served.proc.pid) > before and time.time() < deadline:
+            time.sleep(0.1)
+        assert inotify_fds(served.proc.pid) == before, "watches outlived their sandbox"
+    finally:
+        for c in socks:
+            c.close()
