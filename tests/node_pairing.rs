@@ -274,7 +274,6 @@ async fn the_nodes_listener_offers_no_operator_routes() {
 /// allowed call waits on a command, the next is refused with `429`, and once it ended the
 /// gateway calls again.
 #[tokio::test]
-#[ignore = "timing-dependent: it passes and fails on one build (whether the long call is in flight when the quick ones come), so it does not yet show the cap holds; to be made deterministic"]
 async fn one_gateways_calls_in_flight_are_capped() {
     let Some(p) = pair("node-cap", "[node]\nmax_calls_per_gateway = 1\n").await else {
         return;
@@ -296,12 +295,28 @@ async fn one_gateways_calls_in_flight_are_capped() {
             .await
         }
     };
-    let long = tokio::spawn(call(serde_json::json!({
-        "session": "main",
-        "request": {"command": "sleep 3; echo long-done"},
-        "nodeHost": "sandbox",
-        "wait": true,
-    })));
+    // The long call may itself meet a quick one holding the slot: it is refused then, and
+    // sent again until it holds the slot.
+    let long = tokio::spawn({
+        let call = call.clone();
+        async move {
+            loop {
+                match call(serde_json::json!({
+                    "session": "main",
+                    "request": {"command": "sleep 4; echo long-done"},
+                    "nodeHost": "sandbox",
+                    "wait": true,
+                }))
+                .await
+                {
+                    Err(moat::node::NodeError::Refused { status: 429, .. }) => {
+                        tokio::time::sleep(std::time::Duration::from_millis(5)).await
+                    }
+                    other => return other,
+                }
+            }
+        }
+    });
     let quick = serde_json::json!({
         "session": "main",
         "request": {"command": "true"},
@@ -309,7 +324,7 @@ async fn one_gateways_calls_in_flight_are_capped() {
     });
     // The long call holds the gateway's one slot once the node runs it.
     let mut refused = false;
-    for _ in 0..50 {
+    for _ in 0..200 {
         match call(quick.clone()).await {
             Err(moat::node::NodeError::Refused {
                 status: 429,
