@@ -42,8 +42,9 @@ fn warm(home: &TestHome) -> Vec<(String, String)> {
     out
 }
 
-/// The one warm container of `home` once its helper runs (its pid recorded in the run
-/// directory), so the next new session claims it.
+/// The one warm container of `home` once the pool counts it ready (made, and its first
+/// command answered, through whichever transport the run uses), so the next new session
+/// claims it.
 fn ready(home: &TestHome) -> (String, String) {
     let mut found = None;
     wait_until("a warm container is ready", Duration::from_secs(90), || {
@@ -51,20 +52,16 @@ fn ready(home: &TestHome) -> (String, String) {
         let Some((name, id)) = w.first().cloned() else {
             return false;
         };
-        let slug = name.trim_start_matches("moat-");
-        let up = home
-            .path()
-            .join("run")
-            .join(slug)
-            .join("helper.pid")
-            .is_file();
+        let v = pool_json(home);
+        let up = v["shapes"].as_array().is_some_and(|s| {
+            s.iter()
+                .any(|s| s["ready"] == serde_json::json!([name.clone()]))
+        });
         if up && w.len() == 1 {
             found = Some((name, id));
         }
-        up
+        up && found.is_some()
     });
-    // The owner task records it a moment after its helper answered.
-    std::thread::sleep(Duration::from_millis(500));
     found.unwrap()
 }
 
