@@ -19,6 +19,8 @@ EXEC_PARAMS = {
     "pty": "boolean",
     "elevated": "boolean",
     "host": "string",
+    "node": "string",
+    "nodeHost": "string",
     "security": "string",
     "ask": "string",
 }
@@ -37,6 +39,7 @@ PROCESS_PARAMS = {
     "charOffset": "integer",
     "limit": "integer",
     "timeout": "integer",
+    "node": "string",
 }
 
 
