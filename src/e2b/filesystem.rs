@@ -56,18 +56,9 @@ where
         Ok(r) => r,
         Err(e) => return unary_error(e),
     };
-    let user = match super::auth::basic_user(headers) {
+    let user = match super::home::user_of_call(headers, &state.app.config) {
         Ok(u) => u,
-        Err(m) => {
-            return unary_error(RpcError::new(
-                Code::InvalidArgument,
-                format!("failed to read the user: {m}"),
-            ))
-        }
-    };
-    let user = match super::home::user_named(user.as_deref(), &state.app.config) {
-        Ok(u) => u,
-        Err(r) => return unary_error(r.rpc()),
+        Err(e) => return unary_error(e),
     };
     let home = match homes.open(state, sandbox, user, write).await {
         Ok(h) => h,

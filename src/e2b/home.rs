@@ -54,6 +54,22 @@ impl Home {
     }
 }
 
+/// Who a files call acts as, from its `Authorization: Basic` header (docs/e2b.md, "Users"):
+/// a header that cannot be read is `invalid_argument`, a user moat does not offer is refused
+/// as [`user_named`] says.
+pub fn user_of_call(
+    headers: &axum::http::HeaderMap,
+    config: &crate::config::Config,
+) -> Result<User, super::connect::RpcError> {
+    let name = super::auth::basic_user(headers).map_err(|m| {
+        super::connect::RpcError::new(
+            super::connect::Code::InvalidArgument,
+            format!("failed to read the user: {m}"),
+        )
+    })?;
+    user_named(name.as_deref(), config).map_err(Refusal::rpc)
+}
+
 /// The user a call names (`None`: none), as E2B refuses any other: `unauthenticated`,
 /// `invalid username`; root only where this moat offers it (`user::root_allowed`).
 pub fn user_named(name: Option<&str>, config: &crate::config::Config) -> Result<User, Refusal> {

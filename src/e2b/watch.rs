@@ -76,13 +76,7 @@ async fn make(
     headers: &HeaderMap,
     req: WatchRequest,
 ) -> Result<Made, RpcError> {
-    let user = super::auth::basic_user(headers).map_err(|m| {
-        RpcError::new(
-            Code::InvalidArgument,
-            format!("failed to read the user: {m}"),
-        )
-    })?;
-    let user = super::home::user_named(user.as_deref(), &state.app.config).map_err(Refusal::rpc)?;
+    let user = super::home::user_of_call(headers, &state.app.config)?;
     let slot = state.watches.take_slot(&sandbox.id)?;
     let home = homes
         .open(state, sandbox, user, false)
