@@ -11,8 +11,9 @@ pub struct NodeConfig {
     /// It serves the forwarded calls only, never the operator's routes (docs/nodes.md,
     /// "What crosses"); `moat serve --node-listen ADDR` overrides it.
     pub listen: String,
-    /// Connections all gateways may hold at once; past it a new one is closed at accept.
-    /// 0 = 64.
+    /// Connections the node's listener holds at once, a gateway's or not yet anyone's; past
+    /// it the oldest without a token is closed, or the new one when every place is a
+    /// gateway's (docs/nodes.md, "Bounds"). 0 = 64.
     pub max_connections: u32,
     /// Calls one gateway may have in flight at once; past it `429`. 0 = half of the
     /// connection cap, so no one gateway takes them all.

@@ -1,10 +1,8 @@
-//! E2B's connections: the listener that sets `TCP_NODELAY` on each, and a connection's own
-//! handle on its socket, which the handlers of its streams hold (`process`, `stream`).
+//! An E2B connection's own handle on its socket, which the handlers of its streams hold
+//! (`process`, `stream`).
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
-
-use crate::server::limits::{Peer, RawAccept};
 
 /// A connection's own handle on its socket: a duplicate of the descriptor, so a stream of a
 /// killed sandbox can reset the connection (docs/e2b.md, "A sandbox killed mid-stream"). A
@@ -42,29 +40,5 @@ impl Conn {
                 std::mem::size_of::<nix::libc::sockaddr>() as nix::libc::socklen_t,
             );
         }
-    }
-}
-
-/// TCP with `TCP_NODELAY` on every connection. A stream's events are small writes; with
-/// Nagle's algorithm each one after the first waits for the client's delayed
-/// acknowledgement (40 ms on Linux), which would be most of a short command's time.
-pub struct NoDelay(pub tokio::net::TcpListener);
-
-impl RawAccept for NoDelay {
-    type Io = tokio::net::TcpStream;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept_raw(&self) -> std::io::Result<(Self::Io, Self::Addr)> {
-        let (tcp, addr) = self.0.accept().await?;
-        let _ = tcp.set_nodelay(true);
-        Ok((tcp, addr))
-    }
-
-    fn addr(&self) -> std::io::Result<Self::Addr> {
-        self.0.local_addr()
-    }
-
-    fn peer(io: &Self::Io, addr: &Self::Addr) -> Peer {
-        <tokio::net::TcpListener as RawAccept>::peer(io, addr)
     }
 }

@@ -19,14 +19,14 @@ use axum::serve::IncomingStream;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
-use super::conn::{Conn, NoDelay};
+use super::conn::Conn;
 use super::home::Homes;
 use super::state::E2bState;
 use super::stream_input;
 use super::{control, files, filesystem, gate, pause, process, snapshots, upload, usage, watch};
 use crate::app::App;
 use crate::server::limits::{Limited, Slot, Tracker};
-use crate::server::Channel;
+use crate::server::{Channel, NoDelay};
 
 /// The most a control-plane request body may hold: a create's metadata and variables.
 const MAX_CONTROL_BODY: usize = 1 << 20;

@@ -17,6 +17,7 @@ use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -33,6 +34,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::auth::{identify, Channel, Identity};
+use super::peer_share::PeerShare;
 use super::routes::ServerState;
 use crate::config::ServeConfig;
 
@@ -66,6 +68,32 @@ pub struct Budget {
     pub streams_per_token: usize,
     /// Set when a configured value was lowered to fit the descriptors: what and why.
     pub lowered: Option<String>,
+    /// Connections one peer (`PeerShare`) may hold before they identify; `None` = no share.
+    /// Only for listeners other machines reach (a node's, docs/nodes.md "Bounds"): the
+    /// daemon's own TCP and E2B's serve clients of this machine, which share its addresses.
+    pub unidentified_per_peer: Option<usize>,
+    /// The configuration keys a refusal names.
+    pub names: LimitNames,
+}
+
+/// The configuration keys behind a listener's caps, named in its refusals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitNames {
+    /// Everyone's connections plus the reserve.
+    pub hard: &'static str,
+    /// Agents' connections together.
+    pub connections: &'static str,
+    /// One identity's connections.
+    pub per_token: &'static str,
+}
+
+impl LimitNames {
+    /// The daemon's `[serve]` keys.
+    pub const SERVE: Self = Self {
+        hard: "serve.max_connections + serve.operator_reserve",
+        connections: "serve.max_connections",
+        per_token: "serve.max_connections_per_token",
+    };
 }
 
 impl Budget {
@@ -107,6 +135,25 @@ impl Budget {
             max_streams,
             streams_per_token: c.max_streams_per_token as usize,
             lowered,
+            unidentified_per_peer: None,
+            names: LimitNames::SERVE,
+        }
+    }
+
+    /// A listener of its own with `max` connections, `per_identity` of them for one identity,
+    /// `per_peer` for one peer's connections that have not identified yet, and no operator
+    /// and no event streams (a node's, docs/nodes.md "Bounds").
+    pub fn fixed(max: usize, per_identity: usize, per_peer: usize, names: LimitNames) -> Self {
+        Self {
+            nofile: 0,
+            max_connections: max.max(1),
+            operator_reserve: 0,
+            per_token: per_identity.max(1),
+            max_streams: 0,
+            streams_per_token: 0,
+            lowered: None,
+            unidentified_per_peer: Some(per_peer.max(1)),
+            names,
         }
     }
 }
@@ -184,6 +231,8 @@ struct Counts {
     streams: HashMap<Key, usize>,
     /// Open agent event streams together.
     agent_streams: usize,
+    /// Unidentified connections per peer, where the budget gives peers a share.
+    silent_by_peer: HashMap<PeerShare, usize>,
 }
 
 /// A refusal: which limit, its value, and the status (429 for one identity's cap, 503 for
@@ -273,22 +322,39 @@ impl Tracker {
 
     /// A new connection on `channel`: its slot, or why it is refused. Socket connections
     /// are the operator's at once; TCP ones wait for their first request.
-    fn admit(self: &Arc<Self>, channel: Channel) -> Result<Arc<Slot>, Refusal> {
+    ///
+    /// `from` is the client's address where the listener has one: with a per-peer share in
+    /// the budget, a peer past its share is refused before it can make another peer's
+    /// silent connection go to make room.
+    fn admit(
+        self: &Arc<Self>,
+        channel: Channel,
+        from: Option<IpAddr>,
+    ) -> Result<Arc<Slot>, Refusal> {
         let hard = self.budget.hard_cap();
-        let mut c = self.counts.lock().unwrap();
-        if c.total >= hard && !(c.total < hard + EVICT_SLACK && self.evict_oldest()) {
-            return Err(Refusal::global(
-                "serve.max_connections + serve.operator_reserve",
-                hard,
-                "connection",
-            ));
-        }
         let operator = channel == Channel::Unix;
+        let share = match (self.budget.unidentified_per_peer, from) {
+            (Some(cap), Some(ip)) if !operator => Some((PeerShare::of(ip), cap)),
+            _ => None,
+        };
+        let mut c = self.counts.lock().unwrap();
+        if let Some((peer, cap)) = share {
+            if c.silent_by_peer.get(&peer).copied().unwrap_or(0) >= cap {
+                return Err(Refusal::per_token(
+                    "connections of one address before they identify",
+                    cap,
+                    "connection",
+                ));
+            }
+        }
+        if c.total >= hard && !(c.total < hard + EVICT_SLACK && self.evict_oldest()) {
+            return Err(Refusal::global(self.budget.names.hard, hard, "connection"));
+        }
         if operator {
             let n = c.conns.get(&Key::Operator).copied().unwrap_or(0);
             if n >= self.budget.per_token {
                 return Err(Refusal::per_token(
-                    "serve.max_connections_per_token",
+                    self.budget.names.per_token,
                     self.budget.per_token,
                     "connection",
                 ));
@@ -296,12 +362,17 @@ impl Tracker {
             *c.conns.entry(Key::Operator).or_default() += 1;
         }
         c.total += 1;
+        let share = share.map(|(peer, _)| peer);
+        if let Some(peer) = share {
+            *c.silent_by_peer.entry(peer).or_default() += 1;
+        }
         drop(c);
         let slot = Arc::new(Slot {
             tracker: self.clone(),
             bound: Mutex::new(operator.then_some(Key::Operator)),
             identified: AtomicBool::new(operator),
             evict: CancellationToken::new(),
+            share,
         });
         if !operator {
             let mut q = self.unidentified.lock().unwrap();
@@ -337,15 +408,16 @@ impl Tracker {
             c.release_conn(old);
         }
         let n = c.conns.get(key).copied().unwrap_or(0);
+        let names = &self.budget.names;
         let refusal = if n >= self.budget.per_token {
             Some(Refusal::per_token(
-                "serve.max_connections_per_token",
+                names.per_token,
                 self.budget.per_token,
                 "connection",
             ))
         } else if *key != Key::Operator && c.agent_conns >= self.budget.max_connections {
             Some(Refusal::global(
-                "serve.max_connections",
+                names.connections,
                 self.budget.max_connections,
                 "connection",
             ))
@@ -358,7 +430,9 @@ impl Tracker {
         }
         c.hold_conn(key);
         *bound = Some(key.clone());
-        slot.identified.store(true, Ordering::Release);
+        if !slot.identified.swap(true, Ordering::AcqRel) {
+            c.release_silent(slot.share);
+        }
         Ok(())
     }
 
@@ -423,6 +497,17 @@ impl Counts {
             self.agent_conns = self.agent_conns.saturating_sub(1);
         }
     }
+
+    /// A connection of `share` identified itself or closed before it did.
+    fn release_silent(&mut self, share: Option<PeerShare>) {
+        let Some(peer) = share else { return };
+        if let Some(n) = self.silent_by_peer.get_mut(&peer) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.silent_by_peer.remove(&peer);
+            }
+        }
+    }
 }
 
 /// One accepted connection's place in the counts; released when the connection and every
@@ -435,6 +520,9 @@ pub struct Slot {
     identified: AtomicBool,
     /// Cancelled to close the connection early (it never identified and the listener is full).
     evict: CancellationToken,
+    /// The peer whose share of silent connections this one counts against until it
+    /// identifies, where the budget gives peers a share.
+    share: Option<PeerShare>,
 }
 
 impl Slot {
@@ -449,6 +537,9 @@ impl Drop for Slot {
         c.total = c.total.saturating_sub(1);
         if let Some(key) = self.bound.get_mut().unwrap().take() {
             c.release_conn(&key);
+        }
+        if !*self.identified.get_mut() {
+            c.release_silent(self.share);
         }
     }
 }
@@ -486,6 +577,11 @@ pub trait RawAccept: Send + Sync + 'static {
     /// Who is on the other end, recorded at accept for the guards that refuse callers running
     /// inside a host command (docs/security.md, "The operator channel").
     fn peer(io: &Self::Io, addr: &Self::Addr) -> Peer;
+    /// The client's IP address, for a budget that gives each peer a share (`None` on a unix
+    /// socket).
+    fn peer_ip(_addr: &Self::Addr) -> Option<IpAddr> {
+        None
+    }
 }
 
 /// The peer of one accepted connection, handed to every request on it.
@@ -516,6 +612,9 @@ impl RawAccept for tokio::net::TcpListener {
     fn peer(io: &Self::Io, addr: &Self::Addr) -> Peer {
         Peer::Tcp(super::tcp_peer::TcpPeer::of(io, *addr))
     }
+    fn peer_ip(addr: &Self::Addr) -> Option<IpAddr> {
+        Some(addr.ip())
+    }
 }
 
 impl RawAccept for tokio::net::UnixListener {
@@ -537,6 +636,9 @@ pub struct Limited<L> {
     inner: L,
     tracker: Arc<Tracker>,
     channel: Channel,
+    /// Whether a refused connection is told why in plain HTTP before it is closed; off for a
+    /// TLS listener, whose clients would read the answer as a broken handshake.
+    answer_refusals: bool,
 }
 
 impl<L> Limited<L> {
@@ -545,7 +647,14 @@ impl<L> Limited<L> {
             inner,
             tracker,
             channel,
+            answer_refusals: true,
         }
+    }
+
+    /// Refused connections are closed without an answer (a TLS listener's).
+    pub fn closing_refused(mut self) -> Self {
+        self.answer_refusals = false;
+        self
     }
 }
 
@@ -569,11 +678,12 @@ impl<L: RawAccept> Listener for Limited<L> {
                     continue;
                 }
             };
-            match self.tracker.admit(self.channel) {
+            match self.tracker.admit(self.channel, L::peer_ip(&addr)) {
                 Ok(slot) => {
                     let peer = L::peer(&io, &addr);
                     return (LimitedIo::new(io, slot, peer), addr);
                 }
+                Err(_) if !self.answer_refusals => drop(io),
                 Err(refusal) => self.refuse(io, refusal),
             }
         }
@@ -899,7 +1009,7 @@ mod tests {
             (Key::Operator, None),
             (Key::Operator, None),
         ] {
-            let slot = t.admit(Channel::Tcp).unwrap();
+            let slot = t.admit(Channel::Tcp, None).unwrap();
             let got = t.bind(&slot, &key).err().map(|r| r.status);
             assert_eq!(got, want, "{key:?}");
             held.push(slot);
@@ -908,7 +1018,7 @@ mod tests {
         // (3 + 2 reserve = 5 held plus two refused) and evicts only unidentified ones.
         held.retain(|s| s.is_identified());
         assert_eq!(t.connections(), 5);
-        let err = t.admit(Channel::Tcp).err().unwrap();
+        let err = t.admit(Channel::Tcp, None).err().unwrap();
         assert_eq!(err.status, StatusCode::SERVICE_UNAVAILABLE);
         assert!(err.message.contains("serve.operator_reserve"), "{err:?}");
         drop(held);
@@ -918,13 +1028,40 @@ mod tests {
     #[tokio::test]
     async fn unidentified_connections_make_room() {
         let t = tracker(3, 10, 3);
-        let idle: Vec<_> = (0..5).map(|_| t.admit(Channel::Tcp).unwrap()).collect();
+        let idle: Vec<_> = (0..5)
+            .map(|_| t.admit(Channel::Tcp, None).unwrap())
+            .collect();
         // Full of sockets that said nothing: a new one closes the oldest of them.
-        let next = t.admit(Channel::Tcp).unwrap();
+        let next = t.admit(Channel::Tcp, None).unwrap();
         assert!(idle[0].evict.is_cancelled());
         assert!(!idle[1].evict.is_cancelled());
         t.bind(&next, &Key::Operator).unwrap();
         assert!(!next.evict.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn one_peers_silent_connections_have_a_share() {
+        let t = Tracker::new(Budget::fixed(10, 10, 2, LimitNames::SERVE));
+        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let a1 = t.admit(Channel::Tcp, Some(a)).unwrap();
+        let a2 = t.admit(Channel::Tcp, Some(a)).unwrap();
+        let r = t.admit(Channel::Tcp, Some(a)).err().unwrap();
+        assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{r:?}");
+        // Another peer is not held back, and no silent connection went to make room.
+        let _b1 = t.admit(Channel::Tcp, Some(b)).unwrap();
+        assert!(!a1.evict.is_cancelled() && !a2.evict.is_cancelled());
+        // A connection that identifies gives its peer's place back, and so does one that
+        // closes silent.
+        t.bind(&a1, &agent(1)).unwrap();
+        let a3 = t.admit(Channel::Tcp, Some(a)).unwrap();
+        assert!(t.admit(Channel::Tcp, Some(a)).is_err());
+        drop(a2);
+        let _a4 = t.admit(Channel::Tcp, Some(a)).unwrap();
+        // An identified connection closing does not give a silent place twice.
+        drop(a1);
+        assert!(t.admit(Channel::Tcp, Some(a)).is_err());
+        drop(a3);
+        assert_eq!(t.connections(), 2);
     }
 
     #[tokio::test]

@@ -16,15 +16,18 @@ mod handlers;
 mod idle;
 pub mod limits;
 mod listen;
+mod no_delay;
 mod node_calls;
 mod node_listen;
 
 mod peer;
+mod peer_share;
 mod routes;
 mod tcp_peer;
 
 pub use auth::{identify, secret_eq, Channel, Identity};
 pub use listen::{serve, ServeError};
+pub use no_delay::NoDelay;
 pub use node_calls::InFlight;
 pub use node_listen::{node_router, serve_node};
 pub use routes::{router, DaemonInfo, ServerState};

@@ -26,6 +26,9 @@ pub struct NodeState {
     pub app: Arc<App>,
     /// Each gateway's calls in flight, against `node.max_calls_per_gateway`.
     pub in_flight: Arc<crate::server::InFlight>,
+    /// The listener's connection counts: a connection that shows a live token is bound to
+    /// its gateway, and so stops counting as silent (docs/nodes.md, "Bounds").
+    pub tracker: Arc<crate::server::limits::Tracker>,
 }
 
 /// The paired gateway that is calling: the name its live pairing token was issued to, and
@@ -56,6 +59,20 @@ impl FromRequestParts<Arc<NodeState>> for Gateway {
         let hash = crate::node::hash_token(token.trim());
         match app.store.node_token_gateway(&hash) {
             Ok(Some(gateway)) => {
+                if let Some(conn) = parts.extensions.get::<Arc<crate::server::limits::Slot>>() {
+                    state
+                        .tracker
+                        .bind_agent(conn, &format!("node:{gateway}"))
+                        .map_err(|r| {
+                            ApiError::new(
+                                r.status,
+                                format!(
+                                    "failed to take a connection from gateway `{gateway}`: {}",
+                                    r.message
+                                ),
+                            )
+                        })?;
+                }
                 let cap = app.config.node.calls_per_gateway();
                 let slot = state.in_flight.take(&gateway, cap).map_err(|n| {
                     ApiError::new(
