@@ -348,3 +348,56 @@ async fn one_gateways_calls_in_flight_are_capped() {
     );
     call(quick).await.unwrap();
 }
+
+/// A session's default node is its operator's to set (`moat sessions set KEY --node NAME`):
+/// that session's `host: "node"` calls that name no node go there, another session's are
+/// refused with the ways to name one, a name that is not paired cannot be set, and clearing
+/// it refuses again.
+#[tokio::test]
+async fn a_sessions_default_node_is_set_by_its_operator() {
+    let Some(p) = pair("node-default", NODE).await else {
+        return;
+    };
+    let o = p.gateway.run(&["sessions", "set", "s1", "--node", "nope"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("no paired node `nope`"), "{}", text(&o));
+
+    p.gw(&["sessions", "set", "s1", "--node", "n1"]);
+    let show = json(&p.gw(&["sessions", "show", "s1", "--json"]));
+    assert_eq!(show["node"], "n1", "{show}");
+    let out = json(&p.gw(&[
+        "exec",
+        "--json",
+        "--session",
+        "s1",
+        "--host",
+        "node",
+        "--",
+        "echo on-the-node",
+    ]));
+    assert_eq!(out["details"]["status"], "completed", "{out}");
+    assert!(
+        out["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("on-the-node"),
+        "{out}"
+    );
+    let node_sessions = p.node.ok(&["sessions", "list", "--json"]);
+    assert!(node_sessions.contains("node.gw.s1"), "{node_sessions}");
+
+    let refused = |session: &str| {
+        let o = p
+            .gateway
+            .run(&["exec", "--session", session, "--host", "node", "--", "true"]);
+        assert!(!o.status.success(), "{session}: {}", text(&o));
+        assert!(
+            text(&o).contains("moat sessions set KEY --node NAME"),
+            "{session}: {}",
+            text(&o)
+        );
+    };
+    refused("s2");
+    p.gw(&["sessions", "set", "s1", "--node", ""]);
+    refused("s1");
+}

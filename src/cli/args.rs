@@ -409,6 +409,10 @@ pub enum SessionsCommand {
         /// exec.sticky for this session).
         #[arg(long)]
         sticky: Option<bool>,
+        /// The paired node this session's `host: "node"` calls go to when they name none
+        /// (before exec.node; docs/nodes.md, "Calls"); an empty NAME clears it.
+        #[arg(long, value_name = "NAME")]
+        node: Option<String>,
     },
     /// Forget the directory and variables a sticky session carries.
     ResetState { key: String },

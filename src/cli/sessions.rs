@@ -121,28 +121,26 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             security,
             ask,
             loosen,
-            sticky: Some(on),
-        } if security.is_none() && ask.is_none() && !loosen => {
-            let app = App::open(home).await.context("start moat")?;
-            moat::session::validate_key(&key)?;
-            app.store.set_sticky_enabled(&key, Some(on))?;
-            say!(
-                "session {key}: sticky cwd and env {}",
-                if on { "on" } else { "off" }
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        SessionsCommand::Set {
-            key,
-            security,
-            ask,
-            loosen,
             sticky,
+            node,
         } => {
-            if let Some(on) = sticky {
+            moat::session::validate_key(&key)?;
+            let policy = security.is_some() || ask.is_some() || loosen;
+            if sticky.is_some() || node.is_some() {
                 let app = App::open(home.clone()).await.context("start moat")?;
-                moat::session::validate_key(&key)?;
-                app.store.set_sticky_enabled(&key, Some(on))?;
+                if let Some(on) = sticky {
+                    app.store.set_sticky_enabled(&key, Some(on))?;
+                    say!(
+                        "session {key}: sticky cwd and env {}",
+                        if on { "on" } else { "off" }
+                    );
+                }
+                if let Some(name) = node {
+                    set_node(&app, &key, &name)?;
+                }
+                if !policy {
+                    return Ok(ExitCode::SUCCESS);
+                }
             }
             set(home, key, security, ask, loosen).await
         }
@@ -246,6 +244,26 @@ async fn set(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Sets session `key`'s default node to the pairing `name`, or clears it when `name` is
+/// empty (docs/nodes.md, "Calls").
+fn set_node(app: &App, key: &str, name: &str) -> anyhow::Result<()> {
+    let name = name.trim();
+    if name.is_empty() {
+        app.store.set_session_node(key, None)?;
+        say!("session {key}: no default node");
+        return Ok(());
+    }
+    moat::node::check_name(name)?;
+    if app.store.node(name)?.is_none() {
+        anyhow::bail!(
+            "set the node of session {key}: no paired node `{name}` (`moat nodes list` shows them)"
+        );
+    }
+    app.store.set_session_node(key, Some(name))?;
+    say!("session {key}: host=node calls that name no node go to `{name}`");
+    Ok(())
+}
+
 /// A session's override, the levels in force, and its container's state.
 async fn show(home: Home, key: String, json: bool) -> anyhow::Result<ExitCode> {
     let app = App::open(home).await.context("start moat")?;
@@ -265,6 +283,7 @@ async fn show(home: Home, key: String, json: bool) -> anyhow::Result<ExitCode> {
         .sticky_enabled(&key)?
         .unwrap_or(app.config.exec.sticky);
     let carried = app.store.sticky_state(&key)?;
+    let node = app.store.session_node(&key)?;
     // Carried values were checked against secrets when stored; redacted again for display.
     let redactor = moat::output::Redactor::new(app.secrets.all());
     let env: serde_json::Map<String, Value> = carried
@@ -280,6 +299,7 @@ async fn show(home: Home, key: String, json: bool) -> anyhow::Result<ExitCode> {
         "security": sec.as_str(),
         "ask": ask.as_str(),
         "sticky": {"enabled": sticky_on, "cwd": carried.cwd, "env": env},
+        "node": node,
     });
     if json {
         super::term::json_pretty(&v)?;
@@ -297,6 +317,9 @@ async fn show(home: Home, key: String, json: bool) -> anyhow::Result<ExitCode> {
         }
         for (k, v) in &env {
             say!("  env     {k}={}", v.as_str().unwrap_or_default());
+        }
+        if let Some(n) = &node {
+            say!("node      {n} (host=node calls that name none)");
         }
     }
     Ok(ExitCode::SUCCESS)

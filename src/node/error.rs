@@ -10,7 +10,7 @@ pub enum NodeError {
     #[error("reach node `{0}`: no such node is paired here (`moat nodes list` shows them; `moat nodes add` pairs one)")]
     Unknown(String),
     /// `host: "node"` without `node`, and no `exec.node`.
-    #[error("run on a node: name it with `node` (or set exec.node); `moat nodes list` shows the paired ones")]
+    #[error("run on a node: name it with `node` (or set exec.node, or the session's with `moat sessions set KEY --node NAME`); `moat nodes list` shows the paired ones")]
     NoNode,
     #[error("use node URL `{0}`: it must be https://HOST:PORT, with no path")]
     BadUrl(String),

@@ -41,12 +41,20 @@ impl Nodes {
         }
     }
 
-    /// The pairing a call names (or `exec.node` when it names none).
-    pub fn resolve(&self, name: Option<&str>) -> Result<NodeRow, NodeError> {
+    /// The pairing a call names; when it names none, session `session`'s default node (set
+    /// by the operator), else `exec.node` (docs/nodes.md, "Calls").
+    pub fn resolve(&self, name: Option<&str>, session: &str) -> Result<NodeRow, NodeError> {
+        let of_session;
         let name = match name.map(str::trim).filter(|n| !n.is_empty()) {
             Some(n) => n,
-            None if !self.default.is_empty() => self.default.as_str(),
-            None => return Err(NodeError::NoNode),
+            None => {
+                of_session = self.store.session_node(session)?;
+                match of_session.as_deref() {
+                    Some(n) => n,
+                    None if !self.default.is_empty() => self.default.as_str(),
+                    None => return Err(NodeError::NoNode),
+                }
+            }
         };
         super::check_name(name)?;
         self.store

@@ -160,6 +160,12 @@ const MIGRATIONS: &[&str] = &[
         token TEXT NOT NULL,
         added_at_ms INTEGER NOT NULL
      );",
+    // A session's default node, set by the operator (`moat sessions set KEY --node NAME`;
+    // docs/nodes.md, "Calls"): where its `host: "node"` calls that name no node go.
+    "CREATE TABLE session_node (
+        key TEXT PRIMARY KEY,
+        node TEXT NOT NULL
+     );",
 ];
 
 /// See the module docs.

@@ -122,6 +122,31 @@ impl Store {
             .ctx("look up node")
     }
 
+    /// Sets (`Some`) or clears (`None`) session `key`'s default node.
+    pub fn set_session_node(&self, key: &str, node: Option<&str>) -> Result<(), StoreError> {
+        let conn = self.conn();
+        match node {
+            Some(n) => conn.execute(
+                "INSERT INTO session_node (key, node) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET node = ?2",
+                params![key, n],
+            ),
+            None => conn.execute("DELETE FROM session_node WHERE key = ?1", [key]),
+        }
+        .ctx("record a session's node")?;
+        Ok(())
+    }
+
+    /// Session `key`'s default node, when its operator set one.
+    pub fn session_node(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn()
+            .query_row("SELECT node FROM session_node WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()
+            .ctx("read a session's node")
+    }
+
     pub fn nodes(&self) -> Result<Vec<NodeRow>, StoreError> {
         let conn = self.conn();
         let mut st = conn
@@ -158,6 +183,18 @@ mod tests {
         assert_eq!(s.node_token_gateway("h1").unwrap(), None);
         assert_eq!(s.node_token_gateway("h2").unwrap().as_deref(), Some("gw"));
         assert_eq!(s.node_tokens().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_sessions_node_set_replaced_and_cleared() {
+        let s = Store::in_memory().unwrap();
+        assert_eq!(s.session_node("main").unwrap(), None);
+        s.set_session_node("main", Some("n1")).unwrap();
+        s.set_session_node("main", Some("n2")).unwrap();
+        assert_eq!(s.session_node("main").unwrap().as_deref(), Some("n2"));
+        assert_eq!(s.session_node("other").unwrap(), None);
+        s.set_session_node("main", None).unwrap();
+        assert_eq!(s.session_node("main").unwrap(), None);
     }
 
     #[test]

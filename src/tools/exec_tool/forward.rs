@@ -28,7 +28,7 @@ impl ExecTool {
     ) -> Result<ToolResult, ExecError> {
         validate_env(&req.env)?;
         let node_host = req.node_host()?;
-        let node = self.nodes.resolve(req.node.as_deref())?;
+        let node = self.nodes.resolve(req.node.as_deref(), session)?;
         let mut sent = req.clone();
         sent.host = None;
         sent.elevated = None;

@@ -32,7 +32,7 @@ pub struct ExecRequest {
     #[serde(default)]
     pub ask: Option<String>,
     /// With `host: "node"`: the paired node to run on (docs/nodes.md, "Calls"); without it,
-    /// `exec.node`.
+    /// the session's default node (the operator's), then `exec.node`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     /// With `host: "node"`: `sandbox` (the default: a sandbox of the node's) or `host` (the

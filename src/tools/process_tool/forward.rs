@@ -29,7 +29,7 @@ impl ProcessTool {
         session: &str,
         req: &ProcessRequest,
     ) -> Result<ToolResult, NodeError> {
-        let node = self.nodes.resolve(req.node.as_deref())?;
+        let node = self.nodes.resolve(req.node.as_deref(), session)?;
         let mut sent = req.clone();
         sent.node = None;
         let bad = |e: serde_json::Error| NodeError::BadAnswer {
