@@ -154,6 +154,7 @@ impl App {
             home: home.clone(),
             shells_seen: Default::default(),
             nodes: nodes.clone(),
+            relays: crate::node::Relays::new(nodes.clone(), registry.events().clone()),
         };
         let process = ProcessTool {
             registry: registry.clone(),

@@ -23,7 +23,7 @@ async fn a_gateway_pairs_and_runs_in_the_nodes_sandbox() {
     assert_eq!(list[0]["info"]["gateway"], "gw", "{list}");
     assert_eq!(
         list[0]["info"]["offers"],
-        serde_json::json!(["exec", "process"])
+        serde_json::json!(["exec", "process", "events"])
     );
     assert!(list[0]["info"]["build"]
         .as_str()

@@ -66,6 +66,46 @@ pub fn authority(url: &str) -> Result<&str, NodeError> {
     Ok(rest)
 }
 
+/// One event stream of node `node` (`POST` `path` with `body`): the answer's body once the
+/// node answered with success, to be read line by line; the node's refusal otherwise. No
+/// bound on its time: the reader bounds each line's wait (docs/nodes.md, "Events").
+pub async fn open_stream(
+    node: &str,
+    url: &str,
+    fingerprint: &str,
+    token: &str,
+    path: &str,
+    body: &Value,
+) -> Result<hyper::body::Incoming, NodeError> {
+    let resp = tokio::time::timeout(
+        Duration::from_secs(2 * CONNECT_SECS),
+        send(
+            node,
+            url,
+            fingerprint,
+            token,
+            Method::POST,
+            path,
+            Some(body),
+        ),
+    )
+    .await
+    .map_err(|_| NodeError::TimedOut {
+        node: node.to_string(),
+        secs: 2 * CONNECT_SECS,
+    })??;
+    if resp.status().is_success() {
+        return Ok(resp.into_body());
+    }
+    Err(answer_of(node, url, resp)
+        .await
+        .err()
+        .unwrap_or_else(|| NodeError::BadAnswer {
+            node: node.to_string(),
+            why: "a refusal that read as success".into(),
+        }))
+}
+
 async fn call_inner(
     node: &str,
     url: &str,
@@ -75,6 +115,20 @@ async fn call_inner(
     path: &str,
     body: Option<&Value>,
 ) -> Result<Answer, NodeError> {
+    let resp = send(node, url, fingerprint, token, method, path, body).await?;
+    answer_of(node, url, resp).await
+}
+
+/// Connects to the node, pinned, and sends one request; the node's answer, unread.
+async fn send(
+    node: &str,
+    url: &str,
+    fingerprint: &str,
+    token: &str,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<http::Response<hyper::body::Incoming>, NodeError> {
     let addr = authority(url)?;
     let away = |why: String| NodeError::Unreachable {
         node: node.to_string(),
@@ -137,10 +191,24 @@ async fn call_inner(
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(Full::new(payload))
         .map_err(|e| NodeError::Tls(e.to_string()))?;
-    let resp = sender
+    sender
         .send_request(req)
         .await
-        .map_err(|e| away(format!("the connection broke before the answer ({e})")))?;
+        .map_err(|e| away(format!("the connection broke before the answer ({e})")))
+}
+
+/// The node's answer read up to [`MAX_ANSWER_BYTES`]: its JSON on success, its refusal
+/// (escaped and cut) otherwise.
+async fn answer_of(
+    node: &str,
+    url: &str,
+    resp: http::Response<hyper::body::Incoming>,
+) -> Result<Answer, NodeError> {
+    let away = |why: String| NodeError::Unreachable {
+        node: node.to_string(),
+        url: url.to_string(),
+        why,
+    };
     let status = resp.status();
     let bytes = Limited::new(resp.into_body(), MAX_ANSWER_BYTES)
         .collect()

@@ -13,17 +13,22 @@ mod error;
 mod names;
 mod nodes;
 mod pin;
+mod relay;
+mod resanitize;
 mod token;
 mod wire;
 
 pub use cert::{fingerprint_of, NodeIdentity};
-pub use client::{call, Answer};
+pub use client::{call, open_stream, Answer};
 pub use error::NodeError;
 pub use names::{check_name, node_session, MAX_NAME};
 pub use nodes::{Nodes, Reach};
 pub use pin::{parse_fingerprint, pinned_client_config};
+pub use relay::{Awaited, Relays, MAX_RELAYS};
+pub use resanitize::{resanitized, resanitized_text};
 pub use token::{hash_token, new_token};
 pub use wire::{
-    ForwardedExec, ForwardedProcess, NodeInfo, EXEC_PATH, INFO_PATH, MAX_ANSWER_BYTES,
-    MAX_REQUEST_BYTES, PROCESS_PATH,
+    ForwardedEvents, ForwardedExec, ForwardedProcess, NodeEvent, NodeInfo, EVENTS_PATH, EXEC_PATH,
+    INFO_PATH, KEEPALIVE_SECS, MAX_ANSWER_BYTES, MAX_EVENT_LINE, MAX_REQUEST_BYTES, PROCESS_PATH,
+    STREAMS_PER_GATEWAY,
 };

@@ -1,4 +1,4 @@
-//! What crosses between a gateway and a node (docs/nodes.md, "What crosses"): three routes,
+//! What crosses between a gateway and a node (docs/nodes.md, "What crosses"): four routes,
 //! their bodies and their bounds. Everything else a node serves is on other listeners.
 
 use serde::{Deserialize, Serialize};
@@ -9,6 +9,19 @@ pub const INFO_PATH: &str = "/node/v1/info";
 pub const EXEC_PATH: &str = "/node/v1/exec";
 /// `POST` [`ForwardedProcess`]: the process tool on the node; answers the tool result.
 pub const PROCESS_PATH: &str = "/node/v1/process";
+
+/// `POST` [`ForwardedEvents`]: the events of the gateway's session on the node, as they
+/// happen: one [`NodeEvent`] of JSON a line, an empty line every [`KEEPALIVE_SECS`].
+pub const EVENTS_PATH: &str = "/node/v1/events";
+/// How often a node's event stream sends an empty line, so a gateway tells a quiet node from
+/// one that went away.
+pub const KEEPALIVE_SECS: u64 = 15;
+/// The longest event line a gateway reads; a longer one ends the stream (an event's text is a
+/// sentence and a 400-character tail).
+pub const MAX_EVENT_LINE: usize = 16 * 1024;
+/// Event streams one gateway may hold open on a node at once (`429` past it): each is a
+/// connection, counted apart from its calls so following never takes a call's place.
+pub const STREAMS_PER_GATEWAY: usize = 16;
 
 /// The most a forwarded request's body may hold: an exec's env is at most 256 KiB and its
 /// command far less (docs/security.md, "Bounds on what one exec carries"); a node answers a
@@ -47,6 +60,25 @@ pub struct ForwardedProcess {
     pub request: serde_json::Value,
 }
 
+/// A gateway asking for its session's events on the node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ForwardedEvents {
+    /// The gateway's session, mapped as for [`ForwardedExec`].
+    pub session: String,
+}
+
+/// One event of the gateway's session on the node, as a line of the event stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeEvent {
+    /// The node's sentence (`Exec completed (…) :: …`): another machine's text, sanitized
+    /// again by the gateway before anyone sees it.
+    pub text: String,
+    /// What it says, as data.
+    #[serde(default)]
+    pub outcome: Option<crate::process::EventOutcome>,
+}
+
 /// `GET /node/v1/info`'s answer, shown by `moat nodes list`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -56,7 +88,7 @@ pub struct NodeInfo {
     /// Its build (the same build on both sides is not needed: the wire above is small and
     /// versioned by its paths).
     pub build: String,
-    /// The tools it serves to gateways: `exec`, `process`.
+    /// What it serves to gateways: `exec`, `process`, `events`.
     pub offers: Vec<String>,
     /// Where its calls may run: `sandbox`, and `host` when its operator enabled elevated
     /// runs (its gates still decide each call).

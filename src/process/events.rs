@@ -112,6 +112,15 @@ impl EventBus {
         });
     }
 
+    /// An event that carries only its sentence (relayed from a node whose event had no data).
+    pub fn publish_text(&self, session: &str, text: String) {
+        let _ = self.tx.send(SessionEvent {
+            session: session.to_string(),
+            text,
+            outcome: None,
+        });
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
         self.tx.subscribe()
     }

@@ -1,5 +1,5 @@
 //! The node's TLS listener (docs/nodes.md, "What crosses"): `[node] listen`, a router of its
-//! own with the three routes of `handlers::node` and nothing else, behind TLS with the node's
+//! own with the four routes of `handlers::node` and nothing else, behind TLS with the node's
 //! self-signed certificate (`node::NodeIdentity`).
 //!
 //! Bounded before anything is read (docs/nodes.md, "Bounds"): the listener's connections
@@ -27,7 +27,9 @@ use super::handlers::node as routes;
 use super::limits::{Budget, LimitNames, Limited, Tracker};
 use super::{Channel, NoDelay, ServeError};
 use crate::app::App;
-use crate::node::{NodeIdentity, EXEC_PATH, INFO_PATH, MAX_REQUEST_BYTES, PROCESS_PATH};
+use crate::node::{
+    NodeIdentity, EVENTS_PATH, EXEC_PATH, INFO_PATH, MAX_REQUEST_BYTES, PROCESS_PATH,
+};
 
 /// How long a connection may take to finish its TLS handshake, and a request to send its head.
 const HANDSHAKE_SECS: u64 = 10;
@@ -64,12 +66,14 @@ pub fn node_router(app: Arc<App>, tracker: Arc<Tracker>) -> Router {
     let state = Arc::new(routes::NodeState {
         app,
         in_flight: Default::default(),
+        streams: Default::default(),
         tracker,
     });
     Router::new()
         .route(INFO_PATH, get(routes::info))
         .route(EXEC_PATH, post(routes::exec))
         .route(PROCESS_PATH, post(routes::process))
+        .route(EVENTS_PATH, post(routes::events))
         .fallback(super::handlers::not_found)
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .with_state(state)

@@ -1,4 +1,4 @@
-//! The node's side of a pairing (docs/nodes.md, "What crosses"): the three routes a paired
+//! The node's side of a pairing (docs/nodes.md, "What crosses"): the four routes a paired
 //! gateway may call on the node's TLS listener, and the extractor that knows the gateway by
 //! its pairing token. Nothing here reaches an operator route: approvals, sessions, the
 //! console and the daemon's own routes are on other listeners.
@@ -26,6 +26,8 @@ pub struct NodeState {
     pub app: Arc<App>,
     /// Each gateway's calls in flight, against `node.max_calls_per_gateway`.
     pub in_flight: Arc<crate::server::InFlight>,
+    /// Each gateway's open event streams, against `node::STREAMS_PER_GATEWAY`.
+    pub streams: Arc<crate::server::InFlight>,
     /// The listener's connection counts: a connection that shows a live token is bound to
     /// its gateway, and so stops counting as silent (docs/nodes.md, "Bounds").
     pub tracker: Arc<crate::server::limits::Tracker>,
@@ -36,6 +38,49 @@ pub struct NodeState {
 /// ends or is dropped).
 pub struct Gateway(pub String, crate::server::node_calls::CallSlot);
 
+/// The paired gateway of a request, by its live pairing token; its connection is bound to it
+/// (so it no longer counts as silent, docs/nodes.md "Bounds").
+fn identify(parts: &Parts, state: &NodeState) -> Result<String, ApiError> {
+    let refused = || {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "failed to identify the gateway: no live pairing token (issued with `moat node tokens add` on this node, and not revoked)",
+        )
+    };
+    let token = parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(refused)?;
+    let hash = crate::node::hash_token(token.trim());
+    let gateway = match state.app.store.node_token_gateway(&hash) {
+        Ok(Some(gateway)) => gateway,
+        Ok(None) => return Err(refused()),
+        Err(e) => {
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("failed to look up the pairing token: {e}"),
+            ))
+        }
+    };
+    if let Some(conn) = parts.extensions.get::<Arc<crate::server::limits::Slot>>() {
+        state
+            .tracker
+            .bind_agent(conn, &format!("node:{gateway}"))
+            .map_err(|r| {
+                ApiError::new(
+                    r.status,
+                    format!(
+                        "failed to take a connection from gateway `{gateway}`: {}",
+                        r.message
+                    ),
+                )
+            })?;
+    }
+    Ok(gateway)
+}
+
 impl FromRequestParts<Arc<NodeState>> for Gateway {
     type Rejection = ApiError;
 
@@ -43,51 +88,40 @@ impl FromRequestParts<Arc<NodeState>> for Gateway {
         parts: &mut Parts,
         state: &Arc<NodeState>,
     ) -> Result<Self, ApiError> {
-        let app = &state.app;
-        let refused = || {
+        let gateway = identify(parts, state)?;
+        let cap = state.app.config.node.calls_per_gateway();
+        let slot = state.in_flight.take(&gateway, cap).map_err(|n| {
             ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "failed to identify the gateway: no live pairing token (issued with `moat node tokens add` on this node, and not revoked)",
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("failed to take another call from gateway `{gateway}`: it has {n} in flight, the most node.max_calls_per_gateway allows"),
             )
-        };
-        let token = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or_else(refused)?;
-        let hash = crate::node::hash_token(token.trim());
-        match app.store.node_token_gateway(&hash) {
-            Ok(Some(gateway)) => {
-                if let Some(conn) = parts.extensions.get::<Arc<crate::server::limits::Slot>>() {
-                    state
-                        .tracker
-                        .bind_agent(conn, &format!("node:{gateway}"))
-                        .map_err(|r| {
-                            ApiError::new(
-                                r.status,
-                                format!(
-                                    "failed to take a connection from gateway `{gateway}`: {}",
-                                    r.message
-                                ),
-                            )
-                        })?;
-                }
-                let cap = app.config.node.calls_per_gateway();
-                let slot = state.in_flight.take(&gateway, cap).map_err(|n| {
-                    ApiError::new(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        format!("failed to take another call from gateway `{gateway}`: it has {n} in flight, the most node.max_calls_per_gateway allows"),
-                    )
-                })?;
-                Ok(Self(gateway, slot))
-            }
-            Ok(None) => Err(refused()),
-            Err(e) => Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("failed to look up the pairing token: {e}"),
-            )),
-        }
+        })?;
+        Ok(Self(gateway, slot))
+    }
+}
+
+/// A paired gateway opening an event stream: its place among its streams, apart from its
+/// calls (`node::STREAMS_PER_GATEWAY`).
+pub struct GatewayStream(pub String, crate::server::node_calls::CallSlot);
+
+impl FromRequestParts<Arc<NodeState>> for GatewayStream {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<NodeState>,
+    ) -> Result<Self, ApiError> {
+        let gateway = identify(parts, state)?;
+        let slot = state
+            .streams
+            .take(&gateway, crate::node::STREAMS_PER_GATEWAY)
+            .map_err(|n| {
+                ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!("failed to open another event stream for gateway `{gateway}`: it has {n} open, the most a gateway may"),
+                )
+            })?;
+        Ok(Self(gateway, slot))
     }
 }
 
@@ -127,7 +161,7 @@ pub async fn info(
     Json(NodeInfo {
         version: env!("CARGO_PKG_VERSION").to_string(),
         build: crate::daemon::build_id(),
-        offers: vec!["exec".into(), "process".into()],
+        offers: vec!["exec".into(), "process".into(), "events".into()],
         node_hosts,
         gateway,
     })
@@ -205,4 +239,53 @@ pub async fn process(
         ),
     );
     Ok(Json(app.process.run(&session, &req).await))
+}
+
+/// `POST /node/v1/events`: the events of the gateway's session on this node as they happen
+/// (docs/nodes.md, "Events"), one JSON line each, an empty line every
+/// `node::KEEPALIVE_SECS`; background exits only when this node's `exec.notify_on_exit` is on,
+/// as on its own event stream. A subscriber that falls behind skips old events.
+pub async fn events(
+    State(state): State<Arc<NodeState>>,
+    GatewayStream(gateway, slot): GatewayStream,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    use futures::StreamExt;
+    let fw: crate::node::ForwardedEvents = json_body(body)?;
+    let session = session_of(&gateway, &fw.session)?;
+    let exits = state.app.config.exec.notify_on_exit;
+    let rx = state.app.registry.events().subscribe();
+    let events = tokio_stream::wrappers::BroadcastStream::new(rx).filter_map(move |ev| {
+        let session = session.clone();
+        async move {
+            let ev = ev.ok()?;
+            if ev.session != session || (!exits && ev.is_background_exit()) {
+                return None;
+            }
+            let line = crate::node::NodeEvent {
+                text: ev.text,
+                outcome: ev.outcome,
+            };
+            let mut bytes = serde_json::to_vec(&line).ok()?;
+            bytes.push(b'\n');
+            Some(Bytes::from(bytes))
+        }
+    });
+    let every = std::time::Duration::from_secs(crate::node::KEEPALIVE_SECS);
+    let keepalive = tokio_stream::wrappers::IntervalStream::new(tokio::time::interval_at(
+        tokio::time::Instant::now() + every,
+        every,
+    ))
+    .map(|_| Bytes::from_static(b"\n"));
+    let stream = futures::stream::select(events, keepalive).map(move |b| {
+        // The stream holds the gateway's place among its streams while it is open.
+        let _held = &slot;
+        Ok::<_, std::convert::Infallible>(b)
+    });
+    let mut resp = axum::response::Response::new(axum::body::Body::from_stream(stream));
+    resp.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/x-ndjson"),
+    );
+    Ok(resp)
 }

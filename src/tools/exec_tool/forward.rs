@@ -10,8 +10,8 @@ use super::elevated::Caller;
 use super::error::ExecError;
 use super::request::ExecRequest;
 use super::tool::ExecTool;
-use crate::contract::{validate_env, ToolResult};
-use crate::node::{ForwardedExec, NodeError, EXEC_PATH};
+use crate::contract::{validate_env, Details, ToolResult};
+use crate::node::{resanitized, Awaited, ForwardedExec, NodeError, EXEC_PATH};
 
 /// What a gateway waits on top of the call's own time: the node's approval bookkeeping,
 /// a container's start, the network.
@@ -60,6 +60,17 @@ impl ExecTool {
             .await?;
         let mut result =
             resanitized(serde_json::from_value(value).map_err(|e| bad_answer(&node.name, e))?);
+        // What is left waiting on the node is followed, so its end or its decision reaches
+        // this session's events (docs/nodes.md, "Events"); exits only where they are wanted.
+        let awaited = match &result.details {
+            Details::Running(r) if self.config.exec.notify_on_exit => {
+                Some(Awaited::Process(r.process_id.clone()))
+            }
+            d => d.approval_id().map(|id| Awaited::Approval(id.to_string())),
+        };
+        if let Some(what) = awaited {
+            self.relays.follow(&node, session, what);
+        }
         if result.details.approval_id().is_some() {
             // The node's words say "an operator decides": on this side, which one matters.
             if let Some(c) = result.content.first_mut() {
@@ -92,78 +103,4 @@ fn bad_answer(node: &str, e: serde_json::Error) -> ExecError {
         node: node.to_string(),
         why: e.to_string(),
     })
-}
-
-/// Every text of a node's result through this moat's sanitizer: the node's output is
-/// another machine's, whatever that machine already did to it.
-pub(crate) fn resanitized(mut result: ToolResult) -> ToolResult {
-    for c in &mut result.content {
-        c.text = sanitized(&c.text);
-    }
-    // Every text of the details too (status, command, cwd, aggregated output, ids): they
-    // reach the same edges.
-    if let Ok(mut v) = serde_json::to_value(&result.details) {
-        clean_strings(&mut v);
-        if let Ok(d) = serde_json::from_value(v) {
-            result.details = d;
-        }
-    }
-    result
-}
-
-fn sanitized(text: &str) -> String {
-    let mut s = crate::output::Sanitizer::new();
-    let mut out = String::with_capacity(text.len());
-    s.push(text.as_bytes(), &mut out);
-    s.finish(&mut out);
-    out
-}
-
-fn clean_strings(v: &mut serde_json::Value) {
-    match v {
-        serde_json::Value::String(s) => *s = sanitized(s),
-        serde_json::Value::Array(a) => a.iter_mut().for_each(clean_strings),
-        serde_json::Value::Object(o) => o.values_mut().for_each(clean_strings),
-        _ => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::contract::Details;
-
-    /// The details' texts too: a hostile node's status, cwd or output in `details`.
-    #[test]
-    fn a_nodes_details_are_sanitized_again() {
-        let raw: ToolResult = serde_json::from_value(serde_json::json!({
-            "content": [{"type": "text", "text": "hello"}],
-            "details": {"status": "x\u{1b}]0;PWNED\u{7}\u{1b}[31mRED\u{1b}[0m", "cwd": "/w\u{1b}[2J"},
-        }))
-        .unwrap();
-        let clean = serde_json::to_string(&resanitized(raw).details).unwrap();
-        assert!(
-            !clean.contains("\\u001b") && !clean.contains("\\u0007"),
-            "{clean}"
-        );
-    }
-
-    /// A node's text is sanitized here again: escape sequences and control characters a
-    /// hostile node left in never reach the gateway's edges.
-    #[test]
-    fn a_nodes_text_is_sanitized_again() {
-        let raw: ToolResult = serde_json::from_value(serde_json::json!({
-            "content": [{"type": "text", "text": "ok\u{1b}]0;owned\u{7}\u{1b}[2Jdone\u{0}"}],
-            "details": {"status": "completed", "sessions": []},
-        }))
-        .unwrap();
-        assert!(matches!(raw.details, Details::ProcessList(_)));
-        let clean = resanitized(raw);
-        let text = &clean.content[0].text;
-        assert!(
-            !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\0'),
-            "{text:?}"
-        );
-        assert!(text.contains("ok") && text.contains("done"), "{text:?}");
-    }
 }

@@ -27,7 +27,6 @@ pub use analyse::{analyse, analyse_within};
 pub use elevated::Caller;
 pub use error::ExecError;
 pub use explain::{ExplainRequest, Explained};
-pub(crate) use forward::resanitized;
 pub use prepare::real_path;
 pub use request::{ExecRequest, NodeHost, RequestError};
 pub use tool::ExecTool;

@@ -28,6 +28,9 @@ pub struct ExecTool {
     pub shells_seen: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// The nodes this moat paired with, for `host: "node"` calls (docs/nodes.md).
     pub nodes: Arc<crate::node::Nodes>,
+    /// Follows what a forwarded call left waiting on its node (a background process, an
+    /// approval), so its events reach this moat's own (docs/nodes.md, "Events").
+    pub relays: Arc<crate::node::Relays>,
 }
 
 impl ExecTool {

@@ -60,6 +60,6 @@ impl ProcessTool {
             )
             .await?;
         let result: ToolResult = serde_json::from_value(value).map_err(bad)?;
-        Ok(crate::tools::exec_tool::resanitized(result))
+        Ok(crate::node::resanitized(result))
     }
 }
