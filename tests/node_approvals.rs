@@ -21,6 +21,10 @@ async fn only_the_nodes_operator_decides_its_approval() {
     else {
         return;
     };
+    // The gateway's daemon runs before its event stream is read.
+    p.gw(&["nodes", "list"]);
+    p.gw(&["sessions", "list"]);
+    let events = p.gateway_events();
     let o = p.gateway.run(&[
         "exec",
         "--json",
@@ -55,6 +59,8 @@ async fn only_the_nodes_operator_decides_its_approval() {
     assert_eq!(row["session"], "node.gw.main", "{node_list}");
     assert!(row.to_string().contains("node:gw"), "{node_list}");
     p.node.ok(&["approvals", "approve", &id]);
+    // The outcome reaches the gateway's own event stream, named by the node.
+    common::node::wait_for_event(&events, &["node n1: Exec finished (", "code 0"]);
 
     let mut log = String::new();
     wait_until(

@@ -159,42 +159,6 @@ async fn a_node_killed_and_restarted_mid_command() {
     assert!(log.contains("fg-done"), "{fg_row} {log}");
 }
 
-/// The lines of the gateway's event stream for session `main` (`GET
-/// /v1/sessions/main/events` on its socket), as they arrive.
-fn gateway_events(p: &common::node::Pair) -> std::sync::mpsc::Receiver<String> {
-    use std::io::{BufRead, BufReader, Write};
-    let mut s =
-        std::os::unix::net::UnixStream::connect(p.gateway.path().join("moat.sock")).unwrap();
-    write!(
-        s,
-        "GET /v1/sessions/main/events HTTP/1.1\r\nHost: x\r\n\r\n"
-    )
-    .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(s).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
-
-/// Waits for an event line holding every one of `want`, within 30 s.
-fn wait_for_event(rx: &std::sync::mpsc::Receiver<String>, want: &[&str]) -> String {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let mut seen = Vec::new();
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) if want.iter().all(|w| line.contains(w)) => return line,
-            Ok(line) => seen.push(line),
-            Err(_) => panic!("no event with {want:?}; seen: {seen:#?}"),
-        }
-    }
-}
-
 /// A background process's end on the node reaches the gateway's own event stream, named by
 /// its node, as a local one's does: one that ends a while after it started, and one that ends
 /// at once (before the gateway's relay could open the node's stream, so it is caught up from
@@ -206,7 +170,7 @@ async fn a_nodes_exit_events_reach_the_gateways_stream() {
     };
     // Starts the gateway's daemon (and the node's sandbox) before subscribing.
     p.gw(&["exec", "--node", "n1", "--", "true"]);
-    let events = gateway_events(&p);
+    let events = p.gateway_events();
     let id_of = |out: &str| {
         let v = json(out);
         assert_eq!(v["details"]["status"], "running", "{v}");
@@ -221,7 +185,8 @@ async fn a_nodes_exit_events_reach_the_gateways_stream() {
         "--",
         "sleep 1; echo slow-done; exit 3",
     ]));
-    let line = wait_for_event(&events, &["node n1: Exec failed (", &slow[..8], "code 3"]);
+    let line =
+        common::node::wait_for_event(&events, &["node n1: Exec failed (", &slow[..8], "code 3"]);
     assert!(line.contains("slow-done"), "{line}");
 
     let quick = id_of(&p.gw(&[
@@ -233,7 +198,7 @@ async fn a_nodes_exit_events_reach_the_gateways_stream() {
         "--",
         "exit 0",
     ]));
-    wait_for_event(
+    common::node::wait_for_event(
         &events,
         &["node n1: Exec completed (", &quick[..8], "code 0"],
     );

@@ -124,6 +124,28 @@ pub struct Pair {
 }
 
 impl Pair {
+    /// The lines of the gateway's event stream for session `main` (`GET
+    /// /v1/sessions/main/events` on its socket), as they arrive.
+    pub fn gateway_events(&self) -> std::sync::mpsc::Receiver<String> {
+        use std::io::{BufRead, BufReader, Write};
+        let mut s =
+            std::os::unix::net::UnixStream::connect(self.gateway.path().join("moat.sock")).unwrap();
+        write!(
+            s,
+            "GET /v1/sessions/main/events HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(s).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        rx
+    }
+
     /// `moat ARGS` in the gateway's home; panics with its output when it fails.
     pub fn gw(&self, args: &[&str]) -> String {
         let o = self.gateway.run(args);
@@ -166,4 +188,18 @@ pub async fn pair(prefix: &str, node_config: &str) -> Option<Pair> {
         &pair.token,
     ]);
     Some(pair)
+}
+
+/// Waits for an event line holding every one of `want`, within 30 s.
+pub fn wait_for_event(rx: &std::sync::mpsc::Receiver<String>, want: &[&str]) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if want.iter().all(|w| line.contains(w)) => return line,
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no event with {want:?}; seen: {seen:#?}"),
+        }
+    }
 }
