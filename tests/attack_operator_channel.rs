@@ -284,6 +284,24 @@ fn a_host_command_cannot_act_as_the_operator() {
                 ))
             ),
         ),
+        (
+            "cli sessions set, cleared env",
+            format!(
+                "sh -c {}",
+                sh_quote(&format!(
+                    "env -i MOAT_HOME={home} {moat} sessions set {SESSION} --security full --loosen"
+                ))
+            ),
+        ),
+        (
+            "cli sessions egress, cleared env",
+            format!(
+                "sh -c {}",
+                sh_quote(&format!(
+                    "env -i MOAT_HOME={home} {moat} sessions egress {SESSION} --allow example.com"
+                ))
+            ),
+        ),
     ];
     for (name, command) in &attacks {
         let r = agent_exec_in(&s, command, name.contains("terminal"));
@@ -317,6 +335,13 @@ fn a_host_command_cannot_act_as_the_operator() {
     let skills = cli(&s.home, &["skills", "list", "--json"]);
     let skills: serde_json::Value = serde_json::from_slice(&skills.stdout).unwrap();
     assert_eq!(skills[0]["enabled"], false, "{skills}");
+    let shown = cli(&s.home, &["sessions", "show", SESSION, "--json"]);
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(
+        shown["override"]["security"],
+        serde_json::Value::Null,
+        "{shown}"
+    );
 
     // Every attempt is in the audit log: who, what, which host process.
     let audit = cli(&s.home, &["approvals", "audit", "--json", "--limit", "200"]);
@@ -352,7 +377,7 @@ fn a_host_command_cannot_act_as_the_operator() {
         .iter()
         .filter(|e| e["actor"].as_str().unwrap().starts_with("cli:pid"))
         .collect();
-    assert_eq!(by_cli.len(), 4, "{refused:#?}");
+    assert_eq!(by_cli.len(), 6, "{refused:#?}");
     let approves = by_cli
         .iter()
         .filter(|e| {

@@ -125,6 +125,13 @@ pub async fn run(home: Home, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             node,
         } => {
             moat::session::validate_key(&key)?;
+            // Each of these is the operator's to set (docs/security.md, "The operator
+            // channel"): refused inside a host command, and audited.
+            let a = super::approvals::open(&home)?;
+            let d = super::approvals::operator(&a, &format!("sessions set {key}"), None)?;
+            let said = set_summary(&security, &ask, loosen, sticky, node.as_deref());
+            a.store()
+                .audit("session-set", None, Some(&key), &d.label(), &said)?;
             let policy = security.is_some() || ask.is_some() || loosen;
             if sticky.is_some() || node.is_some() {
                 let app = App::open(home.clone()).await.context("start moat")?;
@@ -242,6 +249,33 @@ async fn set(
     )?;
     say!("policy override for session {key} saved");
     Ok(ExitCode::SUCCESS)
+}
+
+/// What one `moat sessions set` changes, in words, for the audit log.
+fn set_summary(
+    security: &Option<String>,
+    ask: &Option<String>,
+    loosen: bool,
+    sticky: Option<bool>,
+    node: Option<&str>,
+) -> String {
+    let mut parts = Vec::new();
+    if let Some(s) = security {
+        parts.push(format!("security={s}"));
+    }
+    if let Some(a) = ask {
+        parts.push(format!("ask={a}"));
+    }
+    if loosen {
+        parts.push("loosen".to_string());
+    }
+    if let Some(on) = sticky {
+        parts.push(format!("sticky={on}"));
+    }
+    if let Some(n) = node {
+        parts.push(format!("node={n}"));
+    }
+    moat::output::escape_display(&parts.join(" "))
 }
 
 /// Sets session `key`'s default node to the pairing `name`, or clears it when `name` is

@@ -29,6 +29,19 @@ pub fn run(
             anyhow::bail!("set --ask `{a}`: use off or on-miss");
         }
     }
+    // The operator's to set (docs/security.md, "The operator channel"): refused inside a host
+    // command, and audited.
+    let a = super::approvals::open(home)?;
+    let d = super::approvals::operator(&a, &format!("sessions egress {key}"), None)?;
+    a.store().audit(
+        "session-egress",
+        None,
+        Some(key),
+        &d.label(),
+        &moat::output::escape_display(&format!(
+            "allow={allow:?} deny={deny:?} ask={ask:?} clear={clear}"
+        )),
+    )?;
     let (config, _) = moat::config::load(&home.config_file())?;
     // The proxy belongs to the container, so the override is keyed like it.
     let container = moat::session::container_key(key, config.sandbox.scope);

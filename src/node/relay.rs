@@ -35,8 +35,18 @@ const MAX_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 const MAX_PAUSE: Duration = Duration::from_secs(30);
 /// The longest text of an event shown on the gateway.
 const MAX_TEXT: usize = 2000;
-/// The longest id taken from a node's event.
+/// The longest id taken from a node's event, and the longest a relay follows: moat's own ids
+/// are far shorter, and anything a relay keeps must be bounded whatever a node answers.
 const MAX_ID: usize = 128;
+/// Events one relay publishes in a burst, and per second after it: a node's session makes a
+/// few events a minute, and the gateway's bus is shared by every session (past the rate,
+/// events are dropped, so a flooding node cannot push other sessions' events out).
+const BURST: u32 = 64;
+const PER_SEC: u32 = 8;
+/// A stream that lasted this long was healthy: the next call to the node waits only the
+/// shortest pause. One that ended sooner makes the pause grow, so a node that answers and
+/// hangs up at once cannot make the gateway call it (and audit the catch-up) in a loop.
+const HEALTHY: Duration = Duration::from_secs(60);
 
 /// What a gateway's session waits on at a node.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -45,6 +55,25 @@ pub enum Awaited {
     Process(String),
     /// An approval's outcome, by the node's approval id.
     Approval(String),
+}
+
+impl Awaited {
+    /// The id, when it is one a relay may keep: at most [`MAX_ID`] characters of letters,
+    /// digits, `-`, `_` and `.` (a node's answer is another machine's text).
+    fn id(&self) -> &str {
+        match self {
+            Awaited::Process(id) | Awaited::Approval(id) => id,
+        }
+    }
+
+    fn is_followable(&self) -> bool {
+        let id = self.id();
+        !id.is_empty()
+            && id.len() <= MAX_ID
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    }
 }
 
 /// The gateway's relays, by node and session. See the module docs.
@@ -70,6 +99,10 @@ impl Relays {
     /// Follows `what` of `session` on `node` until it is over, starting the relay for that
     /// node and session when none runs. False when it is not followed (a bound).
     pub fn follow(self: &Arc<Self>, node: &NodeRow, session: &str, what: Awaited) -> bool {
+        if !what.is_followable() {
+            tracing::warn!(node = %node.name, "not following a node's answer: its id is not one");
+            return false;
+        }
         let key = (node.name.clone(), session.to_string());
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(set) = live.get_mut(&key) {
@@ -102,25 +135,32 @@ impl Relays {
     async fn run(self: Arc<Self>, node: NodeRow, session: String) {
         let key = (node.name.clone(), session.clone());
         let started = Instant::now();
-        let mut pause = Duration::from_secs(1);
+        let first = Duration::from_secs(1);
+        let mut pause = first;
+        let mut rate = Rate::new();
         loop {
             if self.done(&key, started.elapsed() >= MAX_LIFETIME) {
                 return;
             }
-            match self.stream_once(&node, &session, &key).await {
-                // The stream opened and later ended or went quiet: call again at once.
-                Ok(()) => pause = Duration::from_secs(1),
+            let opened = Instant::now();
+            match self.stream_once(&node, &session, &key, &mut rate).await {
+                Ok(()) => {}
                 Err(NodeError::TokenRefused(_)) | Err(NodeError::Certificate { .. }) => {
                     tracing::warn!(node = %node.name, "stopped following a node's events: the pairing is refused");
                     self.done(&key, true);
                     return;
                 }
-                Err(e) => {
-                    tracing::debug!(node = %node.name, "node events: {e}");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(MAX_PAUSE);
-                }
+                Err(e) => tracing::debug!(node = %node.name, "node events: {e}"),
             }
+            // Every call again waits, however the last one ended.
+            if opened.elapsed() >= HEALTHY {
+                pause = first;
+            }
+            if self.done_waiting(&key) {
+                continue;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(MAX_PAUSE);
         }
     }
 
@@ -144,6 +184,7 @@ impl Relays {
         node: &NodeRow,
         session: &str,
         key: &(String, String),
+        rate: &mut Rate,
     ) -> Result<(), NodeError> {
         let body = serde_json::to_value(ForwardedEvents {
             session: session.to_string(),
@@ -158,7 +199,7 @@ impl Relays {
             &body,
         )
         .await?;
-        self.catch_up(node, session, key).await;
+        self.catch_up(node, session, key, rate).await;
         let quiet = Duration::from_secs(2 * KEEPALIVE_SECS + 5);
         let mut line: Vec<u8> = Vec::new();
         loop {
@@ -186,7 +227,7 @@ impl Relays {
                 }
                 if !line.is_empty() {
                     match serde_json::from_slice::<NodeEvent>(&line) {
-                        Ok(ev) => self.relay(node, key, ev),
+                        Ok(ev) => self.relay(node, key, ev, rate),
                         Err(e) => return Err(bad(node, format!("an event that is not one ({e})"))),
                     }
                     line.clear();
@@ -203,7 +244,7 @@ impl Relays {
 
     /// Publishes one of the node's events on the gateway's bus, for the gateway's session,
     /// and crosses off what it settles.
-    fn relay(&self, node: &NodeRow, key: &(String, String), ev: NodeEvent) {
+    fn relay(&self, node: &NodeRow, key: &(String, String), ev: NodeEvent, rate: &mut Rate) {
         let outcome = ev.outcome.map(clean_outcome);
         if let Some(o) = &outcome {
             let settled = match o.kind {
@@ -222,6 +263,9 @@ impl Relays {
                 }
             }
         }
+        if !rate.take() {
+            return;
+        }
         let text = format!(
             "node {}: {}",
             node.name,
@@ -235,7 +279,13 @@ impl Relays {
 
     /// Reads the node's process list once and publishes the end of every awaited process
     /// that ended (or is gone) while no stream was open.
-    async fn catch_up(&self, node: &NodeRow, session: &str, key: &(String, String)) {
+    async fn catch_up(
+        &self,
+        node: &NodeRow,
+        session: &str,
+        key: &(String, String),
+        rate: &mut Rate,
+    ) {
         let awaited: Vec<String> = {
             let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
             live.get(key)
@@ -309,7 +359,37 @@ impl Relays {
                 text: exit_event(&id, &exit, ""),
                 outcome: Some(EventOutcome::ended(kind, &id, &exit, None)),
             };
-            self.relay(node, key, ev);
+            self.relay(node, key, ev, rate);
+        }
+    }
+}
+
+/// A token bucket over the events one relay publishes: [`BURST`] at once, [`PER_SEC`] a
+/// second after.
+struct Rate {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Rate {
+    fn new() -> Self {
+        Self {
+            tokens: BURST as f64,
+            at: Instant::now(),
+        }
+    }
+
+    /// Whether one more event may go out now.
+    fn take(&mut self) -> bool {
+        let now = Instant::now();
+        let refill = now.duration_since(self.at).as_secs_f64() * PER_SEC as f64;
+        self.tokens = (self.tokens + refill).min(BURST as f64);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
         }
     }
 }
@@ -335,6 +415,36 @@ fn bad(node: &NodeRow, why: String) -> NodeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_ids_a_relay_may_keep_are_followed() {
+        // (id, followable)
+        let rows = [
+            ("warm-river", true),
+            ("0b7c9d2e-1f3a-4b5c-8d9e-0f1a2b3c4d5e", true),
+            ("", false),
+            ("a\u{1b}[2J", false),
+            ("../x", false),
+            ("a b", false),
+        ];
+        for (id, want) in rows {
+            assert_eq!(Awaited::Process(id.into()).is_followable(), want, "{id:?}");
+        }
+        let long = "p".repeat(MAX_ID + 1);
+        assert!(!Awaited::Approval(long).is_followable());
+        assert!(Awaited::Approval("p".repeat(MAX_ID)).is_followable());
+    }
+
+    #[test]
+    fn a_flood_is_cut_to_the_rate() {
+        let mut r = Rate::new();
+        let sent = (0..10_000).filter(|_| r.take()).count();
+        // The burst, and what a few milliseconds of refill give.
+        assert!(
+            (BURST as usize..BURST as usize + 2).contains(&sent),
+            "{sent}"
+        );
+    }
 
     #[test]
     fn a_nodes_ids_are_escaped_and_cut() {

@@ -125,7 +125,11 @@ pub async fn serve_node(
                     req.extensions_mut().insert(slot.clone());
                     router.clone().oneshot(req)
                 });
+            // One request a connection: a gateway opens a connection per call, so a
+            // connection is held only while its call (counted per gateway) or event stream
+            // (counted too) is; an idle kept-alive one would be held by nothing.
             let conn = hyper::server::conn::http1::Builder::new()
+                .keep_alive(false)
                 .timer(TokioTimer::new())
                 .header_read_timeout(Duration::from_secs(HANDSHAKE_SECS))
                 .serve_connection(TokioIo::new(tls), service);

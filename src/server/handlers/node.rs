@@ -40,7 +40,7 @@ pub struct Gateway(pub String, crate::server::node_calls::CallSlot);
 
 /// The paired gateway of a request, by its live pairing token; its connection is bound to it
 /// (so it no longer counts as silent, docs/nodes.md "Bounds").
-fn identify(parts: &Parts, state: &NodeState) -> Result<String, ApiError> {
+fn identify(parts: &Parts, state: &NodeState) -> Result<(String, String), ApiError> {
     let refused = || {
         ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -78,7 +78,7 @@ fn identify(parts: &Parts, state: &NodeState) -> Result<String, ApiError> {
                 )
             })?;
     }
-    Ok(gateway)
+    Ok((gateway, hash))
 }
 
 impl FromRequestParts<Arc<NodeState>> for Gateway {
@@ -88,7 +88,7 @@ impl FromRequestParts<Arc<NodeState>> for Gateway {
         parts: &mut Parts,
         state: &Arc<NodeState>,
     ) -> Result<Self, ApiError> {
-        let gateway = identify(parts, state)?;
+        let (gateway, _) = identify(parts, state)?;
         let cap = state.app.config.node.calls_per_gateway();
         let slot = state.in_flight.take(&gateway, cap).map_err(|n| {
             ApiError::new(
@@ -100,9 +100,10 @@ impl FromRequestParts<Arc<NodeState>> for Gateway {
     }
 }
 
-/// A paired gateway opening an event stream: its place among its streams, apart from its
-/// calls (`node::STREAMS_PER_GATEWAY`).
-pub struct GatewayStream(pub String, crate::server::node_calls::CallSlot);
+/// A paired gateway opening an event stream: its name, its token's hash (the stream ends once
+/// that token is revoked), and its place among its streams, apart from its calls
+/// (`node::STREAMS_PER_GATEWAY`).
+pub struct GatewayStream(pub String, String, crate::server::node_calls::CallSlot);
 
 impl FromRequestParts<Arc<NodeState>> for GatewayStream {
     type Rejection = ApiError;
@@ -111,7 +112,7 @@ impl FromRequestParts<Arc<NodeState>> for GatewayStream {
         parts: &mut Parts,
         state: &Arc<NodeState>,
     ) -> Result<Self, ApiError> {
-        let gateway = identify(parts, state)?;
+        let (gateway, hash) = identify(parts, state)?;
         let slot = state
             .streams
             .take(&gateway, crate::node::STREAMS_PER_GATEWAY)
@@ -121,7 +122,7 @@ impl FromRequestParts<Arc<NodeState>> for GatewayStream {
                     format!("failed to open another event stream for gateway `{gateway}`: it has {n} open, the most a gateway may"),
                 )
             })?;
-        Ok(Self(gateway, slot))
+        Ok(Self(gateway, hash, slot))
     }
 }
 
@@ -244,10 +245,11 @@ pub async fn process(
 /// `POST /node/v1/events`: the events of the gateway's session on this node as they happen
 /// (docs/nodes.md, "Events"), one JSON line each, an empty line every
 /// `node::KEEPALIVE_SECS`; background exits only when this node's `exec.notify_on_exit` is on,
-/// as on its own event stream. A subscriber that falls behind skips old events.
+/// as on its own event stream. A subscriber that falls behind skips old events. The stream
+/// ends at the first keepalive after the gateway's token was revoked or re-issued.
 pub async fn events(
     State(state): State<Arc<NodeState>>,
-    GatewayStream(gateway, slot): GatewayStream,
+    GatewayStream(gateway, hash, slot): GatewayStream,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<axum::response::Response, ApiError> {
     use futures::StreamExt;
@@ -255,6 +257,7 @@ pub async fn events(
     let session = session_of(&gateway, &fw.session)?;
     let exits = state.app.config.exec.notify_on_exit;
     let rx = state.app.registry.events().subscribe();
+    let app = state.app.clone();
     let events = tokio_stream::wrappers::BroadcastStream::new(rx).filter_map(move |ev| {
         let session = session.clone();
         async move {
@@ -268,7 +271,7 @@ pub async fn events(
             };
             let mut bytes = serde_json::to_vec(&line).ok()?;
             bytes.push(b'\n');
-            Some(Bytes::from(bytes))
+            Some(Some(Bytes::from(bytes)))
         }
     });
     let every = std::time::Duration::from_secs(crate::node::KEEPALIVE_SECS);
@@ -276,12 +279,21 @@ pub async fn events(
         tokio::time::Instant::now() + every,
         every,
     ))
-    .map(|_| Bytes::from_static(b"\n"));
-    let stream = futures::stream::select(events, keepalive).map(move |b| {
-        // The stream holds the gateway's place among its streams while it is open.
-        let _held = &slot;
-        Ok::<_, std::convert::Infallible>(b)
+    .map(move |_| {
+        // `None` ends the stream: the pairing it was opened under is gone.
+        let live = matches!(
+            app.store.node_token_gateway(&hash),
+            Ok(Some(ref g)) if *g == gateway
+        );
+        live.then(|| Bytes::from_static(b"\n"))
     });
+    let stream = futures::stream::select(events, keepalive)
+        .take_while(|b| std::future::ready(b.is_some()))
+        .map(move |b| {
+            // The stream holds the gateway's place among its streams while it is open.
+            let _held = &slot;
+            Ok::<_, std::convert::Infallible>(b.unwrap_or_default())
+        });
     let mut resp = axum::response::Response::new(axum::body::Body::from_stream(stream));
     resp.headers_mut().insert(
         axum::http::header::CONTENT_TYPE,
