@@ -143,7 +143,11 @@ impl Relays {
                 return;
             }
             let opened = Instant::now();
-            match self.stream_once(&node, &session, &key, &mut rate).await {
+            let deadline = started + MAX_LIFETIME;
+            match self
+                .stream_once(&node, &session, &key, &mut rate, deadline)
+                .await
+            {
                 Ok(()) => {}
                 Err(NodeError::TokenRefused(_)) | Err(NodeError::Certificate { .. }) => {
                     tracing::warn!(node = %node.name, "stopped following a node's events: the pairing is refused");
@@ -185,6 +189,7 @@ impl Relays {
         session: &str,
         key: &(String, String),
         rate: &mut Rate,
+        deadline: Instant,
     ) -> Result<(), NodeError> {
         let body = serde_json::to_value(ForwardedEvents {
             session: session.to_string(),
@@ -203,7 +208,8 @@ impl Relays {
         let quiet = Duration::from_secs(2 * KEEPALIVE_SECS + 5);
         let mut line: Vec<u8> = Vec::new();
         loop {
-            if self.done_waiting(key) {
+            // A node that keeps its stream alive does not keep the relay past its lifetime.
+            if self.done_waiting(key) || Instant::now() >= deadline {
                 return Ok(());
             }
             let frame = match tokio::time::timeout(quiet, stream.frame()).await {
