@@ -112,13 +112,21 @@ async fn a_foreground_commands_escapes_end_with_it_and_a_background_commands_sta
     // The host's own look finds them by their marker, with no exec (moat runs as root here,
     // so it can read them; another uid may not, and then the sweep runs instead).
     let cgroup = cgroup_of(&m, "a");
+    let run_path = m
+        .app
+        .home
+        .run_dir(m.container("a").strip_prefix("moat-").unwrap());
     let run_dir = {
         use std::os::unix::fs::MetadataExt;
-        let name = m.container("a");
-        let meta =
-            std::fs::metadata(m.app.home.run_dir(name.strip_prefix("moat-").unwrap())).unwrap();
+        let meta = std::fs::metadata(&run_path).unwrap();
         (meta.dev(), meta.ino())
     };
+    // The command's own process group, as its wrapper recorded it: everything in it left.
+    let pgid: u32 = std::fs::read_to_string(run_path.join(format!("{id}.pid")))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     if nix::unistd::geteuid().is_root() && under_gvisor() {
         // gVisor shows the host its own processes, not the sandbox's: the host cannot tell.
         assert_eq!(
@@ -132,7 +140,7 @@ async fn a_foreground_commands_escapes_end_with_it_and_a_background_commands_sta
             matches!(seen, Some(LeftBehind { group: None, marked: Some(n) }) if n >= 3),
             "{seen:?}"
         );
-        let nothing = moat::process::marked::look(&cgroup, run_dir, "nothing-1", Some(1));
+        let nothing = moat::process::marked::look(&cgroup, run_dir, "nothing-1", Some(pgid));
         assert_eq!(
             nothing,
             Some(LeftBehind {
@@ -155,7 +163,7 @@ async fn a_foreground_commands_escapes_end_with_it_and_a_background_commands_sta
         let nothing = m
             .app
             .commands
-            .look_inside(&m.container("a"), 1, "nothing-1")
+            .look_inside(&m.container("a"), pgid, "nothing-1")
             .await;
         assert_eq!(
             nothing,
