@@ -19,7 +19,7 @@
 //! the login shell with `posix_spawn` rather than a second `fork`: glibc's shares the
 //! wrapper's memory with the child until `execve` (`CLONE_VM | CLONE_VFORK` on a stack it
 //! maps), takes no lock and allocates nothing, and so copies no address space. Under gVisor a
-//! copied address space is most of what a `fork` costs (docs/helper.md, "What an exec costs").
+//! copied address space is most of what a `fork` costs (docs/helper.md, "Under gVisor").
 
 use std::ffi::{c_char, c_int, CString, OsStr};
 use std::fs::File;
