@@ -1,5 +1,6 @@
-//! gVisor: `sandbox.runtime = "runsc"` really runs sessions under it, and a runtime the
-//! engine lacks is refused with the fix named (docs/security.md, "runc or runsc").
+//! gVisor: `sandbox.runtime = "runsc"` really runs sessions under it, what a foreground
+//! command leaves ends with it there too, and a runtime the engine lacks is refused with the
+//! fix named (docs/security.md, "runc or runsc").
 //! scripts/setup-runsc makes runsc available; under CI=true its absence is a failure.
 
 mod common;
