@@ -8,6 +8,7 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-changed=helper/main.rs");
     println!("cargo:rerun-if-changed=helper/wrap.rs");
+    println!("cargo:rerun-if-changed=helper/look.rs");
     println!("cargo:rerun-if-changed=src/runtime/helper/frame.rs");
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let target = std::env::var("TARGET").expect("cargo sets TARGET");

@@ -13,6 +13,7 @@
 #[path = "../src/runtime/helper/frame.rs"]
 #[allow(dead_code)]
 mod frame;
+mod look;
 mod wrap;
 
 use std::collections::HashMap;
@@ -191,6 +192,17 @@ fn serve(mut conn: UnixStream, run_dir: &Path) {
                 if let Some(r) = table.lock().unwrap().get(&id) {
                     // The command leads its own group: the signal reaches all it started there.
                     unsafe { kill(-(r.pid as c_int), signal) };
+                }
+            }
+            // A thread of its own: a large `/proc` must not hold up the connection's frames.
+            Msg::Look { id, pgid, process } => {
+                let answer = out.clone();
+                let looked = thread(move || {
+                    let (group, marked) = look::look(pgid, &process);
+                    answer.send(&Msg::Seen { id, group, marked });
+                });
+                if let Err(message) = looked {
+                    out.send(&Msg::Failed { id, message });
                 }
             }
             // Only moat speaks first, and only these; anything else ends the connection.

@@ -15,7 +15,11 @@
 //! connection it kept open would hide the helper's death from moat).
 //!
 //! Between `fork` and `_exit` the copy runs in a child of a threaded process: only
-//! async-signal-safe calls, on memory prepared before the fork, and no allocation.
+//! async-signal-safe calls, on memory prepared before the fork, and no allocation. It starts
+//! the login shell with `posix_spawn` rather than a second `fork`: glibc's shares the
+//! wrapper's memory with the child until `execve` (`CLONE_VM | CLONE_VFORK` on a stack it
+//! maps), takes no lock and allocates nothing, and so copies no address space. Under gVisor a
+//! copied address space is most of what a `fork` costs (docs/helper.md, "Under gVisor").
 
 use std::ffi::{c_char, c_int, CString, OsStr};
 use std::fs::File;
@@ -35,12 +39,37 @@ extern "C" {
     fn open(path: *const c_char, flags: c_int, mode: u32) -> c_int;
     fn write(fd: c_int, buf: *const u8, n: usize) -> isize;
     fn fchdir(fd: c_int) -> c_int;
-    fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int;
     fn waitpid(pid: c_int, status: *mut c_int, options: c_int) -> c_int;
     fn syscall(num: i64, ...) -> i64;
     fn prctl(option: c_int, arg: usize, ...) -> c_int;
     fn _exit(code: c_int) -> !;
+    fn posix_spawn(
+        pid: *mut c_int,
+        path: *const c_char,
+        actions: *const u8,
+        attr: *const SpawnAttr,
+        argv: *const *const c_char,
+        envp: *const *const c_char,
+    ) -> c_int;
+    fn posix_spawnattr_init(attr: *mut SpawnAttr) -> c_int;
+    fn posix_spawnattr_setflags(attr: *mut SpawnAttr, flags: i16) -> c_int;
+    fn posix_spawnattr_setsigdefault(attr: *mut SpawnAttr, set: *const SigSet) -> c_int;
+    fn posix_spawnattr_setsigmask(attr: *mut SpawnAttr, set: *const SigSet) -> c_int;
 }
+
+/// glibc's `posix_spawnattr_t` (336 bytes on 64-bit Linux: flags, pgroup, two signal sets,
+/// scheduling, padding), kept opaque and over-aligned.
+#[repr(C, align(8))]
+struct SpawnAttr([u8; 336]);
+
+/// `posix_spawnattr_setflags` flags: reset the listed signals to their default actions, and
+/// set the child's signal mask.
+const POSIX_SPAWN_SETSIGDEF: i16 = 0x04;
+const POSIX_SPAWN_SETSIGMASK: i16 = 0x08;
+/// `posix_spawn` errors that mean no child was made (as a failed `fork`), not a failed
+/// `execve`.
+const EAGAIN: c_int = 11;
+const ENOMEM: c_int = 12;
 
 /// The kernel's signal set (`sigset_t`): 1024 bits.
 #[repr(C)]
@@ -48,9 +77,7 @@ struct SigSet([u64; 16]);
 
 const SIGHUP: c_int = 1;
 const SIGINT: c_int = 2;
-const SIGPIPE: c_int = 13;
 const SIGTERM: c_int = 15;
-const SIG_DFL: usize = 0;
 const SIG_SETMASK: c_int = 2;
 const O_WRONLY: c_int = 0o1;
 const O_RDONLY: c_int = 0;
@@ -307,38 +334,28 @@ unsafe fn wrapper(w: &Wrapped, argv: &[*const c_char], env: &[*const c_char], de
         write(ready, b"1".as_ptr(), 1);
         close(ready);
     }
-    let status = match fork() {
-        child if child < 0 => 2,
-        0 => login_shell(w, argv, env),
-        child => {
-            let mut raw: c_int = 0;
-            loop {
-                if waitpid(child, &mut raw, 0) >= 0 {
-                    break status_of(raw);
-                }
-                if *errno() != EINTR {
-                    break 2;
-                }
-            }
-        }
-    };
+    let status = login_shell(w, argv, env);
     put_number(&w.exit, i64::from(status));
     _exit(status)
 }
 
-/// The login shell, its stdout and stderr appended to the log (stderr to `<id>.err` when split).
-unsafe fn login_shell(w: &Wrapped, argv: &[*const c_char], env: &[*const c_char]) -> ! {
+/// Runs the login shell, its stdout and stderr appended to the log (stderr to `<id>.err` when
+/// split), and waits for it; its status as the shell wrapper's `$?`: 2 when a file cannot be
+/// opened or no child can be made (a failed redirection or `fork` in the shell), 127 when the
+/// shell cannot be started.
+unsafe fn login_shell(w: &Wrapped, argv: &[*const c_char], env: &[*const c_char]) -> c_int {
+    // The wrapper's own stdout and stderr become the command's: it writes nothing there.
     let append = O_WRONLY | O_CREAT | O_APPEND;
     let out = open(w.log.as_ptr(), append, 0o666);
     if out < 0 {
-        _exit(2);
+        return 2;
     }
     dup2(out, 1);
     match &w.err {
         Some(err) => {
             let e = open(err.as_ptr(), append, 0o666);
             if e < 0 {
-                _exit(2);
+                return 2;
             }
             dup2(e, 2);
             close(e);
@@ -348,14 +365,41 @@ unsafe fn login_shell(w: &Wrapped, argv: &[*const c_char], env: &[*const c_char]
         }
     }
     close(out);
-    // The wrapper's handlers go with `execve`; an ignored SIGPIPE (Rust's runtime ignores it
-    // in the helper) would not, and the command must get the default.
-    for sig in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] {
-        signal(sig, SIG_DFL);
+    // Every signal gets its default action and none is blocked, as in an engine exec. The
+    // wrapper's handlers would go with `execve` anyway; an ignored SIGPIPE (Rust's runtime
+    // ignores it in the helper) would not, and glibc's `posix_spawn` leaves its two internal
+    // signals (32 and 33) ignored in the child unless they are listed here.
+    let mut attr = SpawnAttr([0; 336]);
+    posix_spawnattr_init(&mut attr);
+    posix_spawnattr_setflags(&mut attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    // Signals 1 to 64: the kernel's whole range (`SIGRTMAX`).
+    let defaults = SigSet([!0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    posix_spawnattr_setsigdefault(&mut attr, &defaults);
+    let empty = SigSet([0; 16]);
+    posix_spawnattr_setsigmask(&mut attr, &empty);
+    let mut child: c_int = 0;
+    match posix_spawn(
+        &mut child,
+        w.shell.as_ptr(),
+        std::ptr::null(),
+        &attr,
+        argv.as_ptr(),
+        env.as_ptr(),
+    ) {
+        0 => {}
+        EAGAIN | ENOMEM => return 2,
+        // What a shell reports for a command it could not start.
+        _ => return 127,
     }
-    execve(w.shell.as_ptr(), argv.as_ptr(), env.as_ptr());
-    // What a shell reports for a command it could not start.
-    _exit(127)
+    let mut raw: c_int = 0;
+    loop {
+        if waitpid(child, &mut raw, 0) >= 0 {
+            return status_of(raw);
+        }
+        if *errno() != EINTR {
+            return 2;
+        }
+    }
 }
 
 /// A wait status as the shell's `$?`: the exit code, or 128 + the signal.

@@ -7,6 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use moat::config::Config;
+use moat::runtime::LeftBehind;
 use moat::tools::ExecRequest;
 use moat::tools::ProcessRequest;
 
@@ -111,20 +112,65 @@ async fn a_foreground_commands_escapes_end_with_it_and_a_background_commands_sta
     // The host's own look finds them by their marker, with no exec (moat runs as root here,
     // so it can read them; another uid may not, and then the sweep runs instead).
     let cgroup = cgroup_of(&m, "a");
+    let run_path = m
+        .app
+        .home
+        .run_dir(m.container("a").strip_prefix("moat-").unwrap());
     let run_dir = {
         use std::os::unix::fs::MetadataExt;
-        let name = m.container("a");
-        let meta =
-            std::fs::metadata(m.app.home.run_dir(name.strip_prefix("moat-").unwrap())).unwrap();
+        let meta = std::fs::metadata(&run_path).unwrap();
         (meta.dev(), meta.ino())
     };
-    if nix::unistd::geteuid().is_root() {
-        // The three sleeps, and the shell `nohup` runs one of them in.
-        let seen = moat::process::marked::look(&cgroup, run_dir, &id);
-        assert!(matches!(seen, Some(n) if n >= 3), "{seen:?}");
+    // The command's own process group, as its wrapper recorded it: everything in it left.
+    let pgid: u32 = std::fs::read_to_string(run_path.join(format!("{id}.pid")))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    if nix::unistd::geteuid().is_root() && under_gvisor() {
+        // gVisor shows the host its own processes, not the sandbox's: the host cannot tell.
         assert_eq!(
-            moat::process::marked::look(&cgroup, run_dir, "nothing-1"),
-            Some(0)
+            moat::process::marked::look(&cgroup, run_dir, &id, None),
+            None
+        );
+    } else if nix::unistd::geteuid().is_root() {
+        // The three sleeps, and the shell `nohup` runs one of them in.
+        let seen = moat::process::marked::look(&cgroup, run_dir, &id, None);
+        assert!(
+            matches!(seen, Some(LeftBehind { group: None, marked: Some(n) }) if n >= 3),
+            "{seen:?}"
+        );
+        let nothing = moat::process::marked::look(&cgroup, run_dir, "nothing-1", Some(pgid));
+        assert_eq!(
+            nothing,
+            Some(LeftBehind {
+                group: Some(0),
+                marked: Some(0)
+            })
+        );
+    }
+    // The container's helper counts the same from inside, with no program started: what
+    // moat asks where the host cannot look (docs/helper.md, "What a command left"). Only
+    // the helper transport has one.
+    let inside = m.app.commands.look_inside(&m.container("a"), 0, &id).await;
+    if std::env::var("MOAT_TEST_TRANSPORT").as_deref() == Ok("exec") {
+        assert_eq!(inside, None);
+    } else {
+        assert!(
+            matches!(inside, Some(LeftBehind { group: None, marked: Some(n) }) if n >= 3),
+            "{inside:?}"
+        );
+        let nothing = m
+            .app
+            .commands
+            .look_inside(&m.container("a"), pgid, "nothing-1")
+            .await;
+        assert_eq!(
+            nothing,
+            Some(LeftBehind {
+                group: Some(0),
+                marked: Some(0)
+            })
         );
     }
 
@@ -147,6 +193,12 @@ async fn a_foreground_commands_escapes_end_with_it_and_a_background_commands_sta
     // A command that left nothing has no note.
     let r = m.exec("a", "echo ok").await;
     assert_eq!(r.text(), "ok", "{}", r.details);
+}
+
+/// Whether this run puts sessions under gVisor (`.ci/run`), whose processes the host cannot
+/// see (its look says "cannot tell").
+fn under_gvisor() -> bool {
+    std::env::var("MOAT_TEST_RUNTIME").as_deref() == Ok("runsc")
 }
 
 /// The container's cgroups as the host sees them.

@@ -148,7 +148,7 @@ def conn():
 def frame(kind, rid, payload):
     body = struct.pack('>BI', kind, rid) + payload
     return struct.pack('>I', len(body)) + body
-hello = frame(1, 0, struct.pack('>I', 11) + b'moat-helper' + struct.pack('>I', 2))
+hello = frame(1, 0, struct.pack('>I', 11) + b'moat-helper' + struct.pack('>I', 3))
 attacks = [
     b'GET / HTTP/1.1\r\n\r\n',
     struct.pack('>I', 0xffffffff) + b'x' * 64,
@@ -217,7 +217,7 @@ open('/tmp/impostor.ready', 'w').close()
 def frame(kind, rid, payload):
     body = struct.pack('>BI', kind, rid) + payload
     return struct.pack('>I', len(body)) + body
-hello = frame(1, 0, struct.pack('>I', 11) + b'moat-helper' + struct.pack('>I', 2))
+hello = frame(1, 0, struct.pack('>I', 11) + b'moat-helper' + struct.pack('>I', 3))
 while True:
     c, _ = s.accept()
     try:
@@ -356,7 +356,8 @@ async fn a_kill_9_of_moat_loses_nothing_the_helper_runs() {
 }
 
 /// Python: a client of the helper's own protocol, from inside: two requests in flight, a
-/// captured output, and a signal for a process group.
+/// captured output, a look at the first one's process group (docs/helper.md, "What a command
+/// left"), and then a signal for that group.
 const CLIENT: &str = r#"
 import socket, struct
 def frame(kind, rid, payload):
@@ -367,7 +368,7 @@ def lst(items): return struct.pack('>I', len(items)) + b''.join(s_(i) for i in i
 def spawn(rid, argv, flags):
     return frame(2, rid, bytes([flags]) + struct.pack('>HH', 0, 0) + s_(b'') + lst(argv) + lst([b'GREETING=hi']) + s_(b''))
 c = socket.socket(socket.AF_UNIX); c.connect('/run/moat/helper/sock')
-c.sendall(frame(1, 0, s_(b'moat-helper') + struct.pack('>I', 2)))
+c.sendall(frame(1, 0, s_(b'moat-helper') + struct.pack('>I', 3)))
 buf = b''
 def read():
     global buf
@@ -381,16 +382,19 @@ def read():
 assert read()[0] == 1
 c.sendall(spawn(1, [b'sleep', b'100'], 0))
 c.sendall(spawn(2, [b'sh', b'-c', b'echo $GREETING; exit 3'], 2))
-out, done = b'', {}
+out, done, seen = b'', {}, None
 while len(done) < 2:
     kind, rid, p = read()
     if kind == 16 and rid == 1:
+        c.sendall(frame(6, 3, p[:4] + s_(b'nothing-1')))
+    elif kind == 20 and rid == 3:
+        seen = (p[0] & 1, struct.unpack('>I', p[1:5])[0], p[0] & 2, struct.unpack('>I', p[5:9])[0])
         c.sendall(frame(5, 1, struct.pack('>I', 15)))
     elif kind == 17:
         out += p[4:]
     elif kind == 18:
         done[rid] = struct.unpack('>i', p)[0]
-print(out.decode().strip(), done[1], done[2])
+print(out.decode().strip(), done[1], done[2], 'group', seen[1] if seen[0] else '?', 'marked', seen[3] if seen[2] else '?')
 "#;
 
 #[tokio::test]
@@ -405,8 +409,9 @@ async fn the_protocol_runs_requests_side_by_side_and_signals_groups() {
             &format!("python3 -c \"$(cat <<'EOF'\n{CLIENT}\nEOF\n)\""),
         )
         .await;
-    // `echo` saw the env laid over the helper's; SIGTERM ended `sleep` (128 + 15).
-    assert_eq!(r.text(), "hi 143 3", "{}", r.details);
+    // `echo` saw the env laid over the helper's; the look found `sleep` alone in its group
+    // and nothing marked `nothing-1`; SIGTERM ended `sleep` (128 + 15).
+    assert_eq!(r.text(), "hi 143 3 group 1 marked 0", "{}", r.details);
 }
 
 /// A command that ignores TERM and stops (SIGSTOP) every helper command of moat's whose

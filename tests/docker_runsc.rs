@@ -1,5 +1,6 @@
-//! gVisor: `sandbox.runtime = "runsc"` really runs sessions under it, and a runtime the
-//! engine lacks is refused with the fix named (docs/security.md, "runc or runsc").
+//! gVisor: `sandbox.runtime = "runsc"` really runs sessions under it, what a foreground
+//! command leaves ends with it there too, and a runtime the engine lacks is refused with the
+//! fix named (docs/security.md, "runc or runsc").
 //! scripts/setup-runsc makes runsc available; under CI=true its absence is a failure.
 
 mod common;
@@ -75,6 +76,44 @@ async fn a_session_runs_under_gvisor() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(left.trim(), "0", "the whole tree is gone");
+}
+
+/// Under gVisor the host cannot see the sandbox's processes, so what a foreground command left
+/// is counted from inside (the helper's look) or found by the kill and sweep helpers: a member
+/// of its group that dropped the marker, and a marked process out of the group, both end with
+/// it (docs/security.md, "Ending a command: what left its process group").
+#[tokio::test]
+async fn what_a_foreground_command_leaves_ends_with_it_under_gvisor() {
+    let mut config = Config::default();
+    config.sandbox.runtime = "runsc".into();
+    let Some(m) = common::moat("t-runsc-left", config).await else {
+        return;
+    };
+    if !has_runsc(&m).await {
+        return;
+    }
+    let r = m
+        .exec(
+            "a",
+            "env -i sleep 1000001 & setsid sleep 1000002 & sleep 0.3; echo started",
+        )
+        .await;
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
+    assert!(
+        r.text().ends_with("Processes the command left running were ended when it finished; start a command with background=true to keep it running."),
+        "{}",
+        r.text()
+    );
+    let ps = m.docker_exec("a", "ps -eo args");
+    for n in ["1000001", "1000002"] {
+        assert!(
+            !ps.contains(&format!("sleep {n}")),
+            "sleep {n} is left:\n{ps}"
+        );
+    }
+    // A command that left nothing has no note.
+    let r = m.exec("a", "echo ok").await;
+    assert_eq!(r.text(), "ok", "{}", r.details);
 }
 
 #[tokio::test]

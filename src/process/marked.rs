@@ -4,11 +4,13 @@
 //! (docs/security.md, "Ending a command").
 //!
 //! [`sweep`] kills the marked processes from inside the container (a short helper command);
-//! [`look`] counts them from the host without an exec, so the end of a foreground command that
-//! left nothing costs nothing. The host's view is used only when it is the container's: every
-//! process in the container's cgroup must be one whose root holds this session's run directory
-//! (a runtime like gVisor shows the host its own processes instead), and must be readable.
-//! Anything else is "cannot tell", and the sweep runs.
+//! [`left_behind`] counts them, and the command's process group, without an exec, so the end
+//! of a foreground command that left nothing costs nothing. It asks the host first ([`look`]),
+//! whose view is used only when it is the container's: every process in the container's
+//! cgroup must be one whose root holds this session's run directory (a runtime like gVisor
+//! shows the host its own processes instead), and must be readable. Where the host cannot
+//! tell, the container's helper counts from inside (`Executor::look_inside`). Anything else is
+//! "cannot tell", and the kill and the sweep run.
 
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -18,8 +20,8 @@ use std::time::Duration;
 use super::files::RunFiles;
 use super::script::{sweep_argv, PROCESS_MARKER};
 use crate::contract::Place;
-use crate::runtime::Executor;
-use crate::session::cgroup::CgroupDirs;
+use crate::runtime::{Executor, LeftBehind};
+use crate::session::cgroup::{container_pgid, CgroupDirs};
 
 /// How long one sweep may run before moat ends it: five passes over a container at its pids
 /// limit, with room to spare (docs/helper.md, "Deadlines").
@@ -63,42 +65,83 @@ pub(super) async fn sweep(
     }
 }
 
-/// Kills what carries process `id`'s marker in its container unless the host sees that
-/// nothing does (then no exec runs); returns whether anything was killed. Host commands have
-/// no marker sweep.
+/// Kills what carries process `id`'s marker in its container unless `left` says nothing does
+/// (then no exec runs); returns whether anything was killed. Host commands have no marker
+/// sweep.
 pub(super) async fn end_left(
     runtime: &dyn Executor,
     place: &Place,
-    files: &RunFiles,
-    cgroup: Option<&CgroupDirs>,
+    left: LeftBehind,
     id: &str,
     user: Option<&str>,
 ) -> bool {
     let Place::Container(container) = place else {
         return false;
     };
-    let seen = match (cgroup, files.dir_identity()) {
-        (Some(cg), Some(run_dir)) => look(cg, run_dir, id),
-        _ => None,
-    };
-    if seen == Some(0) {
+    if left.marked == Some(0) {
         return false;
     }
     sweep(runtime, container, id, user).await > 0
 }
 
-/// How many live processes in the container carry process `id`'s marker, as the host sees
-/// them in the container's cgroup; `None` when the host cannot tell (see the module docs).
-/// `run_dir` is the (device, inode) of the session's run directory on the host.
-pub fn look(cgroup: &CgroupDirs, run_dir: (u64, u64), id: &str) -> Option<usize> {
-    look_in(Path::new("/proc"), &cgroup.procs()?, RUN_MOUNT, run_dir, id)
+/// What foreground command `id` (process group `pgid`, as the container numbers it) left in
+/// its container: the host's count when the host can tell, else the container helper's, else
+/// nothing known (see the module docs). A host command's is never known here.
+pub(super) async fn left_behind(
+    runtime: &dyn Executor,
+    place: &Place,
+    files: &RunFiles,
+    cgroup: Option<&CgroupDirs>,
+    id: &str,
+    pgid: Option<u32>,
+) -> LeftBehind {
+    let Place::Container(container) = place else {
+        return LeftBehind::default();
+    };
+    let host = match (cgroup, files.dir_identity()) {
+        (Some(cg), Some(run_dir)) => look(cg, run_dir, id, pgid),
+        _ => None,
+    };
+    if let Some(seen) = host {
+        return seen;
+    }
+    runtime
+        .look_inside(container, pgid.unwrap_or(0), id)
+        .await
+        .unwrap_or_default()
+}
+
+/// How many live processes in the container carry process `id`'s marker, and how many are in
+/// process group `pgid` (when one is given), as the host sees them in the container's cgroup;
+/// `None` when the host cannot tell (see the module docs). `run_dir` is the (device, inode) of
+/// the session's run directory on the host.
+pub fn look(
+    cgroup: &CgroupDirs,
+    run_dir: (u64, u64),
+    id: &str,
+    pgid: Option<u32>,
+) -> Option<LeftBehind> {
+    look_in(
+        Path::new("/proc"),
+        &cgroup.procs()?,
+        RUN_MOUNT,
+        run_dir,
+        (id, pgid),
+    )
 }
 
 /// [`look`] over `pids` under `proc`, each checked for `mount` beneath its root being
 /// `run_dir`.
-fn look_in(proc: &Path, pids: &[u32], mount: &str, run_dir: (u64, u64), id: &str) -> Option<usize> {
+fn look_in(
+    proc: &Path,
+    pids: &[u32],
+    mount: &str,
+    run_dir: (u64, u64),
+    (id, pgid): (&str, Option<u32>),
+) -> Option<LeftBehind> {
     let mark = format!("{PROCESS_MARKER}={id}");
     let mut marked = 0;
+    let mut group = 0;
     let mut budget = MAX_LOOK_BYTES;
     for pid in pids {
         let dir = proc.join(pid.to_string());
@@ -112,6 +155,9 @@ fn look_in(proc: &Path, pids: &[u32], mount: &str, run_dir: (u64, u64), id: &str
         // A zombie runs nothing, and its root and environment are gone.
         if matches!(state(&status), Some('Z' | 'X')) {
             continue;
+        }
+        if pgid.is_some() && container_pgid(&status) == pgid {
+            group += 1;
         }
         match std::fs::metadata(dir.join("root").join(mount)) {
             Ok(m) if (m.dev(), m.ino()) == run_dir => {}
@@ -132,7 +178,10 @@ fn look_in(proc: &Path, pids: &[u32], mount: &str, run_dir: (u64, u64), id: &str
             marked += 1;
         }
     }
-    Some(marked)
+    Some(LeftBehind {
+        group: pgid.map(|_| group),
+        marked: Some(marked),
+    })
 }
 
 /// Whether no process `pid` exists (a signal 0 finds none); one moat may not signal exists.
@@ -181,19 +230,28 @@ mod tests {
         let mut near = spawn("look-test-a-2");
         let pids = [marked.id(), other.id(), near.id(), 999_999_999];
         let proc = Path::new("/proc");
-        assert_eq!(
-            look_in(proc, &pids, mount, identity, "look-test-a"),
-            Some(1)
-        );
-        assert_eq!(
-            look_in(proc, &pids, mount, identity, "look-test-c"),
-            Some(0)
-        );
+        let seen = |id: &str, pgid: Option<u32>| look_in(proc, &pids, mount, identity, (id, pgid));
+        let counts = |group, marked| {
+            Some(LeftBehind {
+                group,
+                marked: Some(marked),
+            })
+        };
+        // `setsid` made each one the leader of a group of its own.
+        assert_eq!(seen("look-test-a", Some(other.id())), counts(Some(1), 1));
+        assert_eq!(seen("look-test-c", None), counts(None, 0));
+        assert_eq!(seen("look-test-c", Some(1)), counts(Some(0), 0));
         // Another directory in their place: these are not the container's processes.
         let elsewhere = tempfile::tempdir().unwrap();
         let m = std::fs::metadata(elsewhere.path()).unwrap();
         assert_eq!(
-            look_in(proc, &pids, mount, (m.dev(), m.ino()), "look-test-a"),
+            look_in(
+                proc,
+                &pids,
+                mount,
+                (m.dev(), m.ino()),
+                ("look-test-a", Some(other.id()))
+            ),
             None
         );
         for c in [&mut marked, &mut other, &mut near] {
@@ -201,10 +259,7 @@ mod tests {
             c.wait().unwrap();
         }
         // Ended (and reaped) processes are not counted.
-        assert_eq!(
-            look_in(proc, &pids, mount, identity, "look-test-a"),
-            Some(0)
-        );
+        assert_eq!(seen("look-test-a", Some(other.id())), counts(Some(0), 0));
     }
 
     #[test]

@@ -26,7 +26,7 @@ use super::signal::signal_name;
 use crate::contract::ExitInfo;
 use crate::contract::LimitHit;
 use crate::contract::Place;
-use crate::runtime::{ExecTty, Executor};
+use crate::runtime::{ExecTty, Executor, LeftBehind};
 use crate::session::cgroup::{CgroupDirs, Counters};
 use crate::store::{now_ms, ProcessStatus, Store};
 
@@ -370,12 +370,30 @@ impl Supervisor {
         // that is how a server is kept running.
         let foreground = !self.proc.lock().background;
         let ended_now = foreground && !f.kill.sent && f.exec_id.is_some();
+        // What is left is counted first (from the host, or by the container's helper), so a
+        // command that left nothing costs no kill or sweep helper (docs/security.md, "Ending a
+        // command: what left its process group").
+        let pgid = self.files.read_pgid();
+        let left = if ended_now {
+            marked::left_behind(
+                self.executors.sandbox.as_ref(),
+                &self.proc.info.place,
+                &self.files,
+                self.limits.cgroup.as_deref(),
+                &self.proc.info.id,
+                pgid,
+            )
+            .await
+        } else {
+            LeftBehind::default()
+        };
         let group_ended = ended_now
+            && left.group != Some(0)
             && end_leftovers(
                 &self.executors,
                 &self.proc.info.place,
-                self.files.clone(),
-                self.limits.cgroup.clone(),
+                pgid,
+                self.limits.cgroup.as_deref(),
                 self.proc.info.signal_as.as_deref(),
             )
             .await;
@@ -383,8 +401,7 @@ impl Supervisor {
             && marked::end_left(
                 self.executors.sandbox.as_ref(),
                 &self.proc.info.place,
-                &self.files,
-                self.limits.cgroup.as_deref(),
+                left,
                 &self.proc.info.id,
                 self.proc.info.signal_as.as_deref(),
             )
@@ -606,26 +623,20 @@ impl Supervisor {
     }
 }
 
-/// Ends what a finished foreground command left running in its process group (TERM, grace,
-/// KILL: the same helper as a kill); returns whether there was anything. With the cgroups
-/// readable, an empty group costs no exec.
+/// Ends what a finished foreground command left running in its process group `pgid` (TERM,
+/// grace, KILL: the same helper as a kill); returns whether there was anything. The caller
+/// skips it when the group is known to be empty ([`marked::left_behind`]).
 async fn end_leftovers(
     executors: &Executors,
     place: &Place,
-    files: RunFiles,
-    cgroup: Option<Arc<CgroupDirs>>,
+    pgid: Option<u32>,
+    cgroup: Option<&CgroupDirs>,
     user: Option<&str>,
 ) -> bool {
-    let Some(pgid) = files.read_pgid() else {
+    let Some(pgid) = pgid else {
         return false;
     };
-    if cgroup
-        .as_ref()
-        .is_some_and(|cg| cg.group_members(pgid) == Some(0))
-    {
-        return false;
-    }
-    end_group(executors, place, pgid, cgroup.as_deref(), user)
+    end_group(executors, place, pgid, cgroup, user)
         .await
         .is_some_and(|out| out.contains("signalled"))
 }

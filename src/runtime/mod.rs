@@ -23,7 +23,7 @@ mod types;
 pub use error::RuntimeError;
 pub use types::{
     ContainerInfo, ContainerSpec, ContainerStats, EngineInfo, ExecSpec, ExecStarted, ExecTty,
-    HostMount, Launch, Mount, Progress, WalledNetwork, Wrapped, Wrapping,
+    HostMount, Launch, LeftBehind, Mount, Progress, WalledNetwork, Wrapped, Wrapping,
 };
 
 use async_trait::async_trait;
@@ -65,6 +65,14 @@ pub trait Executor: Send + Sync + 'static {
         user: Option<String>,
         within: std::time::Duration,
     ) -> Result<(i64, Vec<u8>), RuntimeError>;
+    /// Counts from inside `container` what command `process` (process group `pgid`; 0: none
+    /// known) left there, without starting a program: the helper's look (docs/helper.md,
+    /// "What a command left"). `None` when this executor cannot look: the caller then runs
+    /// its kill and sweep helpers, which look for themselves.
+    async fn look_inside(&self, container: &str, pgid: u32, process: &str) -> Option<LeftBehind> {
+        let _ = (container, pgid, process);
+        None
+    }
     /// The host pid of a running exec's process (`None` once it ended or before it runs).
     async fn exec_pid(&self, exec_id: &str) -> Result<Option<u32>, RuntimeError> {
         let _ = exec_id;

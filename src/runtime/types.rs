@@ -219,6 +219,17 @@ pub struct ExecStarted {
     pub tty: Option<ExecTty>,
 }
 
+/// What a finished command left in its container: the live processes of its process group and
+/// those carrying its marker (`MOAT_PROCESS=<id>`), each `None` where whoever counted could not
+/// tell (docs/security.md, "Ending a command: what left its process group").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeftBehind {
+    /// Live (not zombie) members of the command's process group.
+    pub group: Option<usize>,
+    /// Live processes whose environment holds the command's marker.
+    pub marked: Option<usize>,
+}
+
 /// Receives each line of build output. Spelled with an explicit `for<'a>` because
 /// `async_trait` would otherwise tie the elided `&str` lifetime to the call.
 pub type Progress = Box<dyn for<'a> Fn(&'a str) + Send + Sync>;

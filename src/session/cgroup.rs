@@ -158,29 +158,6 @@ impl CgroupDirs {
         })
     }
 
-    /// How many processes of the container are in process group `pgid` (as the container
-    /// numbers it); `None` when that cannot be read.
-    pub fn group_members(&self, pgid: u32) -> Option<usize> {
-        let procs = std::fs::read_to_string(self.pids.join("cgroup.procs")).ok()?;
-        let mut n = 0;
-        for pid in procs.lines().take(MAX_SCAN) {
-            let Ok(pid) = pid.trim().parse::<u32>() else {
-                continue;
-            };
-            // Gone meanwhile: not a member.
-            let Some(status) = read_small(&Path::new("/proc").join(pid.to_string()).join("status"))
-            else {
-                continue;
-            };
-            if container_pgid(&status) == Some(pgid) {
-                n += 1;
-            }
-        }
-        Some(n)
-    }
-}
-
-impl CgroupDirs {
     /// The host pids of the processes in the container's cgroup (at most 65 536); `None` when
     /// the file is gone.
     pub fn procs(&self) -> Option<Vec<u32>> {
@@ -197,7 +174,7 @@ impl CgroupDirs {
 
 /// The process group of a process as its innermost pid namespace (the container's) numbers
 /// it: the last field of `NSpgid` in `/proc/<pid>/status`.
-fn container_pgid(status: &str) -> Option<u32> {
+pub fn container_pgid(status: &str) -> Option<u32> {
     status
         .lines()
         .find_map(|l| l.strip_prefix("NSpgid:"))?

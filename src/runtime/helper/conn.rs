@@ -33,6 +33,12 @@ pub enum Event {
     Output(Vec<u8>),
     Exited(i32),
     Failed(String),
+    /// A look's counts: the group's live members and the marked processes (`None`: the
+    /// helper could not tell).
+    Seen {
+        group: Option<u32>,
+        marked: Option<u32>,
+    },
 }
 
 #[derive(Default)]
@@ -148,6 +154,12 @@ impl Conn {
         Ok((id, rx))
     }
 
+    /// Stops waiting for request `id`: a late answer is then dropped like one for an id moat
+    /// never used.
+    pub fn forget(&self, id: u32) {
+        self.shared.pending.lock().unwrap().remove(&id);
+    }
+
     /// Sends one frame (input, resize, signal for a request in flight).
     pub async fn send(&self, msg: &Msg) -> Result<(), HelperError> {
         if !self.is_alive() {
@@ -186,6 +198,7 @@ async fn read_loop(
                     (id, Event::Output(data), false)
                 }
                 Msg::Exited { id, status } => (id, Event::Exited(status), true),
+                Msg::Seen { id, group, marked } => (id, Event::Seen { group, marked }, true),
                 Msg::Failed { id, message } => {
                     let message: String = message.chars().take(512).collect();
                     (id, Event::Failed(message), true)
@@ -267,6 +280,44 @@ mod tests {
         assert!(matches!(rx.recv().await, Some(Event::Output(d)) if d == b"hi"));
         assert!(matches!(rx.recv().await, Some(Event::Exited(3))));
         assert!(rx.recv().await.is_none(), "nothing follows an exit");
+    }
+
+    /// A look's answer reaches it and is its last; a forgotten request's late answer is
+    /// dropped and leaves the connection up.
+    #[tokio::test]
+    async fn a_looks_answer_reaches_it_and_a_forgotten_one_is_dropped() {
+        let mut after = frame::encode(&Msg::Seen {
+            id: 1,
+            group: Some(0),
+            marked: None,
+        });
+        after.extend(frame::encode(&Msg::Seen {
+            id: 2,
+            group: Some(1),
+            marked: Some(1),
+        }));
+        let (conn, _theirs) = pair(after).await;
+        let look = |id| Msg::Look {
+            id,
+            pgid: 0,
+            process: "a".into(),
+        };
+        let (_, mut rx) = conn.request(look).await.unwrap();
+        let (second, mut late) = conn.request(look).await.unwrap();
+        conn.forget(second);
+        assert!(matches!(
+            rx.recv().await,
+            Some(Event::Seen {
+                group: Some(0),
+                marked: None
+            })
+        ));
+        assert!(rx.recv().await.is_none(), "nothing follows an answer");
+        assert!(
+            late.recv().await.is_none(),
+            "a forgotten request hears nothing"
+        );
+        assert!(conn.is_alive());
     }
 
     #[tokio::test]

@@ -28,7 +28,7 @@ use super::frame::{Msg, Spawn, MAX_CHUNK};
 use super::{binary, socket, target, HelperError};
 use crate::config::Transport;
 use crate::home::Home;
-use crate::runtime::{ExecSpec, ExecStarted, ExecTty, Executor, Runtime, RuntimeError};
+use crate::runtime::{ExecSpec, ExecStarted, ExecTty, Executor, LeftBehind, Runtime, RuntimeError};
 use crate::wrapper::RUN_DIR;
 
 /// How long a container whose helper could not be started uses the engine before moat tries
@@ -38,6 +38,9 @@ const RETRY_AFTER: Duration = Duration::from_secs(30);
 const START_WAIT: Duration = Duration::from_secs(5);
 /// How long the helper has to say a command started.
 const SPAWN_WAIT: Duration = Duration::from_secs(10);
+/// How long the helper has to answer a look; past it moat runs its sweep, which has a
+/// deadline of its own (docs/helper.md, "What a command left").
+const LOOK_WAIT: Duration = Duration::from_secs(2);
 /// The most a short helper command may print (the engine path's bound, `docker::exec`).
 const MAX_CAPTURE_BYTES: usize = 1 << 20;
 /// Exit codes kept for commands whose code nobody asked for yet; past it the oldest finished
@@ -168,6 +171,13 @@ impl HelperExecutor {
                 None
             }
         }
+    }
+
+    /// The live connection to `container`'s helper, if there is one; never starts a helper.
+    async fn live_conn(&self, container: &str) -> Option<Arc<Conn>> {
+        let slot = self.slots.lock().unwrap().get(container).cloned()?;
+        let slot = slot.lock().await;
+        slot.conn.clone().filter(|c| c.is_alive())
     }
 
     /// Connects to the running helper moat recorded, or starts a new one.
@@ -341,7 +351,7 @@ async fn follow(
                 let _ = finished.send(());
                 return;
             }
-            Event::Started | Event::Failed(_) => break,
+            Event::Started | Event::Failed(_) | Event::Seen { .. } => break,
         }
     }
 }
@@ -483,7 +493,7 @@ impl Executor for HelperExecutor {
                         out.extend_from_slice(&data);
                     }
                     Event::Exited(status) => return Some(Ok((i64::from(status), out))),
-                    Event::Started | Event::Failed(_) => break,
+                    Event::Started | Event::Failed(_) | Event::Seen { .. } => break,
                 }
             }
             None
@@ -520,6 +530,39 @@ impl Executor for HelperExecutor {
 
     async fn exec_pid(&self, exec_id: &str) -> Result<Option<u32>, RuntimeError> {
         self.inner.exec_pid(exec_id).await
+    }
+
+    /// The helper's look: one request, no program started in the container. Only over a
+    /// connection that is already there: a look never starts a helper, the sweep it spares is
+    /// as good. Its counts are the sandbox's word, like the sweep's output (docs/helper.md,
+    /// "Trust").
+    async fn look_inside(&self, container: &str, pgid: u32, process: &str) -> Option<LeftBehind> {
+        let conn = self.live_conn(container).await?;
+        let look = |id| Msg::Look {
+            id,
+            pgid,
+            process: process.to_string(),
+        };
+        let (id, mut rx) = conn.request(look).await.ok()?;
+        match tokio::time::timeout(LOOK_WAIT, rx.recv()).await {
+            Ok(Some(Event::Seen { group, marked })) => Some(LeftBehind {
+                group: group.map(|n| n as usize),
+                marked: marked.map(|n| n as usize),
+            }),
+            Ok(Some(Event::Failed(message))) => {
+                tracing::debug!(%container, %message, "the helper could not look; sweeping instead");
+                None
+            }
+            Ok(Some(_)) => {
+                conn.close();
+                None
+            }
+            Ok(None) => None,
+            Err(_) => {
+                conn.forget(id);
+                None
+            }
+        }
     }
 
     fn transport_of(&self, container: &str) -> &'static str {

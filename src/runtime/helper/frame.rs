@@ -15,7 +15,7 @@
 use std::fmt;
 
 /// The protocol version both ends speak; the handshake refuses any other.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Opens every `Hello`, so a stray program on the socket is told apart from a helper.
 pub const MAGIC: &[u8] = b"moat-helper";
 /// Largest frame body either end accepts (a spawn with its argv and env, or one output chunk).
@@ -40,6 +40,10 @@ pub enum Msg {
     Resize { id: u32, rows: u16, cols: u16 },
     /// moat → helper: a signal for the command's whole process group.
     Signal { id: u32, signal: i32 },
+    /// moat → helper: count what a finished command left in the container: the live
+    /// processes of group `pgid`, and those whose environment carries `MOAT_PROCESS=<process>`
+    /// (docs/helper.md, "What a command left"). Answered by `Seen`.
+    Look { id: u32, pgid: u32, process: String },
     /// helper → moat: the command runs, as this pid (in the container's pid namespace).
     Started { id: u32, pid: u32 },
     /// helper → moat: terminal output (PTY) or captured stdout+stderr (capture).
@@ -50,6 +54,13 @@ pub enum Msg {
     /// helper → moat: the request failed (the command could not start, or the frame was
     /// refused). Nothing follows for this id.
     Failed { id: u32, message: String },
+    /// helper → moat: the counts a `Look` asked for, each `None` where the helper could not
+    /// tell (a process it may not read). Nothing follows for this id.
+    Seen {
+        id: u32,
+        group: Option<u32>,
+        marked: Option<u32>,
+    },
 }
 
 /// How to start one command.
@@ -113,10 +124,12 @@ mod kind {
     pub const INPUT: u8 = 3;
     pub const RESIZE: u8 = 4;
     pub const SIGNAL: u8 = 5;
+    pub const LOOK: u8 = 6;
     pub const STARTED: u8 = 16;
     pub const OUTPUT: u8 = 17;
     pub const EXITED: u8 = 18;
     pub const FAILED: u8 = 19;
+    pub const SEEN: u8 = 20;
 }
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
@@ -145,10 +158,12 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
         Msg::Input { id, .. } => (kind::INPUT, *id),
         Msg::Resize { id, .. } => (kind::RESIZE, *id),
         Msg::Signal { id, .. } => (kind::SIGNAL, *id),
+        Msg::Look { id, .. } => (kind::LOOK, *id),
         Msg::Started { id, .. } => (kind::STARTED, *id),
         Msg::Output { id, .. } => (kind::OUTPUT, *id),
         Msg::Exited { id, .. } => (kind::EXITED, *id),
         Msg::Failed { id, .. } => (kind::FAILED, *id),
+        Msg::Seen { id, .. } => (kind::SEEN, *id),
     };
     out.push(k);
     put_u32(&mut out, id);
@@ -172,9 +187,18 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
             out.extend_from_slice(&cols.to_be_bytes());
         }
         Msg::Signal { signal, .. } => put_u32(&mut out, *signal as u32),
+        Msg::Look { pgid, process, .. } => {
+            put_u32(&mut out, *pgid);
+            put_bytes(&mut out, process.as_bytes());
+        }
         Msg::Started { pid, .. } => put_u32(&mut out, *pid),
         Msg::Exited { status, .. } => put_u32(&mut out, *status as u32),
         Msg::Failed { message, .. } => put_bytes(&mut out, message.as_bytes()),
+        Msg::Seen { group, marked, .. } => {
+            out.push(u8::from(group.is_some()) | (u8::from(marked.is_some()) << 1));
+            put_u32(&mut out, group.unwrap_or(0));
+            put_u32(&mut out, marked.unwrap_or(0));
+        }
     }
     let len = (out.len() - 4) as u32;
     out[..4].copy_from_slice(&len.to_be_bytes());
@@ -244,6 +268,12 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Whether `id` may name a moat process in a frame: letters, digits and `-`, at most 64 bytes
+/// (moat's generated ids; a wrapped spawn pastes it into file names).
+fn plain_id(id: &str) -> bool {
+    id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
 /// The length a frame header announces, checked: `Ok(None)` while fewer than 4 bytes are in.
 pub fn frame_len(buf: &[u8]) -> Result<Option<usize>, FrameError> {
     let Some(head) = buf.get(..4) else {
@@ -300,8 +330,7 @@ pub fn decode_body(body: &[u8]) -> Result<Msg, FrameError> {
                 return Err(FrameError::Malformed("argv"));
             }
             // A wrapped command's id names files: moat's own ids only (letters, digits, `-`).
-            let plain =
-                wrap.len() <= 64 && wrap.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+            let plain = plain_id(&wrap);
             let split = flags & 4 != 0;
             if !plain || (split && wrap.is_empty()) || (!wrap.is_empty() && flags & 3 != 0) {
                 return Err(FrameError::Malformed("wrap"));
@@ -332,6 +361,15 @@ pub fn decode_body(body: &[u8]) -> Result<Msg, FrameError> {
             id,
             signal: r.u32("signal")? as i32,
         },
+        kind::LOOK => {
+            let pgid = r.u32("pgid")?;
+            let process = r.text("process")?;
+            // The id is matched as `MOAT_PROCESS=<id>`: one of moat's own, never empty.
+            if process.is_empty() || !plain_id(&process) {
+                return Err(FrameError::Malformed("process"));
+            }
+            Msg::Look { id, pgid, process }
+        }
         kind::STARTED => Msg::Started {
             id,
             pid: r.u32("pid")?,
@@ -348,6 +386,19 @@ pub fn decode_body(body: &[u8]) -> Result<Msg, FrameError> {
             id,
             message: r.text("message")?,
         },
+        kind::SEEN => {
+            let known = r.u8("known")?;
+            if known & !0b11 != 0 {
+                return Err(FrameError::Malformed("known"));
+            }
+            let group = r.u32("group")?;
+            let marked = r.u32("marked")?;
+            Msg::Seen {
+                id,
+                group: (known & 1 != 0).then_some(group),
+                marked: (known & 2 != 0).then_some(marked),
+            }
+        }
         other => return Err(FrameError::UnknownKind(other)),
     };
     r.done()?;

@@ -52,6 +52,31 @@ fn samples() -> Vec<Msg> {
             id: 8,
             message: "start nope: No such file".into(),
         },
+        Msg::Look {
+            id: 9,
+            pgid: 42,
+            process: "warm-river-2".into(),
+        },
+        Msg::Look {
+            id: 10,
+            pgid: 0,
+            process: "a".into(),
+        },
+        Msg::Seen {
+            id: 9,
+            group: Some(0),
+            marked: Some(3),
+        },
+        Msg::Seen {
+            id: 10,
+            group: None,
+            marked: None,
+        },
+        Msg::Seen {
+            id: 11,
+            group: Some(u32::MAX),
+            marked: None,
+        },
     ]
 }
 
@@ -192,4 +217,38 @@ fn a_wrapped_spawn_names_a_plain_process_and_nothing_else() {
             "{wrap:?} tty={tty} capture={capture} split={split}"
         );
     }
+}
+
+/// A look names one of moat's process ids (it is matched as `MOAT_PROCESS=<id>`), and an
+/// answer says which counts it knows with defined bits only.
+#[test]
+fn a_look_names_a_plain_process_and_its_answer_only_known_counts() {
+    let look = |process: &str| {
+        decode(&encode(&Msg::Look {
+            id: 1,
+            pgid: 7,
+            process: process.into(),
+        }))
+    };
+    assert!(look("warm-river-2").is_ok());
+    for bad in ["", "a b", "a=b", "../x", &"a".repeat(65) as &str] {
+        assert_eq!(look(bad), Err(FrameError::Malformed("process")), "{bad:?}");
+    }
+    let mut seen = encode(&Msg::Seen {
+        id: 1,
+        group: Some(1),
+        marked: Some(2),
+    });
+    seen[9] = 0b100;
+    assert_eq!(decode(&seen), Err(FrameError::Malformed("known")));
+    // A count it does not know still takes its four bytes; none may be missing.
+    let short = &encode(&Msg::Seen {
+        id: 1,
+        group: None,
+        marked: None,
+    })[4..13];
+    assert!(matches!(
+        decode(&frame_of(short)),
+        Err(FrameError::Malformed(_))
+    ));
 }
