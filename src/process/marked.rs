@@ -209,10 +209,11 @@ mod tests {
     use std::process::{Command, Stdio};
 
     /// Host processes, with a directory of the test's as their "run directory": the scan
-    /// counts exactly the marked ones, and says it cannot tell when a process is not one of
-    /// the container's (its root does not hold that directory).
+    /// counts exactly the marked ones and the members of the group asked about, and says it
+    /// cannot tell when a process is not one of the container's (its root does not hold that
+    /// directory).
     #[test]
-    fn the_host_counts_marked_processes_only_when_they_are_the_containers() {
+    fn the_host_counts_marked_processes_and_a_group_only_when_they_are_the_containers() {
         let run = tempfile::tempdir().unwrap();
         let meta = std::fs::metadata(run.path()).unwrap();
         let identity = (meta.dev(), meta.ino());
