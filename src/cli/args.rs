@@ -10,7 +10,11 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Each subcommand's flags are added only when that subcommand is parsed (or its help is
+// shown): `moat exec` runs once per agent command, and building every other subcommand's
+// flags first cost it about a tenth of its own work (docs/ARCHITECTURE.md, "Daemon").
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 pub enum Command {
     /// Run a shell command in a session's sandbox.
     Exec(ExecArgs),

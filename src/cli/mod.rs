@@ -54,7 +54,8 @@ pub fn main() -> ExitCode {
         .init();
     // `moat exec` is one call to the daemon: a runtime on this thread alone starts and ends
     // without worker threads to spawn and join (docs/ARCHITECTURE.md, "Daemon").
-    let mut builder = if matches!(cli.command, Command::Exec(_)) {
+    let exec = matches!(cli.command, Command::Exec(_));
+    let mut builder = if exec {
         tokio::runtime::Builder::new_current_thread()
     } else {
         tokio::runtime::Builder::new_multi_thread()
@@ -66,7 +67,14 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    if exec {
+        // The process ends next: tearing the runtime down (its tasks, drivers and
+        // descriptors) would be work the exit does anyway, on every agent command. Output
+        // goes through std's handles, which the exit still flushes.
+        std::mem::forget(runtime);
+    }
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             let msg = format!("{e:#}");

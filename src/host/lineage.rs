@@ -23,6 +23,10 @@ pub const HOST_MARKER: &str = "MOAT_HOST_COMMAND";
 const MAX_DEPTH: usize = 4096;
 /// Bytes of a process environment read at most (the kernel caps argv + env near this).
 const MAX_ENVIRON: u64 = 4 << 20;
+/// The buffer a process environment is read into first: most fit.
+const ENVIRON_READ: usize = 16 << 10;
+/// The buffer `/proc/<pid>/stat` is read into: its fields and a 16-byte name fit.
+const STAT_READ: usize = 1024;
 
 /// Where the marker was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,10 +80,16 @@ fn parse_stat(text: &str) -> Option<Stat> {
 
 fn read_stat(root: &Path, pid: u32) -> Result<Stat, LineageError> {
     let path = root.join(pid.to_string()).join("stat");
-    let text = std::fs::read_to_string(&path).map_err(|e| LineageError::Unreadable {
+    let unreadable = |e: std::io::Error| LineageError::Unreadable {
         pid,
         reason: e.to_string(),
-    })?;
+    };
+    // Room for the whole file up front: /proc reports a size of 0, so a growing buffer would
+    // read it in several small pieces, and every socket request reads a few of these.
+    let mut text = String::with_capacity(STAT_READ);
+    std::fs::File::open(&path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(unreadable)?;
     parse_stat(&text).ok_or_else(|| LineageError::Unreadable {
         pid,
         reason: "unexpected format".into(),
@@ -107,7 +117,8 @@ fn marker_in(environ: &[u8]) -> Option<String> {
 /// children, so moat can always read theirs.
 fn marker_of(root: &Path, pid: u32) -> Option<String> {
     let path: PathBuf = root.join(pid.to_string()).join("environ");
-    let mut buf = Vec::new();
+    // Room for a usual environment up front (see `read_stat`); a larger one grows the buffer.
+    let mut buf = Vec::with_capacity(ENVIRON_READ);
     std::fs::File::open(path)
         .ok()?
         .take(MAX_ENVIRON)
@@ -131,7 +142,14 @@ pub fn host_origin(
         });
     }
     let own = read_stat(root, pid)?;
-    let found = |p: u32, relation: &'static str| {
+    // The session and group leaders are usually ancestors as well: each pid is looked at
+    // once (a second look at an unmarked one finds what the first found).
+    let mut looked = Vec::new();
+    let mut found = |p: u32, relation: &'static str| {
+        if looked.contains(&p) {
+            return None;
+        }
+        looked.push(p);
         known(p)
             .or_else(|| marker_of(root, p))
             .map(|process_id| HostOrigin {

@@ -286,7 +286,8 @@ impl RunFiles {
     /// Reads at most 64 bytes of one of the wrapper's files.
     fn read_small(&self, ext: &str) -> Option<String> {
         let f = self.open_existing(ext, OFlag::O_RDONLY).ok()?;
-        let mut buf = String::new();
+        // Room for all 64 bytes up front: one read and the one that finds the end.
+        let mut buf = String::with_capacity(64);
         f.take(64).read_to_string(&mut buf).ok()?;
         Some(buf)
     }

@@ -28,6 +28,9 @@ use crate::session::cgroup::{container_pgid, CgroupDirs};
 const SWEEP_DEADLINE: Duration = Duration::from_secs(20);
 /// The most of one process's environment read from the host; a larger one is "cannot tell".
 const MAX_ENVIRON: u64 = 1 << 20;
+/// The buffers `/proc/<pid>/status` and a process environment are read into first: most fit.
+const STATUS_READ: usize = 4096;
+const ENVIRON_READ: usize = 16 << 10;
 /// The most of all environments one look reads: the sandbox chooses how many processes it
 /// runs and how large their environments are, and past this the sweep (the sandbox's own
 /// time) is cheaper than moat's reading.
@@ -145,13 +148,18 @@ fn look_in(
     let mut budget = MAX_LOOK_BYTES;
     for pid in pids {
         let dir = proc.join(pid.to_string());
-        let Ok(status) = std::fs::read_to_string(dir.join("status")) else {
+        // Room for the whole file up front (/proc reports a size of 0, so an empty buffer
+        // reads it in small pieces): a command's end looks at every process of its container.
+        let mut status = String::with_capacity(STATUS_READ);
+        let read =
+            std::fs::File::open(dir.join("status")).and_then(|mut f| f.read_to_string(&mut status));
+        if read.is_err() {
             // Gone meanwhile, or hidden from moat (`hidepid`): only the first is nothing.
             if gone(*pid) {
                 continue;
             }
             return None;
-        };
+        }
         // A zombie runs nothing, and its root and environment are gone.
         if matches!(state(&status), Some('Z' | 'X')) {
             continue;
@@ -165,7 +173,7 @@ fn look_in(
             Err(_) if gone(*pid) => continue,
             _ => return None,
         }
-        let mut environ = Vec::new();
+        let mut environ = Vec::with_capacity(ENVIRON_READ);
         let limit = MAX_ENVIRON.min(budget);
         match std::fs::File::open(dir.join("environ"))
             .and_then(|f| f.take(limit + 1).read_to_end(&mut environ))

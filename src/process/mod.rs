@@ -4,7 +4,8 @@
 //! and status files, `approved` the read-only copies of the files an approved sandbox plan
 //! runs, `supervisor` is the owner task per process, `registry` keeps them all
 //! (and re-attaches them after a restart), `output` is the in-memory view of the output and
-//! `shelf` how a finished process puts its views away and gets them back from its log.
+//! `shelf` how a finished process puts its views away and gets them back from its log,
+//! `read_buf` the buffer a log is read into.
 //! `executors` says what runs a process at its place (`contract::Place`; handed over by the
 //! app; docs/ARCHITECTURE.md, "Seams"). `marked` ends what a container command started by its
 //! marker, including what left its process group.
@@ -20,6 +21,7 @@ mod log_view;
 pub mod marked;
 mod output;
 mod proc;
+mod read_buf;
 mod registry;
 pub mod script;
 mod shelf;
@@ -36,6 +38,7 @@ pub use files::{Created, RunFiles};
 pub use log_view::{page as page_log, LogPage, Source as LogSource};
 pub use output::LineMark;
 pub use proc::{Proc, ProcInfo, ProcState};
+pub use read_buf::ReadBuf;
 pub use registry::{Limits, ProcessError, Registry, StartSpec};
 pub use signal::signal_name;
 pub use status::{signal_number, split_status};

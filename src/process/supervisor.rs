@@ -21,6 +21,7 @@ use super::limit::{classify, ContainerFate, Evidence};
 use super::marked;
 use super::output::LineMark;
 use super::proc::{Control, Proc};
+use super::read_buf::ReadBuf;
 use super::script::kill_group_argv;
 use super::signal::signal_name;
 use crate::contract::ExitInfo;
@@ -154,7 +155,8 @@ fn exit_of(status: Option<i64>, kill_sent: bool, escalated: bool) -> (Option<i64
 
 /// What the supervisor's loop carries from one turn to the next, and on to the end.
 struct Follow {
-    buf: Vec<u8>,
+    /// What the log is read into (grown up to [`READ_CHUNK`] while reads fill it).
+    buf: ReadBuf,
     /// Log bytes before this offset are freed already (`free_old_bytes`).
     punched_to: u64,
     kill: KillState,
@@ -220,7 +222,7 @@ impl Supervisor {
         let input = InputWriter::spawn(self.stdin.take(), tty_in);
         let (kill_done_tx, kill_done_rx) = mpsc::unbounded_channel::<KillReport>();
         let follow = Follow {
-            buf: vec![0u8; READ_CHUNK],
+            buf: ReadBuf::new(READ_CHUNK),
             punched_to: first_data_offset(&self.log),
             kill: KillState::default(),
             kill_done_tx,
@@ -511,7 +513,7 @@ impl Supervisor {
     /// Reads what the log has past our offset, at most [`READ_PER_CALL`] bytes, jumping holes
     /// (`process::holes`); returns the byte count. The caller comes back for the rest, so no
     /// log however large holds a daemon thread.
-    fn read_available(&self, buf: &mut [u8]) -> usize {
+    fn read_available(&self, buf: &mut ReadBuf) -> usize {
         let mut total = 0;
         while total < READ_PER_CALL {
             let mut offset = self.proc.lock().output.bytes_read;
@@ -523,7 +525,7 @@ impl Supervisor {
                 Some(_) => {}
                 None => break,
             }
-            let n = match self.log.read_at(buf, offset) {
+            let n = match self.log.read_at(buf.space(), offset) {
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => 0,
@@ -532,8 +534,8 @@ impl Supervisor {
                 break;
             }
             total += n;
-            self.proc.lock().output.ingest(&buf[..n], true);
-            if n < buf.len() {
+            self.proc.lock().output.ingest(buf.got(n), true);
+            if !buf.filled(n) {
                 break;
             }
         }
@@ -740,16 +742,23 @@ async fn limit_hit(
     } else {
         ContainerFate::Running
     };
-    let usage = limits.cgroup.as_ref().and_then(|c| c.usage());
-    classify(&Evidence {
+    let mut evidence = Evidence {
         before: limits.baseline,
         after: limits.cgroup.as_ref().and_then(|c| c.counters()),
         succeeded,
         leftovers_ended,
         container: fate,
-        memory_limit: usage.and_then(|u| u.memory_limit),
-        pids_limit: usage.and_then(|u| u.pids_limit),
-    })
+        memory_limit: None,
+        pids_limit: None,
+    };
+    // The limit's value is only told with a hit: it is read for the few commands that hit
+    // one, not at every command's end (memory.stat, read with it, is the costliest file).
+    if classify(&evidence).is_some_and(|hit| !hit.kind.ends_the_container()) {
+        let usage = limits.cgroup.as_ref().and_then(|c| c.usage());
+        evidence.memory_limit = usage.and_then(|u| u.memory_limit);
+        evidence.pids_limit = usage.and_then(|u| u.pids_limit);
+    }
+    classify(&evidence)
 }
 
 /// A command whose container ended under it (removed, stopped, restarted) died of the SIGKILL

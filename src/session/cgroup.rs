@@ -161,7 +161,7 @@ impl CgroupDirs {
     /// The host pids of the processes in the container's cgroup (at most 65 536); `None` when
     /// the file is gone.
     pub fn procs(&self) -> Option<Vec<u32>> {
-        let procs = std::fs::read_to_string(self.pids.join("cgroup.procs")).ok()?;
+        let procs = read_whole(&self.pids.join("cgroup.procs"))?;
         Some(
             procs
                 .lines()
@@ -206,10 +206,26 @@ fn limit_value(text: &str) -> Option<u64> {
 fn read_small(path: &Path) -> Option<String> {
     use std::io::Read;
     let file = std::fs::File::open(path).ok()?;
-    let mut text = String::new();
+    let mut text = String::with_capacity(KERNEL_READ);
     file.take(64 << 10).read_to_string(&mut text).ok()?;
     Some(text)
 }
+
+/// Reads a kernel file whole, however long (`cgroup.procs`).
+fn read_whole(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::with_capacity(KERNEL_READ);
+    std::fs::File::open(path)
+        .ok()?
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+/// The buffer a kernel file is read into first. Kernel files report a size of 0, so a buffer
+/// that starts empty reads them in several small pieces; each command's end reads about ten
+/// of them (its limits, its group's members).
+const KERNEL_READ: usize = 4096;
 
 #[cfg(test)]
 mod tests {

@@ -230,6 +230,7 @@ impl Store {
                 .ctx("record schema version")?;
             tx.commit().ctx("commit migration")?;
         }
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         Ok(Self {
             conn: Mutex::new(conn),
         })
@@ -239,7 +240,30 @@ impl Store {
         // A panic while holding the lock leaves SQLite consistent (statements are atomic).
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Runs one statement prepared once per connection: the statements every command runs
+    /// (its process row, its session's settings) are parsed again otherwise each time.
+    pub(super) fn execute_cached<P: rusqlite::Params>(
+        &self,
+        sql: &str,
+        params: P,
+    ) -> rusqlite::Result<usize> {
+        self.conn().prepare_cached(sql)?.execute(params)
+    }
+
+    /// The one row of a query prepared once per connection (see [`Self::execute_cached`]).
+    pub(super) fn query_row_cached<T, P: rusqlite::Params>(
+        &self,
+        sql: &str,
+        params: P,
+        row: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        self.conn().prepare_cached(sql)?.query_row(params, row)
+    }
 }
+
+/// Statements kept prepared per connection: room for every one a command runs, and more.
+const STATEMENT_CACHE: usize = 64;
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {

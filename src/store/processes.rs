@@ -59,8 +59,7 @@ const COLUMNS: &str = "id, session, container, run_dir, command, cwd, pty, backg
 
 impl Store {
     pub fn insert_process(&self, p: &ProcessRow) -> Result<(), StoreError> {
-        self.conn()
-            .execute(
+        self.execute_cached(
                 &format!("INSERT INTO processes ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"),
                 params![
                     p.id,
@@ -94,8 +93,7 @@ impl Store {
         timed_out: bool,
         finished_at_ms: i64,
     ) -> Result<(), StoreError> {
-        self.conn()
-            .execute(
+        self.execute_cached(
                 "UPDATE processes SET status = ?2, exit_code = ?3, signal = ?4, timed_out = ?5, finished_at_ms = ?6 WHERE id = ?1",
                 params![id, status.as_str(), exit_code, signal, timed_out, finished_at_ms],
             )
@@ -121,14 +119,13 @@ impl Store {
     }
 
     pub fn process(&self, id: &str) -> Result<Option<ProcessRow>, StoreError> {
-        self.conn()
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM processes WHERE id = ?1"),
-                [id],
-                row,
-            )
-            .optional()
-            .ctx("read process")
+        self.query_row_cached(
+            &format!("SELECT {COLUMNS} FROM processes WHERE id = ?1"),
+            [id],
+            row,
+        )
+        .optional()
+        .ctx("read process")
     }
 
     /// A session's processes, newest first.
@@ -173,10 +170,9 @@ impl Store {
     }
 
     pub fn delete_process(&self, id: &str) -> Result<(), StoreError> {
-        let conn = self.conn();
-        conn.execute("DELETE FROM processes WHERE id = ?1", [id])
+        self.execute_cached("DELETE FROM processes WHERE id = ?1", [id])
             .ctx("forget process")?;
-        conn.execute("DELETE FROM process_record WHERE id = ?1", [id])
+        self.execute_cached("DELETE FROM process_record WHERE id = ?1", [id])
             .ctx("forget process record start")?;
         Ok(())
     }

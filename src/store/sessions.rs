@@ -18,8 +18,7 @@ pub struct SessionRow {
 
 impl Store {
     pub fn touch_session(&self, key: &str, container: &str, now_ms: i64) -> Result<(), StoreError> {
-        self.conn()
-            .execute(
+        self.execute_cached(
                 "INSERT INTO sessions (key, container, created_at_ms, last_used_ms) VALUES (?1, ?2, ?3, ?3)
                  ON CONFLICT(key) DO UPDATE SET container = ?2, last_used_ms = ?3",
                 params![key, container, now_ms],
@@ -143,20 +142,19 @@ impl Store {
     }
 
     pub fn session_policy(&self, key: &str) -> Result<Option<SessionPolicy>, StoreError> {
-        self.conn()
-            .query_row(
-                "SELECT security, ask, loosen FROM session_policy WHERE key = ?1",
-                [key],
-                |r| {
-                    Ok(SessionPolicy {
-                        security: r.get(0)?,
-                        ask: r.get(1)?,
-                        loosen: r.get(2)?,
-                    })
-                },
-            )
-            .optional()
-            .ctx("read session policy")
+        self.query_row_cached(
+            "SELECT security, ask, loosen FROM session_policy WHERE key = ?1",
+            [key],
+            |r| {
+                Ok(SessionPolicy {
+                    security: r.get(0)?,
+                    ask: r.get(1)?,
+                    loosen: r.get(2)?,
+                })
+            },
+        )
+        .optional()
+        .ctx("read session policy")
     }
 }
 

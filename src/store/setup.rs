@@ -123,15 +123,14 @@ impl Store {
     }
 
     pub fn session_setup(&self, key: &str) -> Result<Option<SessionSetup>, StoreError> {
-        self.conn()
-            .query_row(
-                "SELECT workspace, read_only, user, image, network, git_writable, runtime, root, home
+        self.query_row_cached(
+            "SELECT workspace, read_only, user, image, network, git_writable, runtime, root, home
                  FROM session_setup WHERE key = ?1",
-                [key],
-                setup_row,
-            )
-            .optional()
-            .ctx("read session setup")
+            [key],
+            setup_row,
+        )
+        .optional()
+        .ctx("read session setup")
     }
 
     /// Every session recorded with a host workspace, with it: running, stopped or not made

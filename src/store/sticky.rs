@@ -12,8 +12,7 @@ impl Store {
     /// The operator's switch for `key` (`None`: the configuration decides).
     pub fn sticky_enabled(&self, key: &str) -> Result<Option<bool>, StoreError> {
         Ok(self
-            .conn()
-            .query_row(
+            .query_row_cached(
                 "SELECT enabled FROM session_sticky WHERE key = ?1",
                 [key],
                 |r| r.get::<_, Option<bool>>(0),
@@ -37,8 +36,7 @@ impl Store {
     /// The state carried to `key`'s next command (empty when none).
     pub fn sticky_state(&self, key: &str) -> Result<StickyState, StoreError> {
         let row = self
-            .conn()
-            .query_row(
+            .query_row_cached(
                 "SELECT cwd, env FROM session_sticky WHERE key = ?1",
                 [key],
                 |r| Ok((r.get::<_, Option<String>>(0)?, r.get::<_, String>(1)?)),

@@ -32,7 +32,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{exec_caller, json_body, InSession};
 use crate::output::LiveText;
-use crate::process::RunFiles;
+use crate::process::{ReadBuf, RunFiles};
 use crate::server::auth::Channel;
 use crate::server::error::ApiError;
 use crate::server::ServerState;
@@ -130,6 +130,8 @@ pub(super) struct Tail {
     holds: Option<Arc<crate::process::Proc>>,
     /// The last read stopped at its bound with more to read.
     behind: bool,
+    /// What the file is read into, kept from one call to the next (up to [`CHUNK`]).
+    buf: ReadBuf,
 }
 
 impl Tail {
@@ -147,6 +149,7 @@ impl Tail {
             text: LiveText::new(secrets),
             holds,
             behind: false,
+            buf: ReadBuf::new(CHUNK),
         }
     }
 
@@ -155,7 +158,6 @@ impl Tail {
     /// the command wrote; the caller comes back for the rest.
     fn read(&mut self) -> Vec<Bytes> {
         let mut lines = Vec::new();
-        let mut buf = vec![0u8; CHUNK];
         let began = self.offset;
         self.behind = false;
         loop {
@@ -178,7 +180,7 @@ impl Tail {
                 Some(_) => {}
                 None => break,
             }
-            let n = match self.file.read_at(&mut buf, self.offset) {
+            let n = match self.file.read_at(self.buf.space(), self.offset) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
@@ -186,11 +188,11 @@ impl Tail {
             if let Some(proc) = &self.holds {
                 proc.lock().stream_hold = Some(self.offset);
             }
-            let text = self.text.push(&buf[..n]);
+            let text = self.text.push(self.buf.got(n));
             if !text.is_empty() {
                 lines.push(line(json!({ self.key: text })));
             }
-            if n < CHUNK {
+            if !self.buf.filled(n) {
                 break;
             }
         }
