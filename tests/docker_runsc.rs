@@ -86,7 +86,7 @@ async fn a_session_runs_under_gvisor() {
 async fn what_a_foreground_command_leaves_ends_with_it_under_gvisor() {
     let mut config = Config::default();
     config.sandbox.runtime = "runsc".into();
-    let Some(m) = common::moat("t-runsc-left", config).await else {
+    let Some(m) = common::moat("t-gvisor-left", config).await else {
         return;
     };
     if !has_runsc(&m).await {
