@@ -319,13 +319,18 @@ pub async fn cli_path(
         ));
         // The first starts the daemon and the session.
         quiet(&exe, &exec, Some(&root)).await?;
+        // The client the CLI makes: this is its binary, and the side home holds its moat.toml.
+        let (config, _) = crate::config::load(&side.config_file()).map_err(|e| {
+            BenchError::Command(format!("load {}: {e}", side.config_file().display()))
+        })?;
+        let client = crate::daemon::unchecked(&side, &config);
         let (mut moat_ms, mut socket_ms, mut docker_ms) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..runs {
             let t = Instant::now();
             quiet(&exe, &exec, Some(&root)).await?;
             moat_ms.push(ms(t));
             let t = Instant::now();
-            socket_call(&side, &key).await?;
+            socket_call(&client, &key).await?;
             socket_ms.push(ms(t));
             let t = Instant::now();
             quiet(
@@ -357,12 +362,10 @@ pub async fn cli_path(
     measured
 }
 
-/// `moat exec --session KEY -- true` as the CLI sends it to `home`'s daemon (no fingerprint:
-/// this process may be another build), its answer read to the end; an error unless it ends
-/// with the command's result.
-async fn socket_call(home: &Home, key: &str) -> Result<(), BenchError> {
+/// `moat exec --session KEY -- true` as the CLI sends it, through `client`, its answer read to
+/// the end; an error unless it ends with the command's result.
+async fn socket_call(client: &crate::daemon::DaemonClient, key: &str) -> Result<(), BenchError> {
     let err = |e: String| BenchError::Command(format!("call moat serve on its socket: {e}"));
-    let client = crate::daemon::DaemonClient::new(&home.socket(), String::new());
     let body = serde_json::to_value(request("true")).map_err(|e| err(e.to_string()))?;
     let headers = [(crate::daemon::WAIT_HEADER, "end".to_string())];
     let path = format!("/v1/sessions/{key}/exec");
