@@ -617,3 +617,62 @@ pub enum NodesCommand {
     /// Forget a node.
     Rm { name: String },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every subcommand's flags are added only when it is parsed: clap's own checks of the
+    /// whole grammar (no flag twice, every `requires` and `conflicts_with` naming a flag) still
+    /// run over all of them, each built.
+    #[test]
+    fn the_whole_grammar_holds() {
+        Cli::command().debug_assert();
+    }
+
+    /// `moat exec` gets its flags, their rules and its command from a grammar whose other
+    /// subcommands were never built.
+    #[test]
+    fn exec_parses_its_deferred_flags() {
+        let parse = |args: &[&str]| Cli::try_parse_from(["moat", "exec"].iter().chain(args));
+        let Command::Exec(a) = parse(&[
+            "--session",
+            "s",
+            "--env",
+            "A=1",
+            "--timeout",
+            "5",
+            "--json",
+            "--",
+            "echo",
+            "a b",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not exec");
+        };
+        assert_eq!(
+            (a.session.as_str(), a.env, a.timeout, a.json, a.command),
+            (
+                "s",
+                vec!["A=1".to_string()],
+                Some(5.0),
+                true,
+                vec!["echo".to_string(), "a b".into()]
+            )
+        );
+        let kind = |args: &[&str]| parse(args).map(|_| ()).unwrap_err().kind();
+        assert_eq!(
+            kind(&["--nope", "--", "true"]),
+            clap::error::ErrorKind::UnknownArgument
+        );
+        assert_eq!(
+            kind(&["--read-only", "--", "true"]),
+            clap::error::ErrorKind::MissingRequiredArgument
+        );
+        assert_eq!(kind(&[]), clap::error::ErrorKind::MissingRequiredArgument);
+        assert_eq!(kind(&["--help"]), clap::error::ErrorKind::DisplayHelp);
+    }
+}
