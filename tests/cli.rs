@@ -182,4 +182,13 @@ fn a_closed_pipe_ends_the_cli_quietly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(141), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+    // The throwaway sandbox the verdict was judged in went before the verdict was printed,
+    // so the closed pipe left nothing running.
+    let list = moat(home.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(!list.contains("explain-"), "{list}");
+    let _ = moat(home.path()).args(["daemon", "stop"]).output();
 }

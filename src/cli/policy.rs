@@ -20,7 +20,8 @@ async fn explain(home: Home, a: ExplainArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("explain for host `{}`: use sandbox or host", a.host);
     }
     if let Some(session) = &a.session {
-        return explain_in_session(&home, session, &a, None).await;
+        let v = judge_in_session(&home, session, &a).await?;
+        return show_verdict(&v, &a, None);
     }
     if a.host.trim() == "sandbox" {
         return explain_in_throwaway(&home, &a).await;
@@ -139,14 +140,9 @@ async fn explain_in_throwaway(home: &Home, a: &ExplainArgs) -> anyhow::Result<Ex
     let id = uuid::Uuid::new_v4().simple().to_string();
     let session = format!("explain-{}", &id[..12]);
     // Interrupted or not, the throwaway goes: a Ctrl-C while its sandbox starts must not
-    // leave it behind.
-    let verdict = super::interrupt::or_interrupt(explain_in_session(
-        home,
-        &session,
-        a,
-        Some("a throwaway sandbox of the configured image (removed again)"),
-    ))
-    .await?;
+    // leave it behind. And it goes before the verdict is printed: a reader that closes the
+    // pipe early (`| head`) ends this process at its first write.
+    let verdict = super::interrupt::or_interrupt(judge_in_session(home, &session, a)).await?;
     let client = super::daemon::client(home).await?;
     let path = format!("/v1/sessions/{session}?purge=true");
     if let Err(e) = super::daemon::call(&client, Method::DELETE, &path, None).await {
@@ -154,7 +150,11 @@ async fn explain_in_throwaway(home: &Home, a: &ExplainArgs) -> anyhow::Result<Ex
         say_err!("moat: failed to remove the throwaway session {session}: {e:#} (moat sessions rm {session})");
     }
     match verdict {
-        Ok(verdict) => verdict,
+        Ok(v) => show_verdict(
+            &v?,
+            a,
+            Some("a throwaway sandbox of the configured image (removed again)"),
+        ),
         Err(sig) => {
             say_err!(
                 "moat: {}: no verdict; the throwaway sandbox was removed",
@@ -165,14 +165,12 @@ async fn explain_in_throwaway(home: &Home, a: &ExplainArgs) -> anyhow::Result<Ex
     }
 }
 
-/// Through the daemon, as `exec` in `session` would judge it. `place` replaces the daemon's
-/// account of where names were resolved (a throwaway session's name means nothing to a reader).
-async fn explain_in_session(
+/// Through the daemon, as `exec` in `session` would judge it: the daemon's answer.
+async fn judge_in_session(
     home: &Home,
     session: &str,
     a: &ExplainArgs,
-    place: Option<&str>,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<serde_json::Value> {
     moat::session::validate_key(session)?;
     let mut env = std::collections::BTreeMap::new();
     for pair in &a.env {
@@ -200,6 +198,16 @@ async fn explain_in_session(
         Some(&serde_json::to_value(&req)?),
     )
     .await?;
+    Ok(v)
+}
+
+/// Prints the daemon's verdict `v`. `place` replaces the daemon's account of where names were
+/// resolved (a throwaway session's name means nothing to a reader).
+fn show_verdict(
+    v: &serde_json::Value,
+    a: &ExplainArgs,
+    place: Option<&str>,
+) -> anyhow::Result<ExitCode> {
     let resolved_in = match place {
         Some(p) => serde_json::Value::from(p),
         None => v["resolvedIn"].clone(),
