@@ -24,7 +24,7 @@ pub use error::NodeError;
 pub use names::{check_name, node_session, MAX_NAME};
 pub use nodes::{Nodes, Reach};
 pub use pin::{parse_fingerprint, pinned_client_config};
-pub use relay::{Awaited, Relays, MAX_RELAYS};
+pub use relay::{Awaited, Relays};
 pub use resanitize::{resanitized, resanitized_text};
 pub use token::{hash_token, new_token};
 pub use wire::{

@@ -126,11 +126,6 @@ impl Relays {
         true
     }
 
-    /// How many relays run now.
-    pub fn running(&self) -> usize {
-        self.live.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
     /// The relay of `node` and `session`: the owner task of its stream.
     async fn run(self: Arc<Self>, node: NodeRow, session: String) {
         let key = (node.name.clone(), session.clone());
