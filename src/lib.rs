@@ -6,7 +6,7 @@
 //! run up; the map with every module is docs/ARCHITECTURE.md.
 //! 1. edges: `cli`, `mcp`, `server` (HTTP, with `mcp` over HTTP and the `console`), `e2b`
 //!    (E2B's API), `daemon`
-//!    (how the CLI reaches the daemon), `bench`, `bench_pool`, `bench_runtimes`;
+//!    (how the CLI reaches the daemon), `bench`;
 //! 2. `app`: assembles one moat;
 //! 3. `tools`: the agent's tools, each with its request and the shape of its results;
 //! 4. `node`: remote nodes — the gateway's pinned client and its paired nodes (docs/nodes.md);
@@ -29,8 +29,6 @@
 pub mod app;
 pub mod approvals;
 pub mod bench;
-pub mod bench_pool;
-pub mod bench_runtimes;
 pub mod config;
 pub mod console;
 pub mod contract;

@@ -386,3 +386,45 @@ async fn bench_claims_every_new_session_from_the_pool_and_leaves_nothing() {
         .count();
     assert_eq!(daemons, 0, "the CLI row's daemon still runs");
 }
+
+#[tokio::test]
+async fn a_bench_that_fails_half_way_leaves_no_session_behind() {
+    if common::engine().await.is_none() {
+        return;
+    }
+    let home = TestHome::new("t-pool-halfway");
+    // The baseline's `docker` CLI is not on PATH: the bench makes its warm session through the
+    // engine's API, then fails at its first `docker exec`.
+    let no_docker = home.path().join("no-docker-bin");
+    std::fs::create_dir_all(&no_docker).unwrap();
+    let out = home
+        .moat()
+        .env("PATH", &no_docker)
+        .args(["bench", "--runs", "2", "--cold-runs", "1", "--cli-runs", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("docker exec"), "{}", text(&out));
+    assert!(
+        containers_of(&home).is_empty(),
+        "{:?}",
+        containers_of(&home)
+    );
+    // A runtime the engine does not offer, after one it does: the first one's session is made,
+    // then the second fails.
+    let out = home.run(&[
+        "bench",
+        "--runtimes",
+        "runc,no-such-runtime",
+        "--runs",
+        "1",
+        "--cold-runs",
+        "1",
+    ]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        containers_of(&home).is_empty(),
+        "{:?}",
+        containers_of(&home)
+    );
+}

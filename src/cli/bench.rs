@@ -10,7 +10,7 @@ use super::args::BenchArgs;
 pub async fn run(home: Home, a: BenchArgs) -> anyhow::Result<ExitCode> {
     if !a.runtimes.is_empty() {
         let report =
-            moat::bench_runtimes::run(home, &a.runtimes, a.runs, a.cold_runs, |l| say_err!("{l}"))
+            moat::bench::runtimes::run(home, &a.runtimes, a.runs, a.cold_runs, |l| say_err!("{l}"))
                 .await?;
         if a.json {
             super::term::json_pretty(&report)?;

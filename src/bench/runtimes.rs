@@ -6,11 +6,13 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::made::Made;
+use super::quiet::docker;
+use super::samples::{ms, percentile, request};
+use super::BenchError;
 use crate::app::App;
-use crate::bench::BenchError;
 use crate::config;
 use crate::home::Home;
-use crate::tools::ExecRequest;
 
 /// One runtime's figures.
 #[derive(Debug, Serialize)]
@@ -52,36 +54,8 @@ impl RuntimesReport {
     }
 }
 
-fn request(command: &str) -> ExecRequest {
-    ExecRequest {
-        command: command.into(),
-        ..Default::default()
-    }
-}
-
-fn p(samples: &mut [f64], q: f64) -> f64 {
-    samples.sort_by(|a, b| a.total_cmp(b));
-    if samples.is_empty() {
-        return 0.0;
-    }
-    samples[((samples.len() as f64 - 1.0) * q).round() as usize]
-}
-
-async fn docker_exec(container: &str) -> Result<(), BenchError> {
-    let status = tokio::process::Command::new("docker")
-        .args(["exec", container, "sh", "-lc", "true"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .await
-        .map_err(|_| BenchError::Docker(format!("docker exec {container}")))?;
-    if !status.success() {
-        return Err(BenchError::Docker(format!("docker exec {container}")));
-    }
-    Ok(())
-}
-
-/// Runs the comparison; `runtimes` are names the engine offers (`runc`, `runsc`).
+/// Runs the comparison; `runtimes` are names the engine offers (`runc`, `runsc`). Every
+/// session it makes is removed at the end, whatever the outcome.
 pub async fn run(
     home: Home,
     runtimes: &[String],
@@ -90,6 +64,20 @@ pub async fn run(
     progress: impl Fn(&str),
 ) -> Result<RuntimesReport, BenchError> {
     let base = App::open(home.clone()).await?;
+    let made = Made::default();
+    let report = measure(&base, &made, runtimes, runs, cold_runs, &progress).await;
+    made.remove_all(&base).await;
+    report
+}
+
+async fn measure(
+    base: &App,
+    made: &Made,
+    runtimes: &[String],
+    runs: usize,
+    cold_runs: usize,
+    progress: &impl Fn(&str),
+) -> Result<RuntimesReport, BenchError> {
     let mut apps = Vec::new();
     for rt in runtimes {
         let mut cfg = (*base.config).clone();
@@ -102,8 +90,8 @@ pub async fn run(
             file: None,
             overrides: vec![format!("sandbox.runtime={rt}")],
         };
-        let app = App::with_engine(home.clone(), cfg, source, base.engine.clone())?;
-        let key = format!("bench-rt-{rt}-{}", std::process::id());
+        let app = App::with_engine(base.home.clone(), cfg, source, base.engine.clone())?;
+        let key = made.note(format!("bench-rt-{rt}-{}", std::process::id()));
         let first = app.exec.run(&key, &request("true"), true).await?;
         if first.is_error() {
             return Err(BenchError::Command(first.text().to_string()));
@@ -118,35 +106,36 @@ pub async fn run(
         for (i, (_, app, key, container)) in apps.iter().enumerate() {
             let t = Instant::now();
             app.exec.run(key, &request("true"), true).await?;
-            moat_ms[i].push(t.elapsed().as_secs_f64() * 1000.0);
+            moat_ms[i].push(ms(t));
             let t = Instant::now();
-            docker_exec(container).await?;
-            docker_ms[i].push(t.elapsed().as_secs_f64() * 1000.0);
+            docker(&["exec", container, "sh", "-lc", "true"]).await?;
+            docker_ms[i].push(ms(t));
         }
     }
     progress(&format!("cold start: {cold_runs} runs per runtime"));
     let mut cold_ms = vec![Vec::new(); apps.len()];
     for n in 0..cold_runs {
         for (i, (rt, app, _, _)) in apps.iter().enumerate() {
-            let key = format!("bench-rtcold-{rt}-{}-{n}", std::process::id());
+            let key = made.note(format!("bench-rtcold-{rt}-{}-{n}", std::process::id()));
             let t = Instant::now();
             let r = app.exec.run(&key, &request("echo ready"), true).await?;
-            cold_ms[i].push(t.elapsed().as_secs_f64() * 1000.0);
-            app.sessions.remove_with(&key, true).await.ok();
+            cold_ms[i].push(ms(t));
+            if app.sessions.remove_with(&key, true).await.is_ok() {
+                made.forget(&key);
+            }
             if !r.text().contains("ready") {
                 return Err(BenchError::Command(r.text().to_string()));
             }
         }
     }
     let mut rows = Vec::new();
-    for (i, (rt, app, key, _)) in apps.iter().enumerate() {
-        app.sessions.remove_with(key, true).await.ok();
+    for (i, (rt, _, _, _)) in apps.iter().enumerate() {
         rows.push(RuntimeRow {
             runtime: rt.clone(),
-            exec_p50_ms: p(&mut moat_ms[i], 0.5),
-            exec_p90_ms: p(&mut moat_ms[i], 0.9),
-            docker_exec_p50_ms: p(&mut docker_ms[i], 0.5),
-            cold_start_p50_ms: p(&mut cold_ms[i], 0.5),
+            exec_p50_ms: percentile(&mut moat_ms[i], 0.5),
+            exec_p90_ms: percentile(&mut moat_ms[i], 0.9),
+            docker_exec_p50_ms: percentile(&mut docker_ms[i], 0.5),
+            cold_start_p50_ms: percentile(&mut cold_ms[i], 0.5),
         });
     }
     Ok(RuntimesReport {
