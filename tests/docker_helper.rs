@@ -22,7 +22,8 @@ fn run_dir(m: &common::TestMoat, session: &str) -> std::path::PathBuf {
     m.app.home.run_dir(name.strip_prefix("moat-").unwrap())
 }
 
-/// The helper's host pid as moat recorded it.
+/// The pid moat recorded for the helper: under runc the helper's host pid; under gVisor the
+/// container's `runsc-gofer`, which makes the socket the helper binds (docs/helper.md, "Trust").
 fn helper_pid(m: &common::TestMoat, session: &str) -> u32 {
     std::fs::read_to_string(run_dir(m, session).join("helper.pid"))
         .expect("moat records the helper it started")
@@ -31,10 +32,53 @@ fn helper_pid(m: &common::TestMoat, session: &str) -> u32 {
         .unwrap()
 }
 
-fn is_helper(pid: u32) -> bool {
+/// Whether this run puts sessions under gVisor (`MOAT_TEST_RUNTIME=runsc`, the runsc pass of
+/// .ci/run), where no sandbox process is a host process.
+fn under_gvisor() -> bool {
+    std::env::var("MOAT_TEST_RUNTIME").as_deref() == Ok("runsc")
+}
+
+/// The running helper as these tests tell one helper from the next: under runc its host pid,
+/// which must be the one moat recorded; under gVisor its pid inside the container (moat's
+/// record names the gofer, the same for every helper of the container).
+fn helper(m: &common::TestMoat, session: &str) -> u32 {
+    let recorded = helper_pid(m, session);
+    if !under_gvisor() {
+        return recorded;
+    }
+    let gofer = std::fs::read(format!("/proc/{recorded}/cmdline")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&gofer).contains("gofer"),
+        "under gVisor moat records the container's gofer, not pid {recorded}: {:?}",
+        String::from_utf8_lossy(&gofer)
+    );
+    // The helper may still be starting: the first commands go through the engine meanwhile.
+    for _ in 0..200 {
+        let pids = m.docker_exec(session, HELPER_PIDS);
+        let pids: Vec<&str> = pids.split_whitespace().collect();
+        match pids[..] {
+            [] => std::thread::sleep(Duration::from_millis(50)),
+            [pid] => return pid.parse().unwrap(),
+            _ => panic!("more than one helper runs in the container: {pids:?}"),
+        }
+    }
+    panic!("no helper runs in the container");
+}
+
+/// Whether [`helper`]'s `pid` is a helper still.
+fn is_helper(m: &common::TestMoat, session: &str, pid: u32) -> bool {
+    if under_gvisor() {
+        return m
+            .docker_exec(session, HELPER_PIDS)
+            .split_whitespace()
+            .any(|p| p == pid.to_string());
+    }
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .is_ok_and(|c| c.starts_with(b"/run/moat/moat-helper\0"))
 }
+
+/// The pids of the container's helpers, by the name the kernel shows for them (`comm`).
+const HELPER_PIDS: &str = r#"for p in /proc/[0-9]*; do if [ "$(cat "$p/comm" 2>/dev/null)" = moat-helper ]; then echo "${p#/proc/}"; fi; done"#;
 
 /// Kills every helper in the container, by the name the kernel shows for it (`comm`): the
 /// wrappers it forks name themselves `moat-wrapper` (docs/helper.md).
@@ -56,8 +100,8 @@ async fn commands_run_through_the_helper_with_the_engine_paths_results() {
     );
     let container = m.container("a");
     assert_eq!(m.app.commands.transport_of(&container), "helper");
-    let pid = helper_pid(&m, "a");
-    assert!(is_helper(pid), "pid {pid} is the helper");
+    let pid = helper(&m, "a");
+    assert!(is_helper(&m, "a", pid), "pid {pid} is the helper");
     // Many at once, each with its own output and status.
     let commands: Vec<String> = (0..24)
         .map(|i| format!("echo n{i}; exit {}", i % 5))
@@ -76,7 +120,7 @@ async fn commands_run_through_the_helper_with_the_engine_paths_results() {
         );
         assert_eq!(r.details.to_json()["exitCode"], i % 5, "{}", r.text());
     }
-    assert_eq!(helper_pid(&m, "a"), pid, "one helper served them all");
+    assert_eq!(helper(&m, "a"), pid, "one helper served them all");
     // `moat doctor`, another process, finds the helper answering.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_moat"))
         .arg("doctor")
@@ -97,9 +141,9 @@ async fn commands_run_through_the_helper_with_the_engine_paths_results() {
     let r = m.exec_req("a", req).await;
     assert_eq!(r.details.to_json()["exitCode"], 2, "{}", r.details);
     assert!(r.text().starts_with("tty"), "{}", r.text());
-    assert!(is_helper(pid), "the helper outlives a PTY command");
+    assert!(is_helper(&m, "a", pid), "the helper outlives a PTY command");
     assert_eq!(m.exec("a", "echo still").await.text(), "still");
-    assert_eq!(helper_pid(&m, "a"), pid);
+    assert_eq!(helper(&m, "a"), pid);
 }
 
 fn preq(action: &str, id: &str) -> ProcessRequest {
@@ -118,12 +162,12 @@ async fn a_helper_killed_mid_command_loses_no_output_and_no_status() {
     let id = m
         .background("a", "echo first; sleep 2; echo second; exit 7")
         .await;
-    let first = helper_pid(&m, "a");
+    let first = helper(&m, "a");
     // A sandboxed command kills the helper, its own parent among them.
     let r = m.exec("a", KILL_HELPER).await;
     assert!(r.text().contains("killed"), "{}", r.text());
     assert_eq!(r.details.to_json()["exitCode"], 0, "{}", r.text());
-    assert!(!is_helper(first));
+    assert!(!is_helper(&m, "a", first));
     // The background command ran on, and its output and status arrive complete.
     let p = m.app.registry.get(&m.key("a"), &id).unwrap();
     assert!(p.wait_exit(Duration::from_secs(30)).await, "it ends");
@@ -133,9 +177,9 @@ async fn a_helper_killed_mid_command_loses_no_output_and_no_status() {
     // The next command restarts the helper.
     let r = m.exec("a", "echo again").await;
     assert_eq!(r.text(), "again", "{}", r.details);
-    let second = helper_pid(&m, "a");
+    let second = helper(&m, "a");
     assert_ne!(second, first);
-    assert!(is_helper(second));
+    assert!(is_helper(&m, "a", second));
     assert_eq!(m.app.commands.transport_of(&m.container("a")), "helper");
 }
 
@@ -176,17 +220,28 @@ async fn garbage_on_the_helpers_socket_harms_no_command() {
         return;
     };
     let id = m.background("a", "sleep 2; echo survived; exit 6").await;
-    let pid = helper_pid(&m, "a");
+    let pid = helper(&m, "a");
     let r = m
         .exec(
             "a",
             &format!("python3 -c \"$(cat <<'EOF'\n{GARBAGE}\nEOF\n)\""),
         )
         .await;
-    assert_eq!(r.text(), "sent", "{}", r.details);
+    if under_gvisor() {
+        // Under gVisor the helper's socket is a host socket the gofer made, which no process
+        // in the sandbox may connect to (`--host-uds=create`, not `open`): the attack cannot
+        // even start.
+        assert!(
+            r.text().contains("PermissionError") && r.text().contains("not permitted"),
+            "{}",
+            r.details
+        );
+    } else {
+        assert_eq!(r.text(), "sent", "{}", r.details);
+    }
     // The helper dropped each bad connection and serves on.
-    assert_eq!(helper_pid(&m, "a"), pid);
-    assert!(is_helper(pid));
+    assert_eq!(helper(&m, "a"), pid);
+    assert!(is_helper(&m, "a", pid));
     let r = m.exec("a", "echo fine; exit 4").await;
     assert_eq!(r.details.to_json()["aggregated"], "fine\n", "{}", r.details);
     assert_eq!(r.details.to_json()["exitCode"], 4, "{}", r.details);
@@ -209,10 +264,14 @@ for d in os.listdir('/proc'):
         except Exception:
             pass
 try:
-    os.unlink(p)
-except FileNotFoundError:
-    pass
-s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(16)
+    try:
+        os.unlink(p)
+    except FileNotFoundError:
+        pass
+    s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(16)
+except OSError as e:
+    open('/tmp/impostor.failed', 'w').write(repr(e))
+    raise
 open('/tmp/impostor.ready', 'w').close()
 def frame(kind, rid, payload):
     body = struct.pack('>BI', kind, rid) + payload
@@ -241,7 +300,7 @@ async fn a_listener_in_the_helpers_place_is_never_believed() {
         return;
     };
     assert_eq!(m.exec("a", "true").await.status(), Some(Status::Completed));
-    let first = helper_pid(&m, "a");
+    let first = helper(&m, "a");
     // The sandbox user, from outside moat's view, kills the helper and takes its socket.
     let container = m.container("a");
     let status = std::process::Command::new("docker")
@@ -251,18 +310,39 @@ async fn a_listener_in_the_helpers_place_is_never_believed() {
     assert!(status.success());
     // Under load the impostor can take seconds to bind: the test must not go on without it
     // (moat would start a fresh helper and never meet the impostor).
-    let mut ready = false;
+    let mut outcome = String::new();
     for _ in 0..600 {
-        if m.docker_exec("a", "ls /tmp/impostor.ready 2>/dev/null")
-            .contains("ready")
-        {
-            ready = true;
+        outcome = m.docker_exec(
+            "a",
+            "cat /tmp/impostor.failed 2>/dev/null || find /tmp/impostor.ready 2>/dev/null",
+        );
+        if !outcome.is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(ready, "the impostor never took the helper's socket");
-    assert!(!is_helper(first));
+    assert!(!is_helper(&m, "a", first), "the impostor killed the helper");
+    if under_gvisor() {
+        // Under gVisor the socket is a host file the gofer made, which no process in the
+        // sandbox may unlink: the impostor cannot take its place. Commands still carry their
+        // real status, and moat, which can remove it from the host, starts a new helper.
+        assert!(
+            outcome.contains("PermissionError") && outcome.contains("not permitted"),
+            "{outcome:?}"
+        );
+        let r = m.exec("a", "echo real; exit 5").await;
+        assert_eq!(r.details.to_json()["aggregated"], "real\n", "{}", r.details);
+        assert_eq!(r.details.to_json()["exitCode"], 5, "{}", r.details);
+        let second = helper(&m, "a");
+        assert_ne!(second, first);
+        assert_eq!(m.exec("a", "echo again").await.text(), "again");
+        assert_eq!(m.app.commands.transport_of(&m.container("a")), "helper");
+        return;
+    }
+    assert!(
+        outcome.contains("impostor.ready"),
+        "the impostor never took the helper's socket: {outcome:?}"
+    );
     // The impostor says every command exited 0; the real status arrives. Under load moat may
     // first see its connection to the killed helper fail and run a command through the
     // engine before it looks for a helper again, so commands run until moat met the
@@ -286,9 +366,12 @@ async fn a_listener_in_the_helpers_place_is_never_believed() {
         log.lines().all(|l| l == "conn 0"),
         "the impostor was sent something: {log:?}"
     );
-    let second = helper_pid(&m, "a");
+    let second = helper(&m, "a");
     assert_ne!(second, first);
-    assert!(is_helper(second), "a new helper took the socket back");
+    assert!(
+        is_helper(&m, "a", second),
+        "a new helper took the socket back"
+    );
 }
 
 #[tokio::test]
@@ -422,6 +505,14 @@ async fn the_protocol_runs_requests_side_by_side_and_signals_groups() {
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
     let r = r.unwrap();
+    if under_gvisor() {
+        // No process in a gVisor sandbox may connect to the helper's host socket: the
+        // protocol is moat's alone there (its looks and signals are tested through moat in
+        // docker_runsc).
+        assert!(r.text().contains("PermissionError"), "{}", r.details);
+        assert_eq!(m.exec("a", "echo fine").await.text(), "fine");
+        return;
+    }
     // `echo` saw the env laid over the helper's; the look found `sleep` alone in its group
     // and nothing marked `nothing-1`; SIGTERM ended `sleep` (128 + 15).
     assert_eq!(r.text(), "hi 143 3 group 1 marked 0", "{}", r.details);

@@ -400,7 +400,15 @@ async fn a_bench_that_fails_half_way_leaves_no_session_behind() {
     let out = home
         .moat()
         .env("PATH", &no_docker)
-        .args(["bench", "--runs", "2", "--cold-runs", "1", "--cli-runs", "1"])
+        .args([
+            "bench",
+            "--runs",
+            "2",
+            "--cold-runs",
+            "1",
+            "--cli-runs",
+            "1",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success(), "{}", text(&out));

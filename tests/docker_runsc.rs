@@ -149,3 +149,32 @@ async fn a_runtime_the_engine_lacks_is_refused_naming_the_fix() {
         .unwrap()
         .is_none());
 }
+
+/// Under gVisor the kernel's pids limit counts the host tasks that run the sandbox, about 8
+/// per sandboxed process on the ptrace platform: with `sandbox.pids_limit` (512) given to the
+/// engine as it is, a command that started some 60 processes ended the whole sandbox. moat
+/// scales the engine's limit there, so the processes the limit allows run, and the sandbox
+/// lives on.
+#[tokio::test]
+async fn a_hundred_processes_fit_under_gvisor() {
+    let mut config = Config::default();
+    config.sandbox.runtime = "runsc".into();
+    let Some(m) = common::moat("t-gvisor-procs", config).await else {
+        return;
+    };
+    if !has_runsc(&m).await {
+        return;
+    }
+    let r = m
+        .exec(
+            "a",
+            "for i in $(seq 100); do sleep 1000 & done; sleep 1; find /proc -maxdepth 1 -name '[0-9]*' | wc -l",
+        )
+        .await;
+    assert_eq!(r.status(), Some(Status::Completed), "{}", r.text());
+    let running: u32 = r.text().lines().next().unwrap().trim().parse().unwrap();
+    assert!(running > 100, "{}", r.text());
+    assert_eq!(m.inspect("a")["State"]["Running"], true);
+    assert_eq!(m.inspect("a")["HostConfig"]["PidsLimit"], 512 * 10 + 128);
+    assert_eq!(m.exec("a", "echo alive").await.text(), "alive");
+}

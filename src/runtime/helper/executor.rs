@@ -194,6 +194,7 @@ impl HelperExecutor {
         }
         binary::install(&dir)?;
         socket::prepare_dir(&dir, self.owner.0, self.owner.1)?;
+        socket::clear_stale(&dir, self.owner.0)?;
         let exec_id = self
             .inner
             .exec_detached(container, vec![helper_path(), socket_path()])

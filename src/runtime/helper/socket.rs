@@ -78,6 +78,20 @@ pub fn prepare_dir(run_dir: &OwnedFd, uid: u32, gid: u32) -> Result<(), HelperEr
     Ok(())
 }
 
+/// Removes whatever is at the helper's socket path before a new helper starts. The helper
+/// replaces an old socket itself under runc, but under gVisor the socket is a host file the
+/// gofer made, which no process in the sandbox may unlink: a helper killed from inside left
+/// its socket behind, every new helper failed to bind, and the session's commands went through
+/// the engine for good. moat, on the host, can; it goes through the checked directory, so a
+/// symlink in the directory's place is refused, not followed.
+pub fn clear_stale(run_dir: &OwnedFd, uid: u32) -> Result<(), HelperError> {
+    let dir = open_checked(run_dir, DIR, Kind::Dir, uid)?;
+    match nix::unistd::unlinkat(&dir, SOCKET, nix::unistd::UnlinkatFlags::NoRemoveDir) {
+        Ok(()) | Err(Errno::ENOENT) => Ok(()),
+        Err(e) => Err(HelperError::io("remove the old helper's socket")(e.into())),
+    }
+}
+
 fn open_checked(dir: &impl AsFd, name: &str, kind: Kind, uid: u32) -> Result<OwnedFd, HelperError> {
     let mut flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     if kind == Kind::Dir {
