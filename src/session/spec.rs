@@ -31,31 +31,6 @@ pub const GIT_LABEL: &str = "dev.moat.git";
 /// Where the per-container run directory (process logs, stdin FIFOs) appears.
 pub const RUN_MOUNT: &str = "/run/moat";
 
-/// Host tasks per sandboxed process under gVisor's ptrace platform, with room: the sentry runs
-/// each process of the sandbox in a stub process of the host's with threads of its own.
-/// Measured with Debian's runsc of 2022-12-19: 38 tasks for an idle sandbox, 173 with 16
-/// processes, 463 with 52, 662 with 76 (about 8 each).
-const GVISOR_TASKS_PER_PROCESS: i64 = 10;
-/// The sentry's, the gofer's and the helper's own tasks, with room.
-const GVISOR_BASE_TASKS: i64 = 128;
-
-/// The pids limit the engine gets for `sandbox`. Under runc the kernel counts the sandbox's
-/// own processes, so it is `sandbox.pids_limit`. Under gVisor (`runtime = "runsc"`) it counts
-/// the host tasks that run the sandbox, and at that limit the sentry cannot start a task and
-/// the whole sandbox ends: `pids_limit = 512` taken as it is ended a sandbox at about 55
-/// processes. There it is scaled, so that the processes it allows fit and the host still has
-/// a bound (docs/security.md, "runc or runsc").
-pub fn engine_pids_limit(sandbox: &SandboxConfig) -> i64 {
-    if sandbox.runtime == "runsc" {
-        sandbox
-            .pids_limit
-            .saturating_mul(GVISOR_TASKS_PER_PROCESS)
-            .saturating_add(GVISOR_BASE_TASKS)
-    } else {
-        sandbox.pids_limit
-    }
-}
-
 /// A stable hash of everything that shapes the container. Changing any of it means the
 /// running container no longer matches the config.
 ///
@@ -250,7 +225,7 @@ pub fn build_spec(
         network: sandbox.network.clone(),
         cap_add,
         security_opt,
-        pids_limit: engine_pids_limit(sandbox),
+        pids_limit: sandbox.pids_limit,
         memory_bytes: sandbox.memory_bytes(),
         shm_bytes: plan.shm.unwrap_or(0) as i64,
         nano_cpus: (sandbox.cpus * 1e9) as i64,
@@ -354,27 +329,6 @@ mod tests {
         // Neither is a key of moat.toml.
         let parsed: Result<SandboxConfig, _> = toml::from_str("root = true");
         assert!(parsed.is_err());
-    }
-
-    #[test]
-    fn under_gvisor_the_pids_limit_counts_the_host_tasks_that_run_the_sandbox() {
-        let mut s = SandboxConfig::default();
-        assert_eq!(engine_pids_limit(&s), 512);
-        s.runtime = "runc".into();
-        assert_eq!(engine_pids_limit(&s), 512);
-        s.runtime = "runsc".into();
-        assert_eq!(engine_pids_limit(&s), 512 * 10 + 128);
-        let spec = build_spec(
-            &s,
-            "moat-x",
-            "x",
-            Path::new("/h/ws"),
-            Path::new("/h/run"),
-            1,
-        );
-        assert_eq!(spec.pids_limit, 5248);
-        s.pids_limit = i64::MAX;
-        assert_eq!(engine_pids_limit(&s), i64::MAX);
     }
 
     #[test]
