@@ -22,9 +22,10 @@
 //! 13. `files`: confined file access beneath a root;
 //! 14. the wire: `contract` (what every tool shares: results, env rules, failure kinds, where
 //!     a command runs), `error_chain`;
-//! 15. pure leaves, synchronous and without I/O but for `descriptors`: `policy`, `output`,
-//!     `terminal_keys`, `names`, `session_key`, `wrapper` (the command wrapper's vocabulary),
-//!     `descriptors` (opening directories without following links).
+//! 15. pure leaves, synchronous and without I/O but for `descriptors` and `proc_start`:
+//!     `policy`, `output`, `terminal_keys`, `names`, `session_key`, `wrapper` (the command
+//!     wrapper's vocabulary), `descriptors` (opening directories without following links),
+//!     `proc_start` (when a process started, from `/proc`).
 
 pub mod app;
 pub mod approvals;
@@ -48,6 +49,7 @@ pub mod names;
 pub mod node;
 pub mod output;
 pub mod policy;
+pub mod proc_start;
 pub mod process;
 pub mod runtime;
 pub mod secrets;

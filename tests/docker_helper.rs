@@ -25,9 +25,12 @@ fn run_dir(m: &common::TestMoat, session: &str) -> std::path::PathBuf {
 /// The pid moat recorded for the helper: under runc the helper's host pid; under gVisor the
 /// container's `runsc-gofer`, which makes the socket the helper binds (docs/helper.md, "Trust").
 fn helper_pid(m: &common::TestMoat, session: &str) -> u32 {
+    // `PID START`: the listener's pid and when it started (docs/helper.md, "Trust").
     std::fs::read_to_string(run_dir(m, session).join("helper.pid"))
         .expect("moat records the helper it started")
-        .trim()
+        .split_whitespace()
+        .next()
+        .expect("a pid")
         .parse()
         .unwrap()
 }
@@ -174,9 +177,17 @@ async fn a_helper_killed_mid_command_loses_no_output_and_no_status() {
     let log = m.process("a", &preq("log", &id)).await;
     assert_eq!(log.text(), "first\nsecond", "{}", log.details);
     assert_eq!(log.details.to_json()["exitCode"], 7, "{}", log.details);
-    // The next command restarts the helper.
     let r = m.exec("a", "echo again").await;
     assert_eq!(r.text(), "again", "{}", r.details);
+    if under_gvisor() {
+        // Under gVisor the dead helper's socket keeps its path (no process of the sandbox may
+        // unlink it, and moat does not, docs/helper.md, "Trust"): the engine takes the
+        // container's commands from now on.
+        assert_eq!(m.app.commands.transport_of(&m.container("a")), "exec");
+        assert_eq!(m.docker_exec("a", HELPER_PIDS), "");
+        return;
+    }
+    // The next command restarts the helper.
     let second = helper(&m, "a");
     assert_ne!(second, first);
     assert!(is_helper(&m, "a", second));
@@ -254,7 +265,7 @@ async fn garbage_on_the_helpers_socket_harms_no_command() {
 
 /// Python: kill the helper and listen in its place, answering as a helper would, lying.
 const IMPOSTOR: &str = r#"
-import os, socket, struct
+import os, socket, struct, time
 p = '/run/moat/helper/sock'
 for d in os.listdir('/proc'):
     if d.isdigit():
@@ -263,15 +274,22 @@ for d in os.listdir('/proc'):
                 os.kill(int(d), 9)
         except Exception:
             pass
-try:
+# It keeps trying for 8 s: a moment when the path is free (moat making room for a new helper)
+# is all it needs.
+deadline = time.time() + 8
+while True:
     try:
-        os.unlink(p)
-    except FileNotFoundError:
-        pass
-    s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(16)
-except OSError as e:
-    open('/tmp/impostor.failed', 'w').write(repr(e))
-    raise
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+        s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(16)
+        break
+    except OSError as e:
+        if time.time() > deadline:
+            open('/tmp/impostor.failed', 'w').write(repr(e))
+            raise
+        time.sleep(0.001)
 open('/tmp/impostor.ready', 'w').close()
 def frame(kind, rid, payload):
     body = struct.pack('>BI', kind, rid) + payload
@@ -308,6 +326,48 @@ async fn a_listener_in_the_helpers_place_is_never_believed() {
         .status()
         .unwrap();
     assert!(status.success());
+    if under_gvisor() {
+        // Under gVisor the socket is a host file the gofer made, which no process of the
+        // sandbox may unlink, and moat never frees its path for a new helper (it could not
+        // tell its helper from the impostor there, docs/helper.md, "Trust"). So while the
+        // impostor tries, commands go through the engine with their real output and status.
+        let mut last = None;
+        for i in 0..6 {
+            let r = m.exec("a", &format!("echo real{i}; exit 5")).await;
+            assert_eq!(
+                r.details.to_json()["aggregated"],
+                format!("real{i}\n"),
+                "{}",
+                r.details
+            );
+            assert_eq!(r.details.to_json()["exitCode"], 5, "{}", r.details);
+            last = Some(m.app.commands.transport_of(&m.container("a")));
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        assert_eq!(last, Some("exec"));
+        let mut outcome = String::new();
+        for _ in 0..600 {
+            outcome = m.docker_exec(
+                "a",
+                "cat /tmp/impostor.failed 2>/dev/null || find /tmp/impostor.ready 2>/dev/null",
+            );
+            if !outcome.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            outcome.contains("PermissionError") || outcome.contains("Address already in use"),
+            "the impostor got the socket: {outcome:?}"
+        );
+        assert!(!is_helper(&m, "a", first), "the impostor killed the helper");
+        assert_eq!(
+            m.docker_exec("a", "cat /tmp/impostor.log 2>/dev/null"),
+            "",
+            "moat connected to the impostor"
+        );
+        return;
+    }
     // Under load the impostor can take seconds to bind: the test must not go on without it
     // (moat would start a fresh helper and never meet the impostor).
     let mut outcome = String::new();
@@ -322,23 +382,6 @@ async fn a_listener_in_the_helpers_place_is_never_believed() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(!is_helper(&m, "a", first), "the impostor killed the helper");
-    if under_gvisor() {
-        // Under gVisor the socket is a host file the gofer made, which no process in the
-        // sandbox may unlink: the impostor cannot take its place. Commands still carry their
-        // real status, and moat, which can remove it from the host, starts a new helper.
-        assert!(
-            outcome.contains("PermissionError") && outcome.contains("not permitted"),
-            "{outcome:?}"
-        );
-        let r = m.exec("a", "echo real; exit 5").await;
-        assert_eq!(r.details.to_json()["aggregated"], "real\n", "{}", r.details);
-        assert_eq!(r.details.to_json()["exitCode"], 5, "{}", r.details);
-        let second = helper(&m, "a");
-        assert_ne!(second, first);
-        assert_eq!(m.exec("a", "echo again").await.text(), "again");
-        assert_eq!(m.app.commands.transport_of(&m.container("a")), "helper");
-        return;
-    }
     assert!(
         outcome.contains("impostor.ready"),
         "the impostor never took the helper's socket: {outcome:?}"

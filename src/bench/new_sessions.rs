@@ -118,7 +118,8 @@ pub(super) async fn new_sessions(
     };
     let pooled = App::with_engine(side.clone(), config, app.source.clone(), app.engine.clone())?;
     pooled.sessions.start_pool().await;
-    let mut keys = Vec::new();
+    // The pool's sessions live in the side home: noted apart, removed through its app.
+    let claimed = Made::default();
     let measured = async {
         progress(&format!(
             "new sessions: filling a warm pool of {claims} in {}",
@@ -140,11 +141,10 @@ pub(super) async fn new_sessions(
             if app.sessions.remove_with(&key, true).await.is_ok() {
                 made.forget(&key);
             }
-            let key = format!("bench-pool-{i}");
+            let key = claimed.note(format!("bench-pool-{i}"));
             let t = Instant::now();
             let ok = first_command(&pooled, &key).await? && ok;
             pool_ms.push(ms(t));
-            keys.push(key);
             if !ok {
                 return Err(BenchError::Command(
                     "a new session's `echo ready` did not print it".into(),
@@ -157,25 +157,19 @@ pub(super) async fn new_sessions(
         let t = Instant::now();
         let next = std::sync::atomic::AtomicUsize::new(0);
         let clients = (0..CLIENTS).map(|_| async {
-            let mut mine = Vec::new();
             let mut all_ok = true;
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if i >= claims {
-                    return (mine, all_ok);
+                    return all_ok;
                 }
-                let key = format!("bench-claim-{i}");
+                let key = claimed.note(format!("bench-claim-{i}"));
                 all_ok &= matches!(first_command(&pooled, &key).await, Ok(true));
-                mine.push(key);
             }
         });
         let done = futures::future::join_all(clients).await;
         let secs = t.elapsed().as_secs_f64();
-        let mut claims_all_ok = true;
-        for (mine, ok) in done {
-            keys.extend(mine);
-            claims_all_ok &= ok;
-        }
+        let claims_all_ok = done.into_iter().all(|ok| ok);
         let claims_hits = tally(&pooled).await.0 - hits;
         let (pool_p50, cold_p50, run_p50) = (
             percentile(&mut pool_ms, 0.5),
@@ -202,9 +196,7 @@ pub(super) async fn new_sessions(
     }
     .await;
     progress("new sessions: removing the bench's sessions and pool");
-    for key in &keys {
-        pooled.sessions.remove_with(key, true).await.ok();
-    }
+    claimed.remove_all(&pooled).await;
     pooled.sessions.drain_pool().await;
     drop(pooled);
     remove_home(side.root().to_path_buf());

@@ -242,7 +242,9 @@ async fn transports(
         } else if moat::runtime::helper::probe(home, &info.name, c.sandbox.uid_gid()).await {
             "the helper"
         } else {
-            "docker exec until its helper starts (the next command starts it)"
+            // Under gVisor a helper's socket left behind is never replaced (docs/helper.md,
+            // "Trust"), so the next command does not always start one.
+            "docker exec: no helper answers (the next command starts one, except under gVisor once a helper's socket was left behind)"
         };
         say!("ok    {}: commands go through {line}", info.name);
     }

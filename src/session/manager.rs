@@ -615,6 +615,9 @@ impl Sessions {
                 self.prepare_dirs(&workspace, &run_dir, sandbox, host.is_some())?;
                 self.ensure_egress(key, &names.name, sandbox).await?;
                 if !existing.running {
+                    // Nothing runs in it: what its last helper left goes (docs/helper.md,
+                    // "Trust").
+                    self.reset_helper(&run_dir)?;
                     self.runtime.start_container(&existing.id).await?;
                     crate::metrics::metrics().sandbox_restarted();
                 }
@@ -652,6 +655,7 @@ impl Sessions {
         }
         self.check_runtime(sandbox).await?;
         self.prepare_dirs(&workspace, &run_dir, sandbox, host.is_some())?;
+        self.reset_helper(&run_dir)?;
         // With a disk, the container names the disk's own directories: an engine that does not
         // see moat's mounts finds no such directory and refuses the container, where the
         // usual paths would mount the empty directories under them, unbounded.
@@ -804,6 +808,15 @@ impl Sessions {
             }
         }
         Ok(id)
+    }
+
+    /// Clears what an earlier container's helper left in `run_dir` (its socket, its record),
+    /// for a container about to start with no process in it (docs/helper.md, "Trust").
+    fn reset_helper(&self, run_dir: &Path) -> Result<(), SessionError> {
+        crate::runtime::helper::socket::reset(run_dir).map_err(|source| SessionError::Dir {
+            path: run_dir.to_path_buf(),
+            source,
+        })
     }
 
     /// Makes the run directory, and the default workspace; a host workspace is the

@@ -99,10 +99,10 @@ pub async fn probe(home: &Home, container: &str, owner: (u32, u32)) -> bool {
     let Ok(dir) = crate::descriptors::open_dir(&home.run_dir(slug)) else {
         return false;
     };
-    let Some(pid) = socket::read_pid(&dir) else {
+    let Some(listener) = socket::read_pid(&dir) else {
         return false;
     };
-    match socket::connect(&dir, owner.0, pid).await {
+    match socket::connect(&dir, owner.0, listener).await {
         Ok(stream) => Conn::open(stream).await.is_ok(),
         Err(_) => false,
     }
@@ -185,16 +185,40 @@ impl HelperExecutor {
         let run_dir = self.home.run_dir(slug);
         let dir = crate::descriptors::open_dir(&run_dir)
             .map_err(HelperError::io("open the run directory"))?;
-        if let Some(pid) = socket::read_pid(&dir) {
-            if let Ok(stream) = socket::connect(&dir, self.owner.0, pid).await {
+        if let Some(listener) = socket::read_pid(&dir) {
+            if let Ok(stream) = socket::connect(&dir, self.owner.0, listener).await {
                 if let Ok(conn) = Conn::open(stream).await {
                     return Ok(conn);
                 }
             }
         }
+        // Nothing that answers is trusted from here on, whatever happens next.
+        socket::forget_pid(&dir);
+        let info = self
+            .inner
+            .inspect_container(container)
+            .await
+            .map_err(|e| HelperError::Start(crate::error_chain::error_chain(&e)))?;
+        let gvisor_sandbox = info
+            .as_ref()
+            .filter(|c| c.runtime.as_deref() == Some("runsc"))
+            .map(|c| c.pid);
+        if gvisor_sandbox.is_some() {
+            self.gvisor.lock().unwrap().insert(container.to_string());
+            // Under gVisor moat cannot tell its helper from another process of the sandbox
+            // by pid (the gofer listens for all of them), so it starts a helper only once per
+            // container start, before any command ran through it, and never frees the
+            // socket's path: a process of the sandbox could listen there first. After that
+            // the engine runs this container's commands until it starts again
+            // (docs/helper.md, "Trust").
+            if socket::socket_left(&dir, self.owner.0) || !socket::start_once(&dir)? {
+                return Err(HelperError::Start(
+                    "the container's helper is gone (under gVisor moat starts one once per container start, docs/helper.md, \"Trust\"): commands go through the engine until the container starts again".into(),
+                ));
+            }
+        }
         binary::install(&dir)?;
         socket::prepare_dir(&dir, self.owner.0, self.owner.1)?;
-        socket::clear_stale(&dir, self.owner.0)?;
         let exec_id = self
             .inner
             .exec_detached(container, vec![helper_path(), socket_path()])
@@ -215,47 +239,47 @@ impl HelperExecutor {
                 Err(e) => return Err(HelperError::Start(crate::error_chain::error_chain(&e))),
             }
         };
-        let pid = self.listener_of(container, pid).await?;
-        socket::write_pid(&dir, pid)?;
-        let stream = self.wait_for_socket(&dir, pid, deadline).await?;
-        Conn::open(stream).await
+        let pid = match gvisor_sandbox {
+            Some(sandbox) => Self::gofer_of(sandbox).await?,
+            None => pid,
+        };
+        let listener = socket::Listener::of(pid).ok_or_else(|| {
+            HelperError::Start("it ended at once, or the engine reports no pid for it".into())
+        })?;
+        socket::write_pid(&dir, listener)?;
+        let started = match self.wait_for_socket(&dir, listener, deadline).await {
+            Ok(stream) => Conn::open(stream).await,
+            Err(e) => Err(e),
+        };
+        if started.is_err() {
+            socket::forget_pid(&dir);
+        }
+        started
     }
 
-    /// The pid the kernel will record as the listener of the socket of the helper started as
-    /// host pid `helper`: the helper itself, or under gVisor the container's gofer, which
-    /// makes the host socket for it (`gvisor`, docs/helper.md, "Trust").
-    async fn listener_of(&self, container: &str, helper: u32) -> Result<u32, HelperError> {
-        let info = self
-            .inner
-            .inspect_container(container)
+    /// The container's gofer beside gVisor sandbox process `sandbox`: the listener the kernel
+    /// records for every socket a process of that sandbox binds (`gvisor`, docs/helper.md,
+    /// "Trust").
+    async fn gofer_of(sandbox: u32) -> Result<u32, HelperError> {
+        tokio::task::spawn_blocking(move || super::gvisor::find_gofer(sandbox))
             .await
-            .map_err(|e| HelperError::Start(crate::error_chain::error_chain(&e)))?;
-        match info {
-            Some(c) if c.runtime.as_deref() == Some("runsc") => {
-                self.gvisor.lock().unwrap().insert(container.to_string());
-                let sandbox = c.pid;
-                tokio::task::spawn_blocking(move || super::gvisor::find_gofer(sandbox))
-                    .await
-                    .ok()
-                    .flatten()
-                    .ok_or_else(|| {
-                        HelperError::Start(format!(
-                            "no single gofer beside the gVisor sandbox process (pid {sandbox})"
-                        ))
-                    })
-            }
-            _ => Ok(helper),
-        }
+            .ok()
+            .flatten()
+            .ok_or_else(|| {
+                HelperError::Start(format!(
+                    "no single gofer beside the gVisor sandbox process (pid {sandbox})"
+                ))
+            })
     }
 
     async fn wait_for_socket(
         &self,
         dir: &OwnedFd,
-        pid: u32,
+        listener: socket::Listener,
         deadline: Instant,
     ) -> Result<tokio::net::UnixStream, HelperError> {
         loop {
-            match socket::connect(dir, self.owner.0, pid).await {
+            match socket::connect(dir, self.owner.0, listener).await {
                 Ok(stream) => return Ok(stream),
                 Err(e) if Instant::now() >= deadline => return Err(e),
                 Err(_) => tokio::time::sleep(Duration::from_millis(2)).await,

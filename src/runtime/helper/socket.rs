@@ -7,7 +7,8 @@
 //! checks their type and owner on the descriptors, connects through `/proc/self/fd/N`, and
 //! then checks the listener's pid (`SO_PEERCRED`) against the pid the engine reported for the
 //! helper it started, which moat keeps in `helper.pid` in its own part of the run directory
-//! (docs/helper.md, "Trust").
+//! with the process's start time: a pid alone outlives its helper, and a sandbox that cycles
+//! through pids could get it next (docs/helper.md, "Trust").
 
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -24,10 +25,26 @@ use super::HelperError;
 pub const DIR: &str = "helper";
 /// The socket's name in [`DIR`].
 pub const SOCKET: &str = "sock";
-/// moat's record of the running helper's host pid, in the run directory itself.
+/// moat's record of the running helper's host pid and start time, in the run directory itself.
 pub const PID_FILE: &str = "helper.pid";
-/// Most bytes of [`PID_FILE`] read (a pid and a newline).
-const PID_FILE_MAX: usize = 32;
+/// Most bytes of [`PID_FILE`] read (a pid, a start time and a newline).
+const PID_FILE_MAX: usize = 64;
+
+/// The process moat trusts as its helper's listener: a pid, and when that process started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listener {
+    pub pid: u32,
+    /// `proc_start` of `pid` when moat recorded it.
+    pub start: u64,
+}
+
+impl Listener {
+    /// `pid` as it runs now; `None` when it is gone.
+    pub fn of(pid: u32) -> Option<Listener> {
+        let start = crate::proc_start::of(std::path::Path::new("/proc"), pid)?;
+        Some(Listener { pid, start })
+    }
+}
 
 /// What an entry must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,18 +95,62 @@ pub fn prepare_dir(run_dir: &OwnedFd, uid: u32, gid: u32) -> Result<(), HelperEr
     Ok(())
 }
 
-/// Removes whatever is at the helper's socket path before a new helper starts. The helper
-/// replaces an old socket itself under runc, but under gVisor the socket is a host file the
-/// gofer made, which no process in the sandbox may unlink: a helper killed from inside left
-/// its socket behind, every new helper failed to bind, and the session's commands went through
-/// the engine for good. moat, on the host, can; it goes through the checked directory, so a
-/// symlink in the directory's place is refused, not followed.
-pub fn clear_stale(run_dir: &OwnedFd, uid: u32) -> Result<(), HelperError> {
-    let dir = open_checked(run_dir, DIR, Kind::Dir, uid)?;
-    match nix::unistd::unlinkat(&dir, SOCKET, nix::unistd::UnlinkatFlags::NoRemoveDir) {
-        Ok(()) | Err(Errno::ENOENT) => Ok(()),
-        Err(e) => Err(HelperError::io("remove the old helper's socket")(e.into())),
+/// moat's mark, in its own part of the run directory, that it started a helper in the running
+/// container: under gVisor it starts one once per container start (see [`start_once`]).
+pub const TRIED_FILE: &str = "helper.tried";
+
+/// Under gVisor, takes the container's one helper start: `false` when a helper was started in
+/// it before. moat cannot tell its helper from another process of a gVisor sandbox by pid, so
+/// it starts a helper only while no process of the sandbox could be listening in its place:
+/// the first time, before any command of the container ran through it (docs/helper.md,
+/// "Trust"). [`reset`] gives the next container start its own.
+pub fn start_once(run_dir: &OwnedFd) -> Result<bool, HelperError> {
+    let flags =
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    match openat(run_dir, TRIED_FILE, flags, Mode::from_bits_truncate(0o644)) {
+        Ok(_) => Ok(true),
+        Err(Errno::EEXIST) => Ok(false),
+        Err(e) => Err(HelperError::io("mark the helper's start")(e.into())),
     }
+}
+
+/// Clears what a container's earlier helper left in run directory `dir`: its socket, the
+/// record of its listener and the mark of its start. Only for a container with no process
+/// running (being created, or started again): then nothing of the sandbox can be listening.
+pub fn reset(dir: &std::path::Path) -> std::io::Result<()> {
+    let run = crate::descriptors::open_dir(dir)?;
+    forget_pid(&run);
+    let _ = nix::unistd::unlinkat(&run, TRIED_FILE, nix::unistd::UnlinkatFlags::NoRemoveDir);
+    let helper = match openat(
+        &run,
+        DIR,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::ENOENT) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    match nix::unistd::unlinkat(&helper, SOCKET, nix::unistd::UnlinkatFlags::NoRemoveDir) {
+        Ok(()) | Err(Errno::ENOENT) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether something is at the helper's socket path in the checked directory. Under gVisor
+/// a helper's socket is a host file the gofer made, which no process of the sandbox may unlink
+/// or rename: once its helper is gone, no new helper can listen there, and no impostor either
+/// (docs/helper.md, "Trust").
+pub fn socket_left(run_dir: &OwnedFd, uid: u32) -> bool {
+    open_checked(run_dir, DIR, Kind::Dir, uid).is_ok_and(|dir| {
+        openat(
+            &dir,
+            SOCKET,
+            OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .is_ok()
+    })
 }
 
 fn open_checked(dir: &impl AsFd, name: &str, kind: Kind, uid: u32) -> Result<OwnedFd, HelperError> {
@@ -109,8 +170,14 @@ fn open_checked(dir: &impl AsFd, name: &str, kind: Kind, uid: u32) -> Result<Own
 }
 
 /// Connects to the helper's socket in the open run directory, refusing anything but a socket
-/// of the sandbox user's whose listener is process `pid`.
-pub async fn connect(run_dir: &OwnedFd, uid: u32, pid: u32) -> Result<UnixStream, HelperError> {
+/// of the sandbox user's whose listener is the process `listener` names (its pid, started when
+/// it was recorded).
+pub async fn connect(
+    run_dir: &OwnedFd,
+    uid: u32,
+    listener: Listener,
+) -> Result<UnixStream, HelperError> {
+    let pid = listener.pid;
     let dir = open_checked(run_dir, DIR, Kind::Dir, uid)?;
     let sock = open_checked(&dir, SOCKET, Kind::Socket, uid)?;
     // The magic link names the very inode checked above, whatever the path holds by now.
@@ -127,11 +194,18 @@ pub async fn connect(run_dir: &OwnedFd, uid: u32, pid: u32) -> Result<UnixStream
             cred.pid()
         )));
     }
+    // Checked after the connect: the listener was pid `pid` then, and pid `pid` is still the
+    // process moat recorded, so it was that process.
+    if Listener::of(pid) != Some(listener) {
+        return Err(HelperError::Untrusted(format!(
+            "pid {pid} is no longer the helper moat started (it started at another time)"
+        )));
+    }
     Ok(stream)
 }
 
-/// The helper pid moat recorded, if any.
-pub fn read_pid(run_dir: &OwnedFd) -> Option<u32> {
+/// The helper's listener moat recorded, if any.
+pub fn read_pid(run_dir: &OwnedFd) -> Option<Listener> {
     let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
     let fd = openat(run_dir, PID_FILE, flags, Mode::empty()).ok()?;
     let st = fstat(&fd).ok()?;
@@ -141,11 +215,19 @@ pub fn read_pid(run_dir: &OwnedFd) -> Option<u32> {
     }
     let mut buf = [0u8; PID_FILE_MAX];
     let n = nix::unistd::read(&fd, &mut buf).ok()?;
-    std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()
+    parse_record(std::str::from_utf8(&buf[..n]).ok()?)
 }
 
-/// Records the helper's pid (moat's file: the sandbox cannot write it).
-pub fn write_pid(run_dir: &OwnedFd, pid: u32) -> Result<(), HelperError> {
+/// `PID START`; a record without a start (an older moat's) names no process moat can pin.
+fn parse_record(text: &str) -> Option<Listener> {
+    let mut fields = text.split_ascii_whitespace();
+    let pid = fields.next()?.parse().ok()?;
+    let start = fields.next()?.parse().ok()?;
+    fields.next().is_none().then_some(Listener { pid, start })
+}
+
+/// Records the helper's listener (moat's file: the sandbox cannot write it).
+pub fn write_pid(run_dir: &OwnedFd, listener: Listener) -> Result<(), HelperError> {
     let err = |e: Errno| HelperError::io("record the helper's pid")(e.into());
     let tmp = ".helper.pid.new";
     let _ = nix::unistd::unlinkat(run_dir, tmp, nix::unistd::UnlinkatFlags::NoRemoveDir);
@@ -157,9 +239,15 @@ pub fn write_pid(run_dir: &OwnedFd, pid: u32) -> Result<(), HelperError> {
     )
     .map_err(err)?;
     std::fs::File::from(fd)
-        .write_all(format!("{pid}\n").as_bytes())
+        .write_all(format!("{} {}\n", listener.pid, listener.start).as_bytes())
         .map_err(HelperError::io("record the helper's pid"))?;
     renameat(run_dir.as_fd(), tmp, run_dir.as_fd(), PID_FILE).map_err(err)
+}
+
+/// Drops the record: a helper that failed to start must leave no pid that a later process
+/// could be trusted by.
+pub fn forget_pid(run_dir: &OwnedFd) {
+    let _ = nix::unistd::unlinkat(run_dir, PID_FILE, nix::unistd::UnlinkatFlags::NoRemoveDir);
 }
 
 #[cfg(test)]
@@ -201,20 +289,53 @@ mod tests {
         let elsewhere = root.path().join("elsewhere.sock");
         let _listener = tokio::net::UnixListener::bind(&elsewhere).unwrap();
         std::os::unix::fs::symlink(&elsewhere, root.path().join(DIR).join(SOCKET)).unwrap();
-        let err = connect(&run, me, std::process::id()).await.unwrap_err();
+        let this = Listener::of(std::process::id()).unwrap();
+        let err = connect(&run, me, this).await.unwrap_err();
         assert!(matches!(err, HelperError::Untrusted(_)), "{err}");
         // A real socket, but its listener is not the recorded helper pid.
         std::fs::remove_file(root.path().join(DIR).join(SOCKET)).unwrap();
         let _own = tokio::net::UnixListener::bind(root.path().join(DIR).join(SOCKET)).unwrap();
-        let err = connect(&run, me, 1).await.unwrap_err();
+        let init = Listener::of(1).unwrap_or(Listener { pid: 1, start: 0 });
+        let err = connect(&run, me, init).await.unwrap_err();
         assert!(matches!(err, HelperError::Untrusted(_)), "{err}");
-        // The same socket with the right pid connects.
-        connect(&run, me, std::process::id()).await.unwrap();
+        // The right pid, but recorded for a process that started at another time: the pid
+        // was reused.
+        let reused = Listener {
+            start: this.start + 1,
+            ..this
+        };
+        let err = connect(&run, me, reused).await.unwrap_err();
+        assert!(err.to_string().contains("no longer the helper"), "{err}");
+        // The same socket with the right pid and start connects.
+        connect(&run, me, this).await.unwrap();
         // A socket directory replaced by a symlink is refused.
         std::fs::rename(root.path().join(DIR), root.path().join("moved")).unwrap();
         std::os::unix::fs::symlink(root.path().join("moved"), root.path().join(DIR)).unwrap();
-        let err = connect(&run, me, std::process::id()).await.unwrap_err();
+        let err = connect(&run, me, this).await.unwrap_err();
         assert!(matches!(err, HelperError::Untrusted(_)), "{err}");
+    }
+
+    #[test]
+    fn a_new_container_starts_clean_and_a_gvisor_helper_starts_once() {
+        let root = tempfile::tempdir().unwrap();
+        let run = crate::descriptors::open_dir(root.path()).unwrap();
+        assert!(start_once(&run).unwrap());
+        assert!(!start_once(&run).unwrap(), "a second start is refused");
+        std::fs::create_dir(root.path().join(DIR)).unwrap();
+        let _old = std::os::unix::net::UnixListener::bind(root.path().join(DIR).join(SOCKET));
+        let me = nix::unistd::geteuid().as_raw();
+        assert!(socket_left(&run, me));
+        write_pid(&run, Listener { pid: 1, start: 1 }).unwrap();
+        reset(root.path()).unwrap();
+        assert!(!socket_left(&run, me));
+        assert_eq!(read_pid(&run), None);
+        assert!(
+            start_once(&run).unwrap(),
+            "the next container start has its own"
+        );
+        // Nothing to clear is no error.
+        std::fs::remove_dir(root.path().join(DIR)).unwrap();
+        reset(root.path()).unwrap();
     }
 
     #[test]
@@ -222,8 +343,17 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let run = crate::descriptors::open_dir(root.path()).unwrap();
         assert_eq!(read_pid(&run), None);
-        write_pid(&run, 4242).unwrap();
-        assert_eq!(read_pid(&run), Some(4242));
+        let l = Listener {
+            pid: 4242,
+            start: 77,
+        };
+        write_pid(&run, l).unwrap();
+        assert_eq!(read_pid(&run), Some(l));
+        forget_pid(&run);
+        assert_eq!(read_pid(&run), None);
+        // An older moat's record (a pid alone) pins no process.
+        std::fs::write(root.path().join(PID_FILE), "4242\n").unwrap();
+        assert_eq!(read_pid(&run), None);
         std::fs::remove_file(root.path().join(PID_FILE)).unwrap();
         std::fs::write(root.path().join("x"), "77").unwrap();
         std::os::unix::fs::symlink(root.path().join("x"), root.path().join(PID_FILE)).unwrap();
