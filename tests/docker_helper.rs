@@ -650,3 +650,36 @@ async fn a_kill_whose_helpers_are_all_stopped_fails_within_its_deadlines() {
     }
     assert!(took < Duration::from_secs(60), "{took:?}");
 }
+
+/// Under gVisor moat cannot tell its helper from another process of the sandbox by pid, so a
+/// container instance's helper must start before any command of it runs (docs/helper.md,
+/// "Trust"). A hostile review got its own listener trusted after a restart: the helper of the
+/// container before had been killed, moat still held the retry time of that failure, so the
+/// first command of the restarted container went through the engine, and it listened in the
+/// helper's place before the helper started. Now the first command of a started container
+/// goes through its new helper, under either runtime.
+#[tokio::test]
+async fn a_container_started_again_runs_its_helper_before_any_command() {
+    let Some(m) = common::moat_as_configured("t-hlp-restart", helper_config()).await else {
+        return;
+    };
+    assert_eq!(m.exec("a", "echo up").await.text(), "up");
+    let r = m.exec("a", KILL_HELPER).await;
+    assert!(r.text().contains("killed"), "{}", r.text());
+    // Under gVisor the helper is gone for this container instance: this goes through the
+    // engine, and moat notes when to try again.
+    assert_eq!(m.exec("a", "echo after").await.text(), "after");
+    let status = std::process::Command::new("docker")
+        .args(["stop", "-t", "1", &m.container("a")])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    let r = m.exec("a", "echo first").await;
+    assert_eq!(r.text(), "first", "{}", r.details);
+    assert_eq!(
+        m.app.commands.transport_of(&m.container("a")),
+        "helper",
+        "the first command of the started container went through the engine"
+    );
+    helper(&m, "a");
+}

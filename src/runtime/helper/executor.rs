@@ -80,6 +80,8 @@ pub struct HelperExecutor {
     /// since a terminal the helper opens there does not send Ctrl-C's SIGINT to the
     /// command's foreground group (seen with Debian's runsc, 2022-12-19).
     gvisor: Mutex<std::collections::HashSet<String>>,
+    /// Whether each container runs under gVisor, as the engine said once.
+    runtimes: Mutex<HashMap<String, bool>>,
 }
 
 /// Where the helper lives inside the container.
@@ -119,6 +121,7 @@ impl HelperExecutor {
             execs: Arc::default(),
             seq: AtomicU64::new(1),
             gvisor: Mutex::default(),
+            runtimes: Mutex::default(),
         }
     }
 
@@ -149,7 +152,12 @@ impl HelperExecutor {
             slot.conn = None;
         }
         if slot.retry_at.is_some_and(|at| Instant::now() < at) {
-            return None;
+            // Under gVisor the one helper start of a container instance must come before any
+            // command of it: a retry time left from an earlier instance (the container stopped
+            // and started again since) does not hold it back (docs/helper.md, "Trust").
+            if !self.is_gvisor(container).await || self.started_here(slug) {
+                return None;
+            }
         }
         match self.attach(container, slug).await {
             Ok(conn) => {
@@ -171,6 +179,31 @@ impl HelperExecutor {
                 None
             }
         }
+    }
+
+    /// Whether `container` runs under gVisor, asked of the engine once per container.
+    async fn is_gvisor(&self, container: &str) -> bool {
+        if let Some(known) = self.runtimes.lock().unwrap().get(container) {
+            return *known;
+        }
+        let gvisor = matches!(
+            self.inner.inspect_container(container).await,
+            Ok(Some(c)) if c.runtime.as_deref() == Some("runsc")
+        );
+        self.runtimes
+            .lock()
+            .unwrap()
+            .insert(container.to_string(), gvisor);
+        if gvisor {
+            self.gvisor.lock().unwrap().insert(container.to_string());
+        }
+        gvisor
+    }
+
+    /// Whether moat made the one helper start of this container instance (its mark in the
+    /// run directory; cleared when the container starts again).
+    fn started_here(&self, slug: &str) -> bool {
+        crate::descriptors::open_dir(&self.home.run_dir(slug)).is_ok_and(|dir| socket::tried(&dir))
     }
 
     /// The live connection to `container`'s helper, if there is one; never starts a helper.
@@ -386,11 +419,15 @@ impl Executor for HelperExecutor {
     async fn exec(&self, container: &str, spec: ExecSpec) -> Result<ExecStarted, RuntimeError> {
         // The helper is the container's user: another user's command takes the engine; so
         // does a terminal under gVisor (`gvisor` above).
-        let conn = match spec.user {
-            None => self.conn_for(container).await,
-            Some(_) => None,
-        }
-        .filter(|_| !(spec.tty && self.gvisor.lock().unwrap().contains(container)));
+        // Under gVisor the container's helper starts before any command of it, whichever
+        // path the command then takes (docs/helper.md, "Trust").
+        let gvisor = self.is_gvisor(container).await;
+        let conn = if spec.user.is_none() || gvisor {
+            self.conn_for(container).await
+        } else {
+            None
+        };
+        let conn = conn.filter(|_| spec.user.is_none() && !(spec.tty && gvisor));
         let Some(conn) = conn else {
             self.note(container, Transport::Exec);
             return self.inner.exec(container, spec).await;
@@ -603,6 +640,7 @@ impl Executor for HelperExecutor {
     fn release(&self, container: &str) {
         // A new container of the same name gets a new helper, and may have another runtime.
         self.gvisor.lock().unwrap().remove(container);
+        self.runtimes.lock().unwrap().remove(container);
         if let Some(slot) = self.slots.lock().unwrap().remove(container) {
             if let Ok(slot) = slot.try_lock() {
                 if let Some(c) = &slot.conn {

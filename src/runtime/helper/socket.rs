@@ -114,6 +114,17 @@ pub fn start_once(run_dir: &OwnedFd) -> Result<bool, HelperError> {
     }
 }
 
+/// Whether moat made the helper start of the running container instance ([`start_once`]).
+pub fn tried(run_dir: &OwnedFd) -> bool {
+    nix::unistd::faccessat(
+        run_dir,
+        TRIED_FILE,
+        nix::unistd::AccessFlags::F_OK,
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .is_ok()
+}
+
 /// Clears what a container's earlier helper left in run directory `dir`: its socket, the
 /// record of its listener and the mark of its start. Only for a container with no process
 /// running (being created, or started again): then nothing of the sandbox can be listening.
@@ -319,7 +330,9 @@ mod tests {
     fn a_new_container_starts_clean_and_a_gvisor_helper_starts_once() {
         let root = tempfile::tempdir().unwrap();
         let run = crate::descriptors::open_dir(root.path()).unwrap();
+        assert!(!tried(&run));
         assert!(start_once(&run).unwrap());
+        assert!(tried(&run));
         assert!(!start_once(&run).unwrap(), "a second start is refused");
         std::fs::create_dir(root.path().join(DIR)).unwrap();
         let _old = std::os::unix::net::UnixListener::bind(root.path().join(DIR).join(SOCKET));
