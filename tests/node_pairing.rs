@@ -243,6 +243,12 @@ async fn the_nodes_listener_offers_no_operator_routes() {
     .await
     {
         Err(moat::node::NodeError::Refused { status: 413, .. }) => {}
+        // The node answers 413 as soon as the body passes its bound and closes the
+        // connection without reading the rest (one request per connection): a client still
+        // writing then sees the connection break before it reads the answer. Either way the
+        // node refused it unread; the calls below show it serves on.
+        Err(moat::node::NodeError::Unreachable { why, .. })
+            if why.contains("error writing a body to connection") => {}
         other => panic!("a 2 MiB body: {other:?}"),
     }
     // A forwarded exec naming another node is run where the pairing says, never forwarded on.
