@@ -616,8 +616,10 @@ impl Sessions {
                 self.ensure_egress(key, &names.name, sandbox).await?;
                 if !existing.running {
                     // Nothing runs in it: what its last helper left goes (docs/helper.md,
-                    // "Trust").
+                    // "Trust"), and so does what this moat knew of it (a connection, a time
+                    // to retry after a failed start), so its first command starts a helper.
                     self.reset_helper(&run_dir)?;
+                    self.commands.release(&names.name);
                     self.runtime.start_container(&existing.id).await?;
                     crate::metrics::metrics().sandbox_restarted();
                 }
