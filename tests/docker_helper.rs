@@ -312,6 +312,22 @@ while True:
     c.close()
 "#;
 
+/// What the impostor made of the helper's socket: its error, or the path of its ready mark;
+/// waits up to 30 s (under load it can take seconds to start).
+async fn impostor_outcome(m: &common::TestMoat) -> String {
+    for _ in 0..600 {
+        let outcome = m.docker_exec(
+            "a",
+            "cat /tmp/impostor.failed 2>/dev/null || find /tmp/impostor.ready 2>/dev/null",
+        );
+        if !outcome.is_empty() {
+            return outcome;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    String::new()
+}
+
 #[tokio::test]
 async fn a_listener_in_the_helpers_place_is_never_believed() {
     let Some(m) = common::moat_as_configured("t-hlp-impostor", helper_config()).await else {
@@ -345,17 +361,7 @@ async fn a_listener_in_the_helpers_place_is_never_believed() {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         assert_eq!(last, Some("exec"));
-        let mut outcome = String::new();
-        for _ in 0..600 {
-            outcome = m.docker_exec(
-                "a",
-                "cat /tmp/impostor.failed 2>/dev/null || find /tmp/impostor.ready 2>/dev/null",
-            );
-            if !outcome.is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let outcome = impostor_outcome(&m).await;
         assert!(
             outcome.contains("PermissionError") || outcome.contains("Address already in use"),
             "the impostor got the socket: {outcome:?}"
@@ -370,17 +376,7 @@ async fn a_listener_in_the_helpers_place_is_never_believed() {
     }
     // Under load the impostor can take seconds to bind: the test must not go on without it
     // (moat would start a fresh helper and never meet the impostor).
-    let mut outcome = String::new();
-    for _ in 0..600 {
-        outcome = m.docker_exec(
-            "a",
-            "cat /tmp/impostor.failed 2>/dev/null || find /tmp/impostor.ready 2>/dev/null",
-        );
-        if !outcome.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let outcome = impostor_outcome(&m).await;
     assert!(!is_helper(&m, "a", first), "the impostor killed the helper");
     assert!(
         outcome.contains("impostor.ready"),

@@ -96,11 +96,11 @@ fn read_stat(root: &Path, pid: u32) -> Result<Stat, LineageError> {
     })
 }
 
-/// When `pid` started (see [`Stat::start`]), or `None` when it is gone. A socket peer is
-/// checked again on each request; comparing this with the value at `connect` shows whether the
-/// pid still names the process that connected.
+/// When `pid` started, or `None` when it is gone (`proc_start`). A socket peer is checked
+/// again on each request; comparing this with the value at `connect` shows whether the pid
+/// still names the process that connected.
 pub fn start_time(root: &Path, pid: u32) -> Option<u64> {
-    read_stat(root, pid).ok().map(|s| s.start)
+    crate::proc_start::of(root, pid)
 }
 
 /// The marker's value in a NUL-separated environment block.

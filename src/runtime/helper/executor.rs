@@ -76,11 +76,10 @@ pub struct HelperExecutor {
     last: Mutex<HashMap<String, Transport>>,
     execs: Arc<Mutex<HashMap<String, HelperExec>>>,
     seq: AtomicU64,
-    /// Containers whose helper runs under gVisor: their terminals go through the engine,
-    /// since a terminal the helper opens there does not send Ctrl-C's SIGINT to the
-    /// command's foreground group (seen with Debian's runsc, 2022-12-19).
-    gvisor: Mutex<std::collections::HashSet<String>>,
-    /// Whether each container runs under gVisor, as the engine said once.
+    /// Whether each container runs under gVisor, as the engine said once. Under gVisor a
+    /// terminal goes through the engine, since a terminal the helper opens there does not
+    /// send Ctrl-C's SIGINT to the command's foreground group (seen with Debian's runsc,
+    /// 2022-12-19), and the helper starts once per container start (docs/helper.md, "Trust").
     runtimes: Mutex<HashMap<String, bool>>,
 }
 
@@ -120,7 +119,6 @@ impl HelperExecutor {
             last: Mutex::default(),
             execs: Arc::default(),
             seq: AtomicU64::new(1),
-            gvisor: Mutex::default(),
             runtimes: Mutex::default(),
         }
     }
@@ -194,9 +192,6 @@ impl HelperExecutor {
             .lock()
             .unwrap()
             .insert(container.to_string(), gvisor);
-        if gvisor {
-            self.gvisor.lock().unwrap().insert(container.to_string());
-        }
         gvisor
     }
 
@@ -236,8 +231,11 @@ impl HelperExecutor {
             .as_ref()
             .filter(|c| c.runtime.as_deref() == Some("runsc"))
             .map(|c| c.pid);
+        self.runtimes
+            .lock()
+            .unwrap()
+            .insert(container.to_string(), gvisor_sandbox.is_some());
         if gvisor_sandbox.is_some() {
-            self.gvisor.lock().unwrap().insert(container.to_string());
             // Under gVisor moat cannot tell its helper from another process of the sandbox
             // by pid (the gofer listens for all of them), so it starts a helper only once per
             // container start, before any command ran through it, and never frees the
@@ -639,7 +637,6 @@ impl Executor for HelperExecutor {
 
     fn release(&self, container: &str) {
         // A new container of the same name gets a new helper, and may have another runtime.
-        self.gvisor.lock().unwrap().remove(container);
         self.runtimes.lock().unwrap().remove(container);
         if let Some(slot) = self.slots.lock().unwrap().remove(container) {
             if let Ok(slot) = slot.try_lock() {
